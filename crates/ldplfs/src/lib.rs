@@ -1,0 +1,1 @@
+//! ldplfs: LD_PRELOAD front end.

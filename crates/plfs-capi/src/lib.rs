@@ -1,0 +1,1 @@
+//! PLFS 2.5-compatible C API (see include/plfs.h).

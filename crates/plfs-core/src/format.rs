@@ -1,0 +1,484 @@
+//! On-disk format v1: every magic number, size, offset and file-name grammar of a container.
+//! The authoritative description is `docs/format.md`; the unit tests at the bottom pin each constant
+//! to the value the document gives. All integers are little-endian.
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// Format version written by this library and the newest one it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Name of the marker file that makes a backend directory a container.
+pub const MARKER_NAME: &str = ".plfscontainer";
+/// Marker file magic.
+pub const MARKER_MAGIC: [u8; 8] = *b"PLFSCTR\0";
+/// Marker file length in bytes.
+pub const MARKER_LEN: usize = 48;
+
+/// Index log magic.
+pub const INDEX_MAGIC: [u8; 8] = *b"PLFSIDX\0";
+/// Index log header length in bytes.
+pub const INDEX_HEADER_LEN: usize = 64;
+/// Data log magic.
+pub const DATA_MAGIC: [u8; 8] = *b"PLFSDAT\0";
+/// Data log header length in bytes; the first data byte of a log is at this physical offset.
+pub const DATA_HEADER_LEN: usize = 64;
+
+/// Index record kind: a write of `length` bytes.
+pub const REC_WRITE: u16 = 1;
+/// Length of a framed record: kind u16, body_len u16, body, crc32c u32.
+pub const REC_FRAME_OVERHEAD: usize = 8;
+/// Body length of a [`REC_WRITE`] record.
+pub const WRITE_BODY_LEN: usize = 40;
+/// Total length of a [`REC_WRITE`] record on disk.
+pub const WRITE_REC_LEN: usize = REC_FRAME_OVERHEAD + WRITE_BODY_LEN;
+
+/// Directory inside a container holding metadata droppings.
+pub const META_DIR: &str = "meta";
+/// Prefix of hostdir names: `hostdir.<K>`.
+pub const HOSTDIR_PREFIX: &str = "hostdir.";
+/// Directory on a shadow backend holding shadow containers, named by container id.
+pub const SHADOW_ROOT: &str = ".plfs_shadow";
+/// Prefix of the temporary names used while a container is created (never visible as a file).
+pub const TMP_PREFIX: &str = ".plfstmp.";
+/// Maximum `num_hostdirs`.
+pub const MAX_HOSTDIRS: u32 = 1024;
+
+/// The `.plfscontainer` marker's contents.
+///
+/// Format: { magic [8] | version u32 | flags u32 | container_id u128 | created_ns u64 | reserved u32 | crc32c u32 }
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marker {
+    /// Random id; names the container's shadow directories so that renames never strand them.
+    pub container_id: u128,
+    /// Creation time, nanoseconds since the epoch.
+    pub created_ns: u64,
+}
+
+impl Marker {
+    /// Encodes the marker.
+    pub fn encode(&self) -> [u8; MARKER_LEN] {
+        let mut b = [0u8; MARKER_LEN];
+        b[0..8].copy_from_slice(&MARKER_MAGIC);
+        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&0u32.to_le_bytes());
+        b[16..32].copy_from_slice(&self.container_id.to_le_bytes());
+        b[32..40].copy_from_slice(&self.created_ns.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..44]);
+        b[44..48].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a marker; `path` names the file in errors.
+    pub fn decode(path: &Path, b: &[u8]) -> Result<Marker> {
+        if b.len() < MARKER_LEN {
+            return Err(Error::corrupt(path, format!("marker is {} bytes, expected {MARKER_LEN}", b.len())));
+        }
+        if b[0..8] != MARKER_MAGIC {
+            return Err(Error::corrupt(path, "bad marker magic"));
+        }
+        check_version(path, le_u32(&b[8..12]))?;
+        let crc = le_u32(&b[44..48]);
+        if crc != crc32c::crc32c(&b[..44]) {
+            return Err(Error::corrupt(path, "marker checksum mismatch"));
+        }
+        Ok(Marker { container_id: le_u128(&b[16..32]), created_ns: le_u64(&b[32..40]) })
+    }
+}
+
+/// The header at the start of every index log and data log.
+///
+/// Format: { magic [8] | version u32 | header_len u32 | writer_id u64 | open_ns u64 | pid u32 |
+///           flags u32 | reserved [20] | crc32c u32 }
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogHeader {
+    /// Index or data log magic.
+    pub magic: [u8; 8],
+    /// The writer that owns the log (random, unique per open-for-write handle).
+    pub writer_id: u64,
+    /// When the writer opened the file, nanoseconds since the epoch.
+    pub open_ns: u64,
+    /// The writer's pid as passed to `plfs_open` (an MPI rank, or the process id).
+    pub pid: u32,
+    /// Flags; bit 0 = index records carry data checksums.
+    pub flags: u32,
+}
+
+/// [`LogHeader::flags`] bit: records carry a crc32c of their data.
+pub const LOG_FLAG_DATA_CRC: u32 = 1;
+
+impl LogHeader {
+    /// Encodes the 64-byte header.
+    pub fn encode(&self) -> [u8; INDEX_HEADER_LEN] {
+        let mut b = [0u8; INDEX_HEADER_LEN];
+        b[0..8].copy_from_slice(&self.magic);
+        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&(INDEX_HEADER_LEN as u32).to_le_bytes());
+        b[16..24].copy_from_slice(&self.writer_id.to_le_bytes());
+        b[24..32].copy_from_slice(&self.open_ns.to_le_bytes());
+        b[32..36].copy_from_slice(&self.pid.to_le_bytes());
+        b[36..40].copy_from_slice(&self.flags.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a header and checks its magic against `magic`.
+    pub fn decode(path: &Path, b: &[u8], magic: [u8; 8]) -> Result<LogHeader> {
+        if b.len() < INDEX_HEADER_LEN {
+            return Err(Error::corrupt(path, format!("log header is {} bytes, expected {INDEX_HEADER_LEN}", b.len())));
+        }
+        if b[0..8] != magic {
+            return Err(Error::corrupt(path, "bad log magic"));
+        }
+        check_version(path, le_u32(&b[8..12]))?;
+        if le_u32(&b[12..16]) as usize != INDEX_HEADER_LEN {
+            return Err(Error::corrupt(path, "bad log header length"));
+        }
+        if le_u32(&b[60..64]) != crc32c::crc32c(&b[..60]) {
+            return Err(Error::corrupt(path, "log header checksum mismatch"));
+        }
+        Ok(LogHeader {
+            magic,
+            writer_id: le_u64(&b[16..24]),
+            open_ns: le_u64(&b[24..32]),
+            pid: le_u32(&b[32..36]),
+            flags: le_u32(&b[36..40]),
+        })
+    }
+}
+
+/// One write, as recorded in an index log.
+///
+/// Format: { kind u16 = 1 | body_len u16 = 40 | logical_off u64 | length u64 | physical_off u64 |
+///           timestamp u64 | data_crc32c u32 | flags u32 | crc32c u32 }
+/// The trailing crc32c covers every preceding byte of the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteRecord {
+    /// Offset in the logical file.
+    pub logical_off: u64,
+    /// Number of bytes.
+    pub length: u64,
+    /// Offset in the writer's data log (counting the data log header).
+    pub physical_off: u64,
+    /// Ordering timestamp (nanoseconds, strictly increasing within a process; see docs/design.md).
+    pub ts: u64,
+    /// crc32c of the data when the log's [`LOG_FLAG_DATA_CRC`] flag is set, else 0.
+    pub data_crc: u32,
+}
+
+impl WriteRecord {
+    /// Appends the encoded record to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&REC_WRITE.to_le_bytes());
+        out.extend_from_slice(&(WRITE_BODY_LEN as u16).to_le_bytes());
+        out.extend_from_slice(&self.logical_off.to_le_bytes());
+        out.extend_from_slice(&self.length.to_le_bytes());
+        out.extend_from_slice(&self.physical_off.to_le_bytes());
+        out.extend_from_slice(&self.ts.to_le_bytes());
+        out.extend_from_slice(&self.data_crc.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        let crc = crc32c::crc32c(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// Outcome of decoding the records of an index log body.
+#[derive(Debug, Default)]
+pub struct DecodedRecords {
+    /// Every valid record, in log order.
+    pub records: Vec<WriteRecord>,
+    /// Bytes of the body consumed by valid records.
+    pub valid_len: usize,
+    /// Why decoding stopped before the end of the input, if it did (a torn or corrupt tail).
+    pub tail_error: Option<String>,
+}
+
+/// Decodes the records that follow an index log header. Stops at the first record that is
+/// truncated or fails its checksum, reporting it in `tail_error`; never panics.
+pub fn decode_records(body: &[u8]) -> DecodedRecords {
+    let mut out = DecodedRecords::default();
+    let mut pos = 0usize;
+    while pos < body.len() {
+        let rest = &body[pos..];
+        if rest.len() < 4 {
+            out.tail_error = Some(format!("torn record header at body offset {pos}"));
+            break;
+        }
+        let kind = u16::from_le_bytes([rest[0], rest[1]]);
+        let blen = u16::from_le_bytes([rest[2], rest[3]]) as usize;
+        let total = REC_FRAME_OVERHEAD + blen;
+        if rest.len() < total {
+            out.tail_error = Some(format!("torn record at body offset {pos} ({} of {total} bytes)", rest.len()));
+            break;
+        }
+        let crc = le_u32(&rest[4 + blen..total]);
+        if crc != crc32c::crc32c(&rest[..4 + blen]) {
+            out.tail_error = Some(format!("record checksum mismatch at body offset {pos}"));
+            break;
+        }
+        if kind != REC_WRITE || blen != WRITE_BODY_LEN {
+            out.tail_error = Some(format!("unknown record kind {kind} (len {blen}) at body offset {pos}"));
+            break;
+        }
+        let b = &rest[4..4 + blen];
+        out.records.push(WriteRecord {
+            logical_off: le_u64(&b[0..8]),
+            length: le_u64(&b[8..16]),
+            physical_off: le_u64(&b[16..24]),
+            ts: le_u64(&b[24..32]),
+            data_crc: le_u32(&b[32..36]),
+        });
+        pos += total;
+        out.valid_len = pos;
+    }
+    out
+}
+
+fn check_version(path: &Path, v: u32) -> Result<()> {
+    if v == 0 || v > FORMAT_VERSION {
+        return Err(Error::corrupt(path, format!("format version {v} is not supported (this library reads 1..={FORMAT_VERSION})")));
+    }
+    Ok(())
+}
+
+pub(crate) fn le_u32(b: &[u8]) -> u32 {
+    u32::from_le_bytes(b[..4].try_into().expect("4 bytes"))
+}
+pub(crate) fn le_u64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+}
+fn le_u128(b: &[u8]) -> u128 {
+    u128::from_le_bytes(b[..16].try_into().expect("16 bytes"))
+}
+
+// ---- Dropping names -------------------------------------------------------------------------------
+
+/// Name of a writer's data log: `data.<writer_id hex16>.<pid>.<host>`.
+pub fn data_log_name(writer_id: u64, pid: u32, host: &str) -> String {
+    format!("data.{writer_id:016x}.{pid}.{host}")
+}
+
+/// Name of a writer's index log: `index.<writer_id hex16>.<pid>.<host>`.
+pub fn index_log_name(writer_id: u64, pid: u32, host: &str) -> String {
+    format!("index.{writer_id:016x}.{pid}.{host}")
+}
+
+/// Parsed name of a data or index log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogName {
+    /// True for an index log, false for a data log.
+    pub is_index: bool,
+    /// Writer id.
+    pub writer_id: u64,
+    /// Writer pid.
+    pub pid: u32,
+    /// Writer host.
+    pub host: String,
+}
+
+/// Parses `data.<id>.<pid>.<host>` or `index.<id>.<pid>.<host>`; `None` for any other name.
+pub fn parse_log_name(name: &str) -> Option<LogName> {
+    let (is_index, rest) = if let Some(r) = name.strip_prefix("index.") {
+        (true, r)
+    } else if let Some(r) = name.strip_prefix("data.") {
+        (false, r)
+    } else {
+        return None;
+    };
+    let mut it = rest.splitn(3, '.');
+    let id = it.next()?;
+    let pid = it.next()?;
+    let host = it.next()?;
+    if id.len() != 16 || host.is_empty() {
+        return None;
+    }
+    Some(LogName {
+        is_index,
+        writer_id: u64::from_str_radix(id, 16).ok()?,
+        pid: pid.parse().ok()?,
+        host: host.to_string(),
+    })
+}
+
+/// A metadata dropping in `meta/`, encoded entirely in its (zero-length) file's name so that stat
+/// of a closed container is one `readdir` and no open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaDropping {
+    /// `open.<writer_id hex16>.<pid>.<host>`: a writer has the file open.
+    Open {
+        /// Writer id.
+        writer_id: u64,
+        /// Writer pid.
+        pid: u32,
+        /// Writer host.
+        host: String,
+    },
+    /// `close.<writer_id hex16>.<open_ts>.<close_ts>.<eof>.<bytes>.<mtime_ns>`: a writer closed.
+    /// `eof` is the end of the highest byte it wrote (0 if none), `bytes` the bytes it wrote.
+    Close {
+        /// Writer id.
+        writer_id: u64,
+        /// Timestamp (clock of [`crate::clock`]) taken at open.
+        open_ts: u64,
+        /// Timestamp taken at close.
+        close_ts: u64,
+        /// Highest written end offset.
+        eof: u64,
+        /// Bytes written.
+        bytes: u64,
+        /// Modification time of the last write, ns since the epoch.
+        mtime_ns: u64,
+    },
+    /// `trunc.<ts>.<size>.<writer_id hex16>`: the file was truncated to `size` at `ts`.
+    Trunc {
+        /// Timestamp of the truncate.
+        ts: u64,
+        /// New size.
+        size: u64,
+        /// Id of the truncating handle (random for path truncates); makes the name unique.
+        writer_id: u64,
+    },
+}
+
+impl MetaDropping {
+    /// The file name of this dropping.
+    pub fn name(&self) -> String {
+        match self {
+            MetaDropping::Open { writer_id, pid, host } => format!("open.{writer_id:016x}.{pid}.{host}"),
+            MetaDropping::Close { writer_id, open_ts, close_ts, eof, bytes, mtime_ns } => {
+                format!("close.{writer_id:016x}.{open_ts}.{close_ts}.{eof}.{bytes}.{mtime_ns}")
+            }
+            MetaDropping::Trunc { ts, size, writer_id } => format!("trunc.{ts}.{size}.{writer_id:016x}"),
+        }
+    }
+
+    /// Parses a dropping name; `None` for names that are not droppings.
+    pub fn parse(name: &str) -> Option<MetaDropping> {
+        if let Some(r) = name.strip_prefix("open.") {
+            let mut it = r.splitn(3, '.');
+            let id = it.next()?;
+            let pid = it.next()?.parse().ok()?;
+            let host = it.next()?.to_string();
+            if id.len() != 16 || host.is_empty() {
+                return None;
+            }
+            return Some(MetaDropping::Open { writer_id: u64::from_str_radix(id, 16).ok()?, pid, host });
+        }
+        if let Some(r) = name.strip_prefix("close.") {
+            let f: Vec<&str> = r.split('.').collect();
+            if f.len() != 6 || f[0].len() != 16 {
+                return None;
+            }
+            return Some(MetaDropping::Close {
+                writer_id: u64::from_str_radix(f[0], 16).ok()?,
+                open_ts: f[1].parse().ok()?,
+                close_ts: f[2].parse().ok()?,
+                eof: f[3].parse().ok()?,
+                bytes: f[4].parse().ok()?,
+                mtime_ns: f[5].parse().ok()?,
+            });
+        }
+        if let Some(r) = name.strip_prefix("trunc.") {
+            let f: Vec<&str> = r.split('.').collect();
+            if f.len() != 3 || f[2].len() != 16 {
+                return None;
+            }
+            return Some(MetaDropping::Trunc {
+                ts: f[0].parse().ok()?,
+                size: f[1].parse().ok()?,
+                writer_id: u64::from_str_radix(f[2], 16).ok()?,
+            });
+        }
+        None
+    }
+}
+
+/// Hash used to pick a canonical backend (of a logical path), a shadow backend and a hostdir
+/// (of a host name): 64-bit FNV-1a. Pinned by a test: changing it moves existing containers.
+pub fn hash_str(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in s.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constants_match_format_md() {
+        assert_eq!(FORMAT_VERSION, 1);
+        assert_eq!(&MARKER_MAGIC, b"PLFSCTR\0");
+        assert_eq!(&INDEX_MAGIC, b"PLFSIDX\0");
+        assert_eq!(&DATA_MAGIC, b"PLFSDAT\0");
+        assert_eq!(MARKER_LEN, 48);
+        assert_eq!(INDEX_HEADER_LEN, 64);
+        assert_eq!(DATA_HEADER_LEN, 64);
+        assert_eq!(WRITE_REC_LEN, 48);
+        assert_eq!(MARKER_NAME, ".plfscontainer");
+        assert_eq!(hash_str(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(hash_str("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn record_roundtrip_and_torn_tail() {
+        let recs = [
+            WriteRecord { logical_off: 1, length: 2, physical_off: 64, ts: 9, data_crc: 0 },
+            WriteRecord { logical_off: u64::MAX - 5, length: 5, physical_off: 66, ts: 10, data_crc: 7 },
+        ];
+        let mut buf = Vec::new();
+        for r in &recs {
+            r.encode_into(&mut buf);
+        }
+        assert_eq!(buf.len(), 2 * WRITE_REC_LEN);
+        let d = decode_records(&buf);
+        assert_eq!(d.records, recs);
+        assert!(d.tail_error.is_none());
+        for cut in 0..buf.len() {
+            let d = decode_records(&buf[..cut]);
+            assert_eq!(d.records.len(), cut / WRITE_REC_LEN);
+            assert_eq!(d.tail_error.is_some(), cut % WRITE_REC_LEN != 0);
+        }
+        let mut bad = buf.clone();
+        bad[WRITE_REC_LEN + 10] ^= 1;
+        let d = decode_records(&bad);
+        assert_eq!(d.records.len(), 1);
+        assert!(d.tail_error.unwrap().contains("checksum"));
+    }
+
+    #[test]
+    fn header_and_marker_roundtrip() {
+        let p = Path::new("x");
+        let h = LogHeader { magic: INDEX_MAGIC, writer_id: 0xabc, open_ns: 5, pid: 77, flags: 1 };
+        assert_eq!(LogHeader::decode(p, &h.encode(), INDEX_MAGIC).unwrap(), h);
+        assert!(LogHeader::decode(p, &h.encode(), DATA_MAGIC).is_err());
+        let m = Marker { container_id: 1 << 100, created_ns: 42 };
+        assert_eq!(Marker::decode(p, &m.encode()).unwrap(), m);
+        let mut e = m.encode();
+        e[20] ^= 4;
+        assert!(Marker::decode(p, &e).is_err());
+        assert!(Marker::decode(p, &e[..10]).is_err());
+    }
+
+    #[test]
+    fn dropping_names_roundtrip() {
+        let ds = [
+            MetaDropping::Open { writer_id: 3, pid: 9, host: "n1.cluster".into() },
+            MetaDropping::Close { writer_id: 3, open_ts: 1, close_ts: 2, eof: 3, bytes: 4, mtime_ns: 5 },
+            MetaDropping::Trunc { ts: 7, size: 8, writer_id: u64::MAX },
+        ];
+        for d in ds {
+            assert_eq!(MetaDropping::parse(&d.name()), Some(d));
+        }
+        assert_eq!(MetaDropping::parse("close.zz"), None);
+        let n = index_log_name(0x1f, 12, "host.a.b");
+        assert_eq!(n, "index.000000000000001f.12.host.a.b");
+        assert_eq!(parse_log_name(&n), Some(LogName { is_index: true, writer_id: 0x1f, pid: 12, host: "host.a.b".into() }));
+        assert_eq!(parse_log_name("data.1.2.h"), None);
+    }
+}

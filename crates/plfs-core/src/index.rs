@@ -1,0 +1,248 @@
+//! The read side of the index: loading every index log of a container (on every hostdir of
+//! every backend) into an [`ExtentMap`], incrementally refreshing it, and the table of data logs
+//! ("chunks") the map points into.
+
+use crate::container::{list_fd, Container};
+use crate::error::{Error, Result};
+use crate::extent::{ExtentMap, Key};
+use crate::format::{self, MetaDropping};
+use crate::sys;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Name of the flattened index inside a container.
+pub const FLAT_NAME: &str = "flat.index";
+
+/// A data log the map points into.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    /// Index into [`IndexState::dirs`].
+    pub dir: usize,
+    /// File name of the data log.
+    pub name: OsString,
+    /// Its writer.
+    pub writer_id: u64,
+    /// Writer pid.
+    pub pid: u32,
+    /// Writer host.
+    pub host: String,
+}
+
+/// A merged index plus what is needed to read through it.
+#[derive(Debug)]
+pub struct IndexState {
+    /// The extent map.
+    pub map: ExtentMap,
+    /// Data logs, indexed by `Piece::chunk`.
+    pub chunks: Vec<Chunk>,
+    /// Hostdirs: display path and descriptor.
+    pub dirs: Vec<(PathBuf, Arc<OwnedFd>)>,
+    chunk_by_writer: HashMap<u64, u32>,
+    dir_by_path: HashMap<PathBuf, usize>,
+    /// Index logs read so far: display path → bytes consumed (header included).
+    logs: HashMap<PathBuf, u64>,
+    truncs: HashSet<(u64, u64, u64)>,
+    fds: HashMap<u32, Arc<OwnedFd>>,
+    fd_order: VecDeque<u32>,
+    max_fds: usize,
+    /// Index records read (for statistics).
+    pub records_read: u64,
+}
+
+/// An index log found while listing hostdirs.
+struct FoundLog {
+    dir: usize,
+    name: OsString,
+    path: PathBuf,
+    info: format::LogName,
+}
+
+impl IndexState {
+    /// An empty state for a container.
+    pub fn empty(max_fds: usize) -> Self {
+        IndexState {
+            map: ExtentMap::new(),
+            chunks: Vec::new(),
+            dirs: Vec::new(),
+            chunk_by_writer: HashMap::new(),
+            dir_by_path: HashMap::new(),
+            logs: HashMap::new(),
+            truncs: HashSet::new(),
+            fds: HashMap::new(),
+            fd_order: VecDeque::new(),
+            max_fds: max_fds.max(1),
+            records_read: 0,
+        }
+    }
+
+    /// Loads the whole index of `c`.
+    pub fn load(c: &Container) -> Result<Self> {
+        let mut s = IndexState::empty(c.mount.global.max_open_data_logs as usize);
+        s.refresh(c)?;
+        Ok(s)
+    }
+
+    /// Registers a hostdir descriptor, returning its index.
+    pub fn add_dir(&mut self, path: PathBuf, fd: Arc<OwnedFd>) -> usize {
+        if let Some(&i) = self.dir_by_path.get(&path) {
+            return i;
+        }
+        self.dirs.push((path.clone(), fd));
+        self.dir_by_path.insert(path, self.dirs.len() - 1);
+        self.dirs.len() - 1
+    }
+
+    /// The chunk id of a writer's data log, registering it if new.
+    pub fn chunk_for(&mut self, dir: usize, writer_id: u64, pid: u32, host: &str) -> u32 {
+        if let Some(&c) = self.chunk_by_writer.get(&writer_id) {
+            return c;
+        }
+        self.chunks.push(Chunk { dir, name: format::data_log_name(writer_id, pid, host).into(), writer_id, pid, host: host.to_string() });
+        let id = (self.chunks.len() - 1) as u32;
+        self.chunk_by_writer.insert(writer_id, id);
+        id
+    }
+
+    /// Reads whatever was appended to the container's index logs and meta droppings since the
+    /// last call. If a log shrank or vanished (a truncate-to-zero wiped the container), rebuilds
+    /// from scratch. Safe to call concurrently with writers: a torn tail is consumed later.
+    pub fn refresh(&mut self, c: &Container) -> Result<()> {
+        let meta = c.list_meta()?;
+        let mut found: Vec<FoundLog> = Vec::new();
+        for (path, fd) in c.hostdirs()? {
+            let fd = Arc::new(fd);
+            let names = list_fd(&fd, &path)?;
+            let dir = self.add_dir(path.clone(), fd);
+            for name in names {
+                let Some(info) = name.to_str().and_then(format::parse_log_name) else { continue };
+                if info.is_index {
+                    found.push(FoundLog { dir, path: path.join(&name), name, info });
+                }
+            }
+        }
+        // A known log that disappeared means the container was wiped: start again.
+        let present: HashSet<&PathBuf> = found.iter().map(|f| &f.path).collect();
+        if self.logs.keys().any(|p| !present.contains(p)) {
+            *self = IndexState::empty(self.max_fds);
+            return self.refresh(c);
+        }
+        for d in &meta {
+            if let MetaDropping::Trunc { ts, size, writer_id } = *d {
+                if self.truncs.insert((ts, size, writer_id)) {
+                    self.map.insert_trunc(size, Key { ts, writer: writer_id });
+                }
+            }
+        }
+        // Read the new parts of every log on a pool of threads, then merge in one place.
+        let threads = (c.mount.global.threadpool_size as usize).clamp(1, found.len().max(1));
+        let starts: Vec<u64> = found.iter().map(|f| self.logs.get(&f.path).copied().unwrap_or(0)).collect();
+        let dirs = &self.dirs;
+        let results: Vec<Result<(u64, format::DecodedRecords, Option<u64>)>> = std::thread::scope(|scope| {
+            let chunk = found.len().div_ceil(threads).max(1);
+            let handles: Vec<_> = found
+                .chunks(chunk)
+                .zip(starts.chunks(chunk))
+                .map(|(fs, ss)| scope.spawn(move || fs.iter().zip(ss).map(|(f, &s)| read_log(&dirs[f.dir].1, f, s)).collect::<Vec<_>>()))
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|_| vec![Err(Error::InvalidArgument("index reader thread panicked".into()))])).collect()
+        });
+        for (f, r) in found.iter().zip(results) {
+            let (new_consumed, dec, data_len) = match r {
+                Ok(v) => v,
+                Err(e) => {
+                    crate::warn!("{e}: skipping this index log");
+                    continue;
+                }
+            };
+            let old = self.logs.get(&f.path).copied().unwrap_or(0);
+            if new_consumed < old {
+                *self = IndexState::empty(self.max_fds);
+                return self.refresh(c);
+            }
+            if let Some(err) = &dec.tail_error {
+                crate::warn!("{}: {err}; ignoring the rest of this index log", f.path.display());
+            }
+            let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
+            for r in &dec.records {
+                if data_len.is_some_and(|dl| r.physical_off.saturating_add(r.length) > dl) {
+                    crate::warn!("{}: record at logical offset {} points past the end of its data log; skipped", f.path.display(), r.logical_off);
+                    continue;
+                }
+                self.map.insert_write(r.logical_off, r.length, chunk, r.physical_off, Key { ts: r.ts, writer: f.info.writer_id });
+            }
+            self.records_read += dec.records.len() as u64;
+            self.logs.insert(f.path.clone(), new_consumed);
+        }
+        Ok(())
+    }
+
+    /// A descriptor for a chunk's data log (cached, at most `max_open_data_logs` open).
+    pub fn data_fd(&mut self, chunk: u32) -> Result<Arc<OwnedFd>> {
+        if let Some(fd) = self.fds.get(&chunk) {
+            return Ok(fd.clone());
+        }
+        let c = self.chunks.get(chunk as usize).ok_or_else(|| Error::InvalidArgument(format!("unknown chunk {chunk}")))?;
+        let (dpath, dfd) = &self.dirs[c.dir];
+        let fd = rustix::fs::openat(&**dfd, c.name.as_os_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| Error::io(dpath.join(&c.name), "open", e))?;
+        let fd = Arc::new(fd);
+        while self.fds.len() >= self.max_fds {
+            match self.fd_order.pop_front() {
+                Some(old) => {
+                    self.fds.remove(&old);
+                }
+                None => break,
+            }
+        }
+        self.fds.insert(chunk, fd.clone());
+        self.fd_order.push_back(chunk);
+        Ok(fd)
+    }
+
+    /// Display path of a chunk's data log.
+    pub fn chunk_path(&self, chunk: u32) -> PathBuf {
+        let c = &self.chunks[chunk as usize];
+        self.dirs[c.dir].0.join(&c.name)
+    }
+}
+
+/// Reads an index log from byte `start`, returning (bytes now consumed, decoded records, size of
+/// the matching data log if it exists).
+fn read_log(dir: &OwnedFd, f: &FoundLog, start: u64) -> Result<(u64, format::DecodedRecords, Option<u64>)> {
+    let fd = rustix::fs::openat(dir, f.name.as_os_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| Error::io(&f.path, "open", e))?;
+    let size = sys::fstat(&fd, &f.path)?.st_size as u64;
+    if size < start {
+        return Ok((size, format::DecodedRecords::default(), None));
+    }
+    let mut buf = vec![0u8; (size - start) as usize];
+    let n = sys::pread_full(&fd, &f.path, &mut buf, start)?;
+    buf.truncate(n);
+    let mut body_start = 0usize;
+    if start == 0 {
+        if buf.len() < format::INDEX_HEADER_LEN {
+            // Header not (fully) written yet: nothing to consume.
+            return Ok((0, format::DecodedRecords::default(), None));
+        }
+        let h = format::LogHeader::decode(&f.path, &buf, format::INDEX_MAGIC)?;
+        if h.writer_id != f.info.writer_id {
+            return Err(Error::corrupt(&f.path, format!("header names writer {:016x}, file name {:016x}", h.writer_id, f.info.writer_id)));
+        }
+        body_start = format::INDEX_HEADER_LEN;
+    }
+    let dec = format::decode_records(&buf[body_start..]);
+    let consumed = start + (body_start + dec.valid_len) as u64;
+    let data_name = format::data_log_name(f.info.writer_id, f.info.pid, &f.info.host);
+    let data_len = match rustix::fs::statat(dir, data_name.as_str(), rustix::fs::AtFlags::empty()) {
+        Ok(st) => Some(st.st_size as u64),
+        Err(_) => {
+            if !dec.records.is_empty() {
+                crate::warn!("{}: its data log {data_name} is missing; its {} records are skipped", f.path.display(), dec.records.len());
+            }
+            Some(0)
+        }
+    };
+    Ok((consumed, dec, data_len))
+}
