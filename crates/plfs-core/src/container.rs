@@ -125,7 +125,7 @@ impl Container {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = parent.join(format!("{}{}.{:016x}", format::TMP_PREFIX, name, crate::clock::random_u64()));
         let cid = (u128::from(crate::clock::random_u64()) << 64) | u128::from(crate::clock::random_u64());
-        let marker = format::Marker { container_id: cid, created_ns: crate::clock::now_ns() };
+        let marker = format::Marker { version: format::FORMAT_VERSION, container_id: cid, created_ns: crate::clock::now_ns() };
         let build = || -> Result<()> {
             sys::mkdir(&tmp, container_dir_mode(mode))?;
             let mpath = tmp.join(format::MARKER_NAME);

@@ -108,6 +108,8 @@ struct WriterLogs {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) c: Container,
+    /// Logical path it was first opened by (a flattened index is valid only for this path).
+    pub(crate) logical: PathBuf,
     /// Writers opened through this process.
     writers: Mutex<HashMap<u64, Arc<Mutex<Writer>>>>,
     /// Merged index, loaded at the first read.
@@ -119,8 +121,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub(crate) fn new(c: Container) -> Self {
-        Shared { c, writers: Mutex::new(HashMap::new()), index: Mutex::new(None) }
+    pub(crate) fn new(c: Container, logical: PathBuf) -> Self {
+        Shared { c, logical, writers: Mutex::new(HashMap::new()), index: Mutex::new(None) }
     }
 
     fn data_crc(&self) -> bool {
@@ -144,7 +146,7 @@ impl Shared {
             self.flush_all()?;
             match g.as_mut() {
                 Some(s) => s.refresh(&self.c)?,
-                None => *g = Some(IndexState::load(&self.c)?),
+                None => *g = Some(IndexState::load(&self.c, &self.logical)?),
             }
         }
         f(g.as_mut().expect("index loaded"))

@@ -49,6 +49,8 @@ pub const MAX_HOSTDIRS: u32 = 1024;
 /// Format: { magic [8] | version u32 | flags u32 | container_id u128 | created_ns u64 | reserved u32 | crc32c u32 }
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Marker {
+    /// Format version the container was created with.
+    pub version: u32,
     /// Random id; names the container's shadow directories so that renames never strand them.
     pub container_id: u128,
     /// Creation time, nanoseconds since the epoch.
@@ -60,7 +62,7 @@ impl Marker {
     pub fn encode(&self) -> [u8; MARKER_LEN] {
         let mut b = [0u8; MARKER_LEN];
         b[0..8].copy_from_slice(&MARKER_MAGIC);
-        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&0u32.to_le_bytes());
         b[16..32].copy_from_slice(&self.container_id.to_le_bytes());
         b[32..40].copy_from_slice(&self.created_ns.to_le_bytes());
@@ -77,12 +79,13 @@ impl Marker {
         if b[0..8] != MARKER_MAGIC {
             return Err(Error::corrupt(path, "bad marker magic"));
         }
-        check_version(path, le_u32(&b[8..12]))?;
+        let version = le_u32(&b[8..12]);
+        check_version(path, version)?;
         let crc = le_u32(&b[44..48]);
         if crc != crc32c::crc32c(&b[..44]) {
             return Err(Error::corrupt(path, "marker checksum mismatch"));
         }
-        Ok(Marker { container_id: le_u128(&b[16..32]), created_ns: le_u64(&b[32..40]) })
+        Ok(Marker { version, container_id: le_u128(&b[16..32]), created_ns: le_u64(&b[32..40]) })
     }
 }
 
@@ -457,7 +460,7 @@ mod tests {
         let h = LogHeader { magic: INDEX_MAGIC, writer_id: 0xabc, open_ns: 5, pid: 77, flags: 1 };
         assert_eq!(LogHeader::decode(p, &h.encode(), INDEX_MAGIC).unwrap(), h);
         assert!(LogHeader::decode(p, &h.encode(), DATA_MAGIC).is_err());
-        let m = Marker { container_id: 1 << 100, created_ns: 42 };
+        let m = Marker { version: FORMAT_VERSION, container_id: 1 << 100, created_ns: 42 };
         assert_eq!(Marker::decode(p, &m.encode()).unwrap(), m);
         let mut e = m.encode();
         e[20] ^= 4;

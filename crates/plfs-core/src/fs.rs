@@ -231,14 +231,14 @@ impl Plfs {
         self.config.mount_for(path).is_some()
     }
 
-    fn shared(&self, c: Container) -> Arc<Shared> {
+    pub(crate) fn shared(&self, c: Container, logical: &Path) -> Arc<Shared> {
         let mut t = self.open.lock().unwrap_or_else(|p| p.into_inner());
         t.retain(|_, w| w.strong_count() > 0);
         if let Some(s) = t.get(&c.ident).and_then(Weak::upgrade) {
             return s;
         }
         let ident = c.ident;
-        let s = Arc::new(Shared::new(c));
+        let s = Arc::new(Shared::new(c, logical.to_path_buf()));
         t.insert(ident, Arc::downgrade(&s));
         s
     }
@@ -250,7 +250,7 @@ impl Plfs {
             Probe::Dir => Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", loc.logical.display()))),
             Probe::Symlink | Probe::Other => Err(Error::errno(Errno::INVAL, format!("{}: not a PLFS file", loc.logical.display()))),
             Probe::Container => match Container::open(&loc.mount, b, &loc.on(b))? {
-                Some(c) => Ok(self.shared(c)),
+                Some(c) => Ok(self.shared(c, &loc.logical)),
                 None => Err(Error::NotFound(loc.logical.clone())),
             },
         }
@@ -330,12 +330,12 @@ impl Plfs {
             }
             Probe::Container => {
                 let c = Container::open(&loc.mount, b, &bp)?.ok_or_else(|| Error::NotFound(loc.logical.clone()))?;
-                self.stat_container(c)
+                self.stat_container(c, &loc.logical)
             }
         }
     }
 
-    fn stat_container(&self, c: Container) -> Result<Stat> {
+    fn stat_container(&self, c: Container, logical: &Path) -> Result<Stat> {
         let mst = c.marker_stat()?;
         let in_process = {
             let t = self.open.lock().unwrap_or_else(|p| p.into_inner());
@@ -345,7 +345,7 @@ impl Plfs {
         let size = match (&in_process, container::fast_size(&meta)) {
             (None, Some((size, _))) => size,
             (Some(s), _) => s.size()?,
-            (None, None) => self.shared(c).size()?,
+            (None, None) => self.shared(c, logical).size()?,
         };
         let mut st = raw_to_stat(&mst, FileKind::File);
         st.mode = (mst.st_mode & 0o7777) | 0o100000;
@@ -671,5 +671,95 @@ impl Plfs {
             return Err(Error::errno(Errno::INVAL, format!("{}: not a PLFS file", loc.logical.display())));
         }
         Container::open(&loc.mount, b, &loc.on(b))?.ok_or_else(|| Error::NotFound(loc.logical.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BackendRole, BackendSpec, Workload};
+
+    fn plfs_at(dir: &Path, backends: usize) -> Plfs {
+        let mut specs = Vec::new();
+        for i in 0..backends {
+            let b = dir.join(format!("b{i}"));
+            std::fs::create_dir_all(&b).unwrap();
+            specs.push(BackendSpec { location: b, role: BackendRole::Both });
+        }
+        let cfg = Config {
+            files: vec![dir.join("plfsrc")],
+            global: GlobalParams { index_buffer_records: 3, ..GlobalParams::default() },
+            mounts: vec![MountConfig { mount_point: "/mnt/plfs".into(), workload: Workload::SharedFile, backends: specs }],
+            warnings: Vec::new(),
+        };
+        Plfs::new(cfg).unwrap()
+    }
+
+    fn tmpdir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("plfs-fs-{tag}-{}-{}", std::process::id(), crate::clock::random_u64()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn write_read_stat_roundtrip() {
+        let d = tmpdir("rt");
+        let p = plfs_at(&d, 2);
+        let f = Path::new("/mnt/plfs/f");
+        let w = p.open(f, OpenFlags { write: true, create: true, ..Default::default() }, 0o644, 1).unwrap();
+        w.write(b"hello", 0).unwrap();
+        w.write_as(b"WORLD", 10, 2).unwrap();
+        w.write(b"xy", 1).unwrap();
+        assert_eq!(p.stat(f).unwrap().size, 15);
+        let r = p.open(f, OpenFlags { read: true, ..Default::default() }, 0, 3).unwrap();
+        let mut buf = [9u8; 20];
+        assert_eq!(r.read(&mut buf, 0).unwrap(), 15);
+        assert_eq!(&buf[..15], b"hxylo\0\0\0\0\0WORLD");
+        w.close().unwrap();
+        r.close().unwrap();
+        // Another "process": a fresh instance, fast stat path.
+        let p2 = plfs_at(&d, 2);
+        assert_eq!(p2.stat(f).unwrap().size, 15);
+        assert_eq!(p2.stat(f).unwrap().kind, FileKind::File);
+        let r = p2.open(f, OpenFlags { read: true, ..Default::default() }, 0, 3).unwrap();
+        let mut buf = [0u8; 15];
+        r.read(&mut buf, 0).unwrap();
+        assert_eq!(&buf, b"hxylo\0\0\0\0\0WORLD");
+        drop(r);
+        p2.truncate(f, 3).unwrap();
+        assert_eq!(p2.stat(f).unwrap().size, 3);
+        assert_eq!(plfs_at(&d, 2).stat(f).unwrap().size, 3);
+        p2.rename(f, Path::new("/mnt/plfs/g")).unwrap();
+        assert!(p2.stat(f).unwrap_err().is_not_found());
+        let names: Vec<_> = p2.readdir(Path::new("/mnt/plfs")).unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, vec![OsString::from("g")]);
+        p2.unlink(Path::new("/mnt/plfs/g")).unwrap();
+        assert!(p2.readdir(Path::new("/mnt/plfs")).unwrap().is_empty());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn flatten_is_invalidated_by_later_writes() {
+        let d = tmpdir("flat");
+        let p = plfs_at(&d, 1);
+        let f = Path::new("/mnt/plfs/f");
+        let w = p.open(f, OpenFlags { write: true, create: true, ..Default::default() }, 0o644, 1).unwrap();
+        w.write(&[1u8; 30], 0).unwrap();
+        w.close().unwrap();
+        let rep = crate::tools::flatten(&p, f).unwrap();
+        assert_eq!(rep.extents, 1);
+        let w = plfs_at(&d, 1).open(f, OpenFlags { write: true, ..Default::default() }, 0, 2).unwrap();
+        w.write(&[2u8; 10], 30).unwrap();
+        w.write(&[3u8; 3], 0).unwrap();
+        w.close().unwrap();
+        let p2 = plfs_at(&d, 1);
+        assert_eq!(p2.stat(f).unwrap().size, 40);
+        let r = p2.open(f, OpenFlags { read: true, ..Default::default() }, 0, 3).unwrap();
+        let mut buf = [0u8; 40];
+        assert_eq!(r.read(&mut buf, 0).unwrap(), 40);
+        assert_eq!(&buf[..3], &[3, 3, 3]);
+        assert_eq!(&buf[3..30], &[1u8; 27][..]);
+        assert_eq!(&buf[30..], &[2u8; 10]);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

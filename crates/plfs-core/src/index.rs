@@ -5,13 +5,14 @@
 use crate::container::{list_fd, Container};
 use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key};
+use crate::flat;
 use crate::format::{self, MetaDropping};
 use crate::sys;
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Name of the flattened index inside a container.
@@ -51,6 +52,8 @@ pub struct IndexState {
     max_fds: usize,
     /// Index records read (for statistics).
     pub records_read: u64,
+    /// Set when the state was loaded from a flattened index with this signature.
+    flat_sig: Option<u64>,
 }
 
 /// An index log found while listing hostdirs.
@@ -76,14 +79,84 @@ impl IndexState {
             fd_order: VecDeque::new(),
             max_fds: max_fds.max(1),
             records_read: 0,
+            flat_sig: None,
         }
     }
 
-    /// Loads the whole index of `c`.
-    pub fn load(c: &Container) -> Result<Self> {
+    /// Loads the whole index of `c` (logical path `logical`): from its flattened index when that
+    /// is still valid, else from every index log.
+    pub fn load(c: &Container, logical: &Path) -> Result<Self> {
         let mut s = IndexState::empty(c.mount.global.max_open_data_logs as usize);
+        match s.load_flat(c, logical) {
+            Ok(true) => return Ok(s),
+            Ok(false) => {}
+            Err(e) => crate::warn!("{e}; ignoring the flattened index"),
+        }
+        s = IndexState::empty(c.mount.global.max_open_data_logs as usize);
         s.refresh(c)?;
         Ok(s)
+    }
+
+    fn load_flat(&mut self, c: &Container, logical: &Path) -> Result<bool> {
+        let Some(sig) = flat::signature(&c.list_meta()?) else { return Ok(false) };
+        let bytes = match rustix::fs::openat(&c.dir, FLAT_NAME, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(fd) => {
+                let p = c.sub(FLAT_NAME);
+                let len = sys::fstat(&fd, &p)?.st_size as usize;
+                let mut b = vec![0u8; len];
+                let n = sys::pread_full(&fd, &p, &mut b, 0)?;
+                b.truncate(n);
+                b
+            }
+            Err(rustix::io::Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(Error::io(c.sub(FLAT_NAME), "open", e)),
+        };
+        let f = flat::Flat::decode(&c.sub(FLAT_NAME), &bytes)?;
+        if f.signature != sig || f.logical != logical {
+            return Ok(false);
+        }
+        for ch in &f.chunks {
+            let (display, fd) = if ch.in_container {
+                let fd = rustix::fs::openat(&c.dir, ch.dir.as_path(), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                    .map_err(|e| Error::io(c.sub(&ch.dir.to_string_lossy()), "open", e))?;
+                (c.path.join(&ch.dir), fd)
+            } else {
+                (ch.dir.clone(), sys::open(&ch.dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)?)
+            };
+            let d = self.add_dir(display, Arc::new(fd));
+            self.chunk_for(d, ch.writer_id, ch.pid, &ch.host);
+        }
+        for &(ts, writer, size) in &f.truncs {
+            self.truncs.insert((ts, size, writer));
+            self.map.insert_trunc(size, Key { ts, writer });
+        }
+        for &(l, len, phys, ts, writer, chunk) in &f.pieces {
+            self.map.insert_write(l, len, chunk, phys, Key { ts, writer });
+        }
+        self.records_read = f.pieces.len() as u64;
+        self.flat_sig = Some(sig);
+        Ok(true)
+    }
+
+    /// Builds the flattened form of this (fully refreshed) state.
+    pub fn to_flat(&self, c: &Container, logical: &Path, signature: u64) -> flat::Flat {
+        let cpath = c.path.clone();
+        let chunks = self
+            .chunks
+            .iter()
+            .map(|ch| {
+                let dir = &self.dirs[ch.dir].0;
+                let (in_container, dir) = match dir.strip_prefix(&cpath) {
+                    Ok(rel) => (true, rel.to_path_buf()),
+                    Err(_) => (false, dir.clone()),
+                };
+                flat::FlatChunk { writer_id: ch.writer_id, pid: ch.pid, host: ch.host.clone(), in_container, dir, name: ch.name.to_string_lossy().into_owned() }
+            })
+            .collect();
+        let mut truncs: Vec<(u64, u64, u64)> = self.truncs.iter().map(|&(ts, size, w)| (ts, w, size)).collect();
+        truncs.sort();
+        let pieces = self.map.pieces().map(|(o, p)| (o, p.len, p.phys, p.key.ts, p.key.writer, p.chunk)).collect();
+        flat::Flat { signature, logical: logical.to_path_buf(), chunks, truncs, pieces }
     }
 
     /// Registers a hostdir descriptor, returning its index.
@@ -112,6 +185,12 @@ impl IndexState {
     /// from scratch. Safe to call concurrently with writers: a torn tail is consumed later.
     pub fn refresh(&mut self, c: &Container) -> Result<()> {
         let meta = c.list_meta()?;
+        if let Some(sig) = self.flat_sig {
+            if flat::signature(&meta) == Some(sig) {
+                return Ok(()); // nothing was written, truncated or opened since the flattening
+            }
+            *self = IndexState::empty(self.max_fds);
+        }
         let mut found: Vec<FoundLog> = Vec::new();
         for (path, fd) in c.hostdirs()? {
             let fd = Arc::new(fd);
@@ -163,7 +242,7 @@ impl IndexState {
                 *self = IndexState::empty(self.max_fds);
                 return self.refresh(c);
             }
-            if let Some(err) = &dec.tail_error {
+            if let Some(err) = dec.tail_error.as_ref().filter(|e| !e.starts_with("torn")) {
                 crate::warn!("{}: {err}; ignoring the rest of this index log", f.path.display());
             }
             let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);

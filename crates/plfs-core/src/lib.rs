@@ -13,11 +13,13 @@ pub mod container;
 pub mod error;
 pub mod extent;
 pub mod file;
+pub mod flat;
 pub mod format;
 pub mod fs;
 pub mod index;
 pub mod log;
 pub mod sys;
+pub mod tools;
 
 pub use config::Config;
 pub use error::{Error, Result};

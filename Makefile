@@ -1,0 +1,57 @@
+# plfs: build, demo, test, check, install, bench. See README.md.
+PREFIX ?= /usr/local
+CARGO ?= cargo
+PYTHON ?= python3
+RELEASE_DIR := target/release
+
+.PHONY: all build demo test test-rust test-battery check fmt install uninstall bench deps clean
+
+all: build
+
+build:
+	$(CARGO) build --release --workspace
+
+deps:
+	scripts/install-deps.sh
+
+# The main job: several processes write one N-1 file through PLFS on the zero-config default,
+# a different number of processes read it back and verify it, and the container is shown.
+demo: build
+	$(RELEASE_DIR)/plfs demo
+
+# Every test: unit, integration, differential, multi-process, C API, real-tool battery, MPI.
+test: deps build
+	$(CARGO) test --release --workspace
+	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
+
+test-rust:
+	$(CARGO) test --release --workspace
+
+test-battery: build
+	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
+
+check:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(RELEASE_DIR)/plfs $(DESTDIR)$(PREFIX)/bin/plfs
+	install -m 755 $(RELEASE_DIR)/libplfs.so $(DESTDIR)$(PREFIX)/lib/libplfs.so
+	install -m 644 $(RELEASE_DIR)/libplfs.a $(DESTDIR)$(PREFIX)/lib/libplfs.a
+	install -m 755 $(RELEASE_DIR)/libldplfs.so $(DESTDIR)$(PREFIX)/lib/libldplfs.so
+	install -m 644 include/plfs.h $(DESTDIR)$(PREFIX)/include/plfs.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' crates/plfs-capi/plfs.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/plfs $(DESTDIR)$(PREFIX)/lib/libplfs.so $(DESTDIR)$(PREFIX)/lib/libplfs.a \
+	      $(DESTDIR)$(PREFIX)/lib/libldplfs.so $(DESTDIR)$(PREFIX)/include/plfs.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
+
+bench: build
+	@echo "the benchmark suite arrives with issue 5; the UNIX tools table: crates/ldplfs/bench/"
+
+clean:
+	$(CARGO) clean

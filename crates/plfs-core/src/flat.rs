@@ -1,0 +1,224 @@
+//! The flattened index (`flat.index`): one merged index readers load instead of every index log.
+//!
+//! It never goes stale: it records a signature of the container's `meta/` droppings (every writer
+//! leaves a uniquely named close dropping, every truncate a trunc dropping) and the container's
+//! logical path. A reader uses it only if no writer is open, the signature still matches and the
+//! path is unchanged; any later write, truncate or rename makes readers ignore it.
+//!
+//! Format: { magic [8] = "PLFSFLT\0" | version u32 | flags u32 | signature u64 | path_len u32 |
+//!           nchunks u32 | ntruncs u32 | reserved u32 | npieces u64 | path bytes |
+//!           chunks: { writer_id u64 | pid u32 | dir_kind u8 | pad u8 | dir_len u16 | name_len u16 |
+//!                     host_len u16 | dir | name | host } |
+//!           truncs: { ts u64 | writer u64 | size u64 } |
+//!           pieces: { logical u64 | len u64 | phys u64 | ts u64 | writer u64 | chunk u32 } |
+//!           crc32c u32 over every preceding byte }
+
+use crate::error::{Error, Result};
+use crate::format::{self, MetaDropping};
+use std::path::{Path, PathBuf};
+
+/// Flattened index magic.
+pub const FLAT_MAGIC: [u8; 8] = *b"PLFSFLT\0";
+/// Fixed header length.
+pub const FLAT_HEADER_LEN: usize = 48;
+/// Length of one encoded piece.
+pub const FLAT_PIECE_LEN: usize = 44;
+
+/// Where a chunk's hostdir is: inside the container (relative name) or on a shadow (absolute).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlatChunk {
+    /// Writer id.
+    pub writer_id: u64,
+    /// Writer pid.
+    pub pid: u32,
+    /// Writer host.
+    pub host: String,
+    /// True when `dir` is relative to the container.
+    pub in_container: bool,
+    /// Hostdir path (relative name or absolute shadow path).
+    pub dir: PathBuf,
+    /// Data log file name.
+    pub name: String,
+}
+
+/// A decoded flattened index.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Flat {
+    /// Signature of the droppings it was built from.
+    pub signature: u64,
+    /// Logical path of the file when it was flattened.
+    pub logical: PathBuf,
+    /// Data logs.
+    pub chunks: Vec<FlatChunk>,
+    /// Truncates: (ts, writer, size).
+    pub truncs: Vec<(u64, u64, u64)>,
+    /// Pieces: (logical, len, phys, ts, writer, chunk).
+    pub pieces: Vec<(u64, u64, u64, u64, u64, u32)>,
+}
+
+/// The signature of a container's droppings, or `None` when a writer is open (then no flattened
+/// index is valid).
+pub fn signature(droppings: &[MetaDropping]) -> Option<u64> {
+    let mut names: Vec<String> = Vec::new();
+    for d in droppings {
+        match d {
+            MetaDropping::Open { .. } => return None,
+            _ => names.push(d.name()),
+        }
+    }
+    names.sort();
+    Some(format::hash_str(&names.join("/")) ^ names.len() as u64)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend_from_slice(s);
+}
+
+impl Flat {
+    /// Encodes the flattened index.
+    pub fn encode(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = self.logical.as_os_str().as_bytes();
+        let mut b = Vec::with_capacity(FLAT_HEADER_LEN + self.pieces.len() * FLAT_PIECE_LEN + 256);
+        b.extend_from_slice(&FLAT_MAGIC);
+        b.extend_from_slice(&format::FORMAT_VERSION.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&self.signature.to_le_bytes());
+        b.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(self.truncs.len() as u32).to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(self.pieces.len() as u64).to_le_bytes());
+        put_str(&mut b, path);
+        for c in &self.chunks {
+            let dir = c.dir.as_os_str().as_bytes();
+            b.extend_from_slice(&c.writer_id.to_le_bytes());
+            b.extend_from_slice(&c.pid.to_le_bytes());
+            b.push(u8::from(c.in_container));
+            b.push(0);
+            b.extend_from_slice(&(dir.len() as u16).to_le_bytes());
+            b.extend_from_slice(&(c.name.len() as u16).to_le_bytes());
+            b.extend_from_slice(&(c.host.len() as u16).to_le_bytes());
+            put_str(&mut b, dir);
+            put_str(&mut b, c.name.as_bytes());
+            put_str(&mut b, c.host.as_bytes());
+        }
+        for &(ts, w, size) in &self.truncs {
+            for v in [ts, w, size] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        for &(l, len, phys, ts, w, chunk) in &self.pieces {
+            for v in [l, len, phys, ts, w] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend_from_slice(&chunk.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a flattened index; `path` names the file in errors.
+    pub fn decode(path: &Path, b: &[u8]) -> Result<Flat> {
+        use std::os::unix::ffi::OsStrExt;
+        let bad = |what: &str| Error::corrupt(path, what.to_string());
+        if b.len() < FLAT_HEADER_LEN + 4 || b[0..8] != FLAT_MAGIC {
+            return Err(bad("not a flattened index (bad magic or too short)"));
+        }
+        let (body, crc) = b.split_at(b.len() - 4);
+        if format::le_u32(crc) != crc32c::crc32c(body) {
+            return Err(bad("flattened index checksum mismatch"));
+        }
+        let v = format::le_u32(&b[8..12]);
+        if v == 0 || v > format::FORMAT_VERSION {
+            return Err(bad("unsupported flattened index version"));
+        }
+        let mut r = Reader { b: body, pos: 16 };
+        let signature = r.u64()?;
+        let path_len = r.u32()? as usize;
+        let nchunks = r.u32()? as usize;
+        let ntruncs = r.u32()? as usize;
+        r.u32()?;
+        let npieces = r.u64()? as usize;
+        let logical = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(path_len)?));
+        let mut f = Flat { signature, logical, ..Default::default() };
+        for _ in 0..nchunks {
+            let writer_id = r.u64()?;
+            let pid = r.u32()?;
+            let kind = r.bytes(2)?[0];
+            let dl = r.u16()? as usize;
+            let nl = r.u16()? as usize;
+            let hl = r.u16()? as usize;
+            let dir = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(dl)?));
+            let name = String::from_utf8_lossy(r.bytes(nl)?).into_owned();
+            let host = String::from_utf8_lossy(r.bytes(hl)?).into_owned();
+            f.chunks.push(FlatChunk { writer_id, pid, host, in_container: kind == 1, dir, name });
+        }
+        for _ in 0..ntruncs {
+            f.truncs.push((r.u64()?, r.u64()?, r.u64()?));
+        }
+        if npieces.checked_mul(FLAT_PIECE_LEN).is_none_or(|n| n > body.len()) {
+            return Err(bad("piece count exceeds file size"));
+        }
+        f.pieces.reserve(npieces);
+        for _ in 0..npieces {
+            let p = (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u32()?);
+            if p.5 as usize >= f.chunks.len() {
+                return Err(bad("piece refers to an unknown data log"));
+            }
+            f.pieces.push(p);
+        }
+        if r.pos != body.len() {
+            return Err(bad("trailing bytes in flattened index"));
+        }
+        Ok(f)
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| Error::corrupt("flat.index", "truncated flattened index"))?;
+        let s = &self.b[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    fn u16(&mut self) -> Result<u16> {
+        Ok(u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes")))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(format::le_u32(self.bytes(4)?))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(format::le_u64(self.bytes(8)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_corruption() {
+        let f = Flat {
+            signature: 7,
+            logical: "/mnt/plfs/f".into(),
+            chunks: vec![FlatChunk { writer_id: 1, pid: 2, host: "h".into(), in_container: true, dir: "hostdir.3".into(), name: "data.x".into() }],
+            truncs: vec![(1, 2, 3)],
+            pieces: vec![(0, 10, 64, 5, 1, 0)],
+        };
+        let b = f.encode();
+        assert_eq!(Flat::decode(Path::new("x"), &b).unwrap(), f);
+        for cut in 0..b.len() {
+            assert!(Flat::decode(Path::new("x"), &b[..cut]).is_err());
+        }
+        let mut c = b.clone();
+        c[60] ^= 1;
+        assert!(Flat::decode(Path::new("x"), &c).is_err());
+    }
+}

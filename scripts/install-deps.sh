@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests need (Debian 12). Idempotent; installs only what is
+# missing. Needs root (or passwordless sudo); otherwise prints the command to run and fails.
+set -euo pipefail
+pkgs=(build-essential pkg-config mpich libmpich-dev fuse3 python3 python3-pytest coreutils tar)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    SUDO="sudo"
+else
+    echo "missing packages: ${missing[*]}" >&2
+    echo "install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+echo "installing: ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
