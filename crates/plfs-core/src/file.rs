@@ -394,10 +394,12 @@ impl OpenFile {
         self.shared.write(&w, buf, off)
     }
 
-    /// Appends `buf` at the current end of file; returns (offset written at, bytes).
+    /// Appends `buf` at the current end of file; returns (offset written at, bytes). The end is
+    /// that of this process's merged index (loaded once, then kept current by its own writes), so
+    /// appends cost no re-read of the index logs.
     pub fn append(&self, buf: &[u8]) -> Result<(u64, usize)> {
         let w = self.writer(self.default_pid)?;
-        let off = self.shared.size()?;
+        let off = self.shared.with_index(false, |s| Ok(s.map.size()))?;
         Ok((off, self.shared.write(&w, buf, off)?))
     }
 
