@@ -12,7 +12,9 @@ static LAST: AtomicU64 = AtomicU64::new(0);
 /// Wall-clock time in nanoseconds since the epoch.
 pub fn now_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
-    (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
+    (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64)
 }
 
 /// A timestamp strictly greater than any other this process has returned.
@@ -67,7 +69,10 @@ pub fn hostname() -> String {
 }
 
 fn sanitize_host(h: &str) -> String {
-    let s: String = h.chars().map(|c| if c == '/' || c.is_control() { '_' } else { c }).collect();
+    let s: String = h
+        .chars()
+        .map(|c| if c == '/' || c.is_control() { '_' } else { c })
+        .collect();
     if s.is_empty() {
         "localhost".into()
     } else {

@@ -50,7 +50,9 @@ pub enum Probe {
 
 /// Classifies a backend path.
 pub fn probe(path: &Path) -> Result<Probe> {
-    let Some(st) = sys::lstat_opt(path)? else { return Ok(Probe::Missing) };
+    let Some(st) = sys::lstat_opt(path)? else {
+        return Ok(Probe::Missing);
+    };
     Ok(match sys::FileType::from_raw_mode(st.st_mode) {
         sys::FileType::Directory => {
             if sys::lstat_opt(&path.join(format::MARKER_NAME))?.is_some() {
@@ -90,19 +92,40 @@ impl Container {
     /// Opens the container at backend path `path`; `Ok(None)` if nothing is there, an error if
     /// something that is not a container is there.
     pub fn open(mount: &Arc<Mount>, backend: usize, path: &Path) -> Result<Option<Container>> {
-        let dir = match rustix::fs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW, Mode::empty()) {
+        let dir = match rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::empty(),
+        ) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::NOTDIR) | Err(Errno::LOOP) => return Err(Error::errno(Errno::NOTDIR, format!("{}: not a PLFS file", path.display()))),
+            Err(Errno::NOTDIR) | Err(Errno::LOOP) => {
+                return Err(Error::errno(
+                    Errno::NOTDIR,
+                    format!("{}: not a PLFS file", path.display()),
+                ))
+            }
             Err(e) => return Err(Error::io(path, "open", e)),
         };
         match rustix::fs::statat(&dir, format::MARKER_NAME, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(_) => {}
-            Err(Errno::NOENT) => return Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", path.display()))),
+            Err(Errno::NOENT) => {
+                return Err(Error::errno(
+                    Errno::ISDIR,
+                    format!("{}: is a directory", path.display()),
+                ))
+            }
             Err(e) => return Err(Error::io(path.join(format::MARKER_NAME), "stat", e)),
         }
         let st = sys::fstat(&dir, path)?;
-        let mut c = Container { mount: mount.clone(), backend, path: path.to_path_buf(), dir, cid: 0, ident: (st.st_dev, st.st_ino) };
+        let mut c = Container {
+            mount: mount.clone(),
+            backend,
+            path: path.to_path_buf(),
+            dir,
+            cid: 0,
+            ident: (st.st_dev, st.st_ino),
+        };
         c.cid = c.read_cid()?;
         Ok(Some(c))
     }
@@ -115,17 +138,34 @@ impl Container {
                 }
             }
         }
-        Err(Error::corrupt(self.path.join(format::META_DIR), "container has no cid dropping"))
+        Err(Error::corrupt(
+            self.path.join(format::META_DIR),
+            "container has no cid dropping",
+        ))
     }
 
     /// Creates a container at `path` atomically (built under a temporary name, then renamed into
     /// place without replacing). Returns `Ok(false)` if something already exists at `path`.
     pub fn create(path: &Path, mode: u32, uid_gid: Option<(u32, u32)>) -> Result<bool> {
-        let parent = path.parent().ok_or_else(|| Error::InvalidArgument(format!("{}: bad path", path.display())))?;
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = parent.join(format!("{}{}.{:016x}", format::TMP_PREFIX, name, crate::clock::random_u64()));
+        let parent = path
+            .parent()
+            .ok_or_else(|| Error::InvalidArgument(format!("{}: bad path", path.display())))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = parent.join(format!(
+            "{}{}.{:016x}",
+            format::TMP_PREFIX,
+            name,
+            crate::clock::random_u64()
+        ));
         let cid = (u128::from(crate::clock::random_u64()) << 64) | u128::from(crate::clock::random_u64());
-        let marker = format::Marker { version: format::FORMAT_VERSION, container_id: cid, created_ns: crate::clock::now_ns() };
+        let marker = format::Marker {
+            version: format::FORMAT_VERSION,
+            container_id: cid,
+            created_ns: crate::clock::now_ns(),
+        };
         let build = || -> Result<()> {
             sys::mkdir(&tmp, container_dir_mode(mode))?;
             let mpath = tmp.join(format::MARKER_NAME);
@@ -145,11 +185,18 @@ impl Container {
         }
         match sys::rename_noreplace(&tmp, path) {
             Ok(()) => Ok(true),
-            Err(Error::Io { errno: Errno::EXIST, .. }) | Err(Error::Io { errno: Errno::NOTEMPTY, .. }) => {
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            })
+            | Err(Error::Io {
+                errno: Errno::NOTEMPTY, ..
+            }) => {
                 sys::remove_tree(&tmp)?;
                 Ok(false)
             }
-            Err(Error::Io { errno: Errno::NOENT, .. }) => {
+            Err(Error::Io {
+                errno: Errno::NOENT, ..
+            }) => {
                 let _ = sys::remove_tree(&tmp);
                 Err(Error::NotFound(parent.to_path_buf()))
             }
@@ -166,7 +213,12 @@ impl Container {
     }
 
     fn list_at(&self, rel: &str) -> Result<Vec<OsString>> {
-        let fd = match rustix::fs::openat(&self.dir, rel, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
+        let fd = match rustix::fs::openat(
+            &self.dir,
+            rel,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(self.sub(rel), "open", e)),
@@ -180,13 +232,22 @@ impl Container {
 
     /// Lists and parses `meta/`. Unknown names are skipped (fsck reports them).
     pub fn list_meta(&self) -> Result<Vec<MetaDropping>> {
-        Ok(self.list_meta_raw()?.iter().filter_map(|n| n.to_str().and_then(MetaDropping::parse)).collect())
+        Ok(self
+            .list_meta_raw()?
+            .iter()
+            .filter_map(|n| n.to_str().and_then(MetaDropping::parse))
+            .collect())
     }
 
     /// Creates a zero-length dropping in `meta/`.
     pub fn add_meta(&self, d: &MetaDropping) -> Result<()> {
         let rel = format!("{}/{}", format::META_DIR, d.name());
-        match rustix::fs::openat(&self.dir, rel.as_str(), OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC, Mode::from_raw_mode(0o644)) {
+        match rustix::fs::openat(
+            &self.dir,
+            rel.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        ) {
             Ok(_) => Ok(()),
             Err(e) => Err(Error::io(self.sub(&rel), "create", e)),
         }
@@ -203,13 +264,20 @@ impl Container {
 
     /// stat of the marker: the logical file's mode, owner and times.
     pub fn marker_stat(&self) -> Result<sys::RawStat> {
-        rustix::fs::statat(&self.dir, format::MARKER_NAME, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| Error::io(self.sub(format::MARKER_NAME), "stat", e))
+        rustix::fs::statat(&self.dir, format::MARKER_NAME, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| Error::io(self.sub(format::MARKER_NAME), "stat", e))
     }
 
     /// Reads and checks the marker's contents.
     pub fn read_marker(&self) -> Result<format::Marker> {
         let p = self.sub(format::MARKER_NAME);
-        let fd = rustix::fs::openat(&self.dir, format::MARKER_NAME, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+        let fd = rustix::fs::openat(
+            &self.dir,
+            format::MARKER_NAME,
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::io(&p, "open", e))?;
         let mut b = [0u8; format::MARKER_LEN];
         let n = sys::pread_full(&fd, &p, &mut b, 0)?;
         format::Marker::decode(&p, &b[..n])
@@ -220,7 +288,10 @@ impl Container {
         let st = self.marker_stat()?;
         let cur = (st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128).max(0) as u64;
         if ns > cur {
-            self.set_times(sys::TimeSpec::Omit, sys::TimeSpec::At((ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64))?;
+            self.set_times(
+                sys::TimeSpec::Omit,
+                sys::TimeSpec::At((ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64),
+            )?;
         }
         Ok(())
     }
@@ -228,19 +299,36 @@ impl Container {
     /// utimensat on the marker.
     pub fn set_times(&self, atime: sys::TimeSpec, mtime: sys::TimeSpec) -> Result<()> {
         let conv = |t: sys::TimeSpec| match t {
-            sys::TimeSpec::Now => rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_NOW },
-            sys::TimeSpec::Omit => rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_OMIT },
-            sys::TimeSpec::At(s, n) => rustix::fs::Timespec { tv_sec: s, tv_nsec: n as _ },
+            sys::TimeSpec::Now => rustix::fs::Timespec {
+                tv_sec: 0,
+                tv_nsec: rustix::fs::UTIME_NOW,
+            },
+            sys::TimeSpec::Omit => rustix::fs::Timespec {
+                tv_sec: 0,
+                tv_nsec: rustix::fs::UTIME_OMIT,
+            },
+            sys::TimeSpec::At(s, n) => rustix::fs::Timespec {
+                tv_sec: s,
+                tv_nsec: n as _,
+            },
         };
-        let times = rustix::fs::Timestamps { last_access: conv(atime), last_modification: conv(mtime) };
-        rustix::fs::utimensat(&self.dir, format::MARKER_NAME, &times, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| Error::io(self.sub(format::MARKER_NAME), "utimensat", e))
+        let times = rustix::fs::Timestamps {
+            last_access: conv(atime),
+            last_modification: conv(mtime),
+        };
+        rustix::fs::utimensat(&self.dir, format::MARKER_NAME, &times, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| Error::io(self.sub(format::MARKER_NAME), "utimensat", e))
     }
 
     /// The directory where a writer on `host` keeps its logs, and its display path. Created if
     /// `create`. Writers whose shadow backend is this container's canonical backend use the
     /// container itself; others use `<shadow>/.plfs_shadow/<cid>/`.
     pub fn writer_dir(&self, host: &str, create: bool) -> Result<(OwnedFd, PathBuf)> {
-        let hd = format!("{}{}", format::HOSTDIR_PREFIX, format::hash_str(host) % u64::from(self.mount.global.num_hostdirs.max(1)));
+        let hd = format!(
+            "{}{}",
+            format::HOSTDIR_PREFIX,
+            format::hash_str(host) % u64::from(self.mount.global.num_hostdirs.max(1))
+        );
         let shadows = &self.mount.shadows;
         let sidx = (format::hash_str(host) % shadows.len() as u64) as usize;
         let shadow = &shadows[sidx];
@@ -251,7 +339,13 @@ impl Container {
                     Err(e) => return Err(Error::io(self.sub(&hd), "mkdir", e)),
                 }
             }
-            let fd = rustix::fs::openat(&self.dir, hd.as_str(), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| Error::io(self.sub(&hd), "open", e))?;
+            let fd = rustix::fs::openat(
+                &self.dir,
+                hd.as_str(),
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| Error::io(self.sub(&hd), "open", e))?;
             return Ok((fd, self.sub(&hd)));
         }
         let dir = self.shadow_dir(shadow).join(&hd);
@@ -273,7 +367,12 @@ impl Container {
         for name in list_fd(&self.dir, &self.path)? {
             if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
                 let p = self.path.join(&name);
-                match rustix::fs::openat(&self.dir, name.as_os_str(), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) {
+                match rustix::fs::openat(
+                    &self.dir,
+                    name.as_os_str(),
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                ) {
                     Ok(fd) => out.push((p, fd)),
                     Err(Errno::NOENT) => {}
                     Err(e) => return Err(Error::io(p, "open", e)),
@@ -290,7 +389,9 @@ impl Container {
                     let p = sdir.join(&name);
                     match sys::open(&p, OFlags::RDONLY | OFlags::DIRECTORY, 0) {
                         Ok(fd) => out.push((p, fd)),
-                        Err(Error::Io { errno: Errno::NOENT, .. }) => {}
+                        Err(Error::Io {
+                            errno: Errno::NOENT, ..
+                        }) => {}
                         Err(e) => {
                             crate::warn!("{e}: skipping an unreachable shadow hostdir");
                         }
@@ -343,7 +444,13 @@ impl Container {
 /// Lists an open directory descriptor (without `.` and `..`).
 pub fn list_fd(fd: &OwnedFd, display: &Path) -> Result<Vec<OsString>> {
     use std::os::unix::ffi::OsStringExt;
-    let dup = rustix::fs::openat(fd, ".", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| Error::io(display, "open", e))?;
+    let dup = rustix::fs::openat(
+        fd,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Error::io(display, "open", e))?;
     let dir = rustix::fs::Dir::read_from(&dup).map_err(|e| Error::io(display, "opendir", e))?;
     let mut out = Vec::new();
     for ent in dir {
@@ -374,7 +481,14 @@ pub fn fast_size(droppings: &[MetaDropping]) -> Option<(u64, u64)> {
     let (tts, mut size) = last_trunc.unwrap_or((0, 0));
     let mut mtime = tts;
     for d in droppings {
-        if let MetaDropping::Close { open_ts, close_ts, eof, mtime_ns, .. } = d {
+        if let MetaDropping::Close {
+            open_ts,
+            close_ts,
+            eof,
+            mtime_ns,
+            ..
+        } = d
+        {
             if *close_ts < tts {
                 continue; // wholly before the last truncate: superseded by it
             }
@@ -402,13 +516,27 @@ mod tests {
 
     #[test]
     fn fast_size_rules() {
-        let close = |o, c, eof| MetaDropping::Close { writer_id: 1, open_ts: o, close_ts: c, eof, bytes: eof, mtime_ns: c };
+        let close = |o, c, eof| MetaDropping::Close {
+            writer_id: 1,
+            open_ts: o,
+            close_ts: c,
+            eof,
+            bytes: eof,
+            mtime_ns: c,
+        };
         let trunc = |ts, size| MetaDropping::Trunc { ts, size, writer_id: 2 };
         assert_eq!(fast_size(&[]), Some((0, 0)));
         assert_eq!(fast_size(&[close(1, 2, 10), close(3, 4, 30)]), Some((30, 4)));
         assert_eq!(fast_size(&[close(1, 2, 10), trunc(5, 3)]), Some((3, 5)));
         assert_eq!(fast_size(&[close(1, 2, 10), trunc(5, 3), close(6, 7, 4)]), Some((4, 7)));
         assert_eq!(fast_size(&[close(1, 6, 10), trunc(5, 3)]), None);
-        assert_eq!(fast_size(&[MetaDropping::Open { writer_id: 1, pid: 1, host: "h".into() }]), None);
+        assert_eq!(
+            fast_size(&[MetaDropping::Open {
+                writer_id: 1,
+                pid: 1,
+                host: "h".into()
+            }]),
+            None
+        );
     }
 }

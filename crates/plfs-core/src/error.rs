@@ -55,12 +55,19 @@ pub enum Error {
 impl Error {
     /// Builds an [`Error::Io`].
     pub fn io(path: impl Into<PathBuf>, op: &'static str, errno: rustix::io::Errno) -> Self {
-        Error::Io { path: path.into(), op, errno }
+        Error::Io {
+            path: path.into(),
+            op,
+            errno,
+        }
     }
 
     /// Builds an [`Error::Corruption`].
     pub fn corrupt(path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
-        Error::Corruption { path: path.into(), what: what.into() }
+        Error::Corruption {
+            path: path.into(),
+            what: what.into(),
+        }
     }
 
     /// Builds an [`Error::Errno`].

@@ -102,9 +102,18 @@ impl ExtentMap {
         if end <= off {
             return;
         }
-        let new = Piece { len: end - off, chunk, phys, key };
+        let new = Piece {
+            len: end - off,
+            chunk,
+            phys,
+            key,
+        };
         // Fast path: nothing at or beyond `off` overlaps (appending writes).
-        let prev_overlaps = self.pieces.range(..=off).next_back().is_some_and(|(&o, p)| o + p.len > off);
+        let prev_overlaps = self
+            .pieces
+            .range(..=off)
+            .next_back()
+            .is_some_and(|(&o, p)| o + p.len > off);
         let next_overlaps = self.pieces.range(off..end).next().is_some();
         if !prev_overlaps && !next_overlaps {
             self.pieces.insert(off, new);
@@ -130,7 +139,14 @@ impl ExtentMap {
             }
             if pend > end {
                 let cut = end - o;
-                self.pieces.insert(end, Piece { len: pend - end, phys: p.phys + cut, ..p });
+                self.pieces.insert(
+                    end,
+                    Piece {
+                        len: pend - end,
+                        phys: p.phys + cut,
+                        ..p
+                    },
+                );
             }
             let (s, e) = (o.max(off), pend.min(end));
             if p.key > key {
@@ -138,7 +154,14 @@ impl ExtentMap {
                 if cursor < s {
                     self.put_new(&new, off, cursor, s);
                 }
-                self.pieces.insert(s, Piece { len: e - s, phys: p.phys + (s - o), ..p });
+                self.pieces.insert(
+                    s,
+                    Piece {
+                        len: e - s,
+                        phys: p.phys + (s - o),
+                        ..p
+                    },
+                );
                 cursor = e;
             }
         }
@@ -148,7 +171,14 @@ impl ExtentMap {
     }
 
     fn put_new(&mut self, new: &Piece, off: u64, from: u64, to: u64) {
-        self.pieces.insert(from, Piece { len: to - from, phys: new.phys + (from - off), ..*new });
+        self.pieces.insert(
+            from,
+            Piece {
+                len: to - from,
+                phys: new.phys + (from - off),
+                ..*new
+            },
+        );
     }
 
     /// Records a truncate to `size` with ordering key `key`.
@@ -162,7 +192,12 @@ impl ExtentMap {
                 victims.push((o, *p));
             }
         }
-        victims.extend(self.pieces.range(size..).filter(|(_, p)| p.key < key).map(|(&o, p)| (o, *p)));
+        victims.extend(
+            self.pieces
+                .range(size..)
+                .filter(|(_, p)| p.key < key)
+                .map(|(&o, p)| (o, *p)),
+        );
         for (o, p) in victims {
             self.pieces.remove(&o);
             if o < size {
@@ -191,7 +226,11 @@ impl ExtentMap {
             }
             let pend = (o + p.len).min(end);
             if pend > cur {
-                out.push(Segment::Data { len: pend - cur, chunk: p.chunk, phys: p.phys + (cur - o) });
+                out.push(Segment::Data {
+                    len: pend - cur,
+                    chunk: p.chunk,
+                    phys: p.phys + (cur - o),
+                });
                 cur = pend;
             }
         }
@@ -206,12 +245,15 @@ impl ExtentMap {
 mod tests {
     use super::*;
 
+    /// A test event: key, a write (off, len, chunk, phys) or none, and a truncate size.
+    type Event = (Key, Option<(u64, u64, u32, u64)>, u64);
+
     fn k(ts: u64) -> Key {
         Key { ts, writer: 1 }
     }
 
     /// Reference model: apply events in key order to a byte vector of (chunk, phys) tags.
-    fn model(events: &[(Key, Option<(u64, u64, u32, u64)>, u64)]) -> Vec<Option<(u32, u64)>> {
+    fn model(events: &[Event]) -> Vec<Option<(u32, u64)>> {
         let mut ev = events.to_vec();
         ev.sort_by_key(|e| e.0);
         let mut v: Vec<Option<(u32, u64)>> = Vec::new();
@@ -253,13 +295,28 @@ mod tests {
             m.lookup(0, 100),
             vec![
                 Segment::Hole { len: 10 },
-                Segment::Data { len: 5, chunk: 0, phys: 100 },
-                Segment::Data { len: 10, chunk: 1, phys: 200 },
+                Segment::Data {
+                    len: 5,
+                    chunk: 0,
+                    phys: 100
+                },
+                Segment::Data {
+                    len: 10,
+                    chunk: 1,
+                    phys: 200
+                },
             ]
         );
         // An older write arriving late loses where it overlaps.
         m.insert_write(0, 30, 2, 300, k(0));
-        assert_eq!(m.lookup(0, 100)[0], Segment::Data { len: 10, chunk: 2, phys: 300 });
+        assert_eq!(
+            m.lookup(0, 100)[0],
+            Segment::Data {
+                len: 10,
+                chunk: 2,
+                phys: 300
+            }
+        );
         assert_eq!(m.size(), 30);
     }
 
@@ -273,9 +330,17 @@ mod tests {
         assert_eq!(
             m.lookup(0, 10),
             vec![
-                Segment::Data { len: 5, chunk: 0, phys: 0 },
+                Segment::Data {
+                    len: 5,
+                    chunk: 0,
+                    phys: 0
+                },
                 Segment::Hole { len: 3 },
-                Segment::Data { len: 2, chunk: 1, phys: 0 },
+                Segment::Data {
+                    len: 2,
+                    chunk: 1,
+                    phys: 0
+                },
             ]
         );
         // Grow-truncate with nothing written: all holes.
@@ -291,7 +356,7 @@ mod tests {
             evs in proptest::collection::vec((0u64..64, 1u64..24, proptest::bool::weighted(0.8), 0u64..80), 1..40),
             seed in 0u64..1000,
         ) {
-            let events: Vec<(Key, Option<(u64, u64, u32, u64)>, u64)> = evs.iter().enumerate().map(|(i, &(off, len, is_write, sz))| {
+            let events: Vec<Event> = evs.iter().enumerate().map(|(i, &(off, len, is_write, sz))| {
                 let key = Key { ts: (i as u64) * 3 + 1, writer: i as u64 % 3 };
                 if is_write { (key, Some((off, len, i as u32, 1000 * i as u64)), 0) } else { (key, None, sz) }
             }).collect();

@@ -41,7 +41,11 @@ impl OpenFlags {
             libc_consts::O_RDONLY => (true, false),
             libc_consts::O_WRONLY => (false, true),
             libc_consts::O_RDWR => (true, true),
-            _ => return Err(Error::InvalidArgument(format!("bad access mode in open flags {flags:#o}"))),
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "bad access mode in open flags {flags:#o}"
+                )))
+            }
         };
         Ok(OpenFlags {
             read,
@@ -122,7 +126,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub(crate) fn new(c: Container, logical: PathBuf) -> Self {
-        Shared { c, logical, writers: Mutex::new(HashMap::new()), index: Mutex::new(None) }
+        Shared {
+            c,
+            logical,
+            writers: Mutex::new(HashMap::new()),
+            index: Mutex::new(None),
+        }
     }
 
     fn data_crc(&self) -> bool {
@@ -161,27 +170,66 @@ impl Shared {
         let host = clock::hostname();
         let id = clock::random_u64();
         let open_ts = clock::next_ts();
-        self.c.add_meta(&MetaDropping::Open { writer_id: id, pid, host: host.clone() })?;
-        let w = Arc::new(Mutex::new(Writer { id, pid, host, open_ts, logs: None, buf: Vec::new(), buffered: 0, eof: 0, bytes: 0, mtime_ns: 0, closed: false }));
+        self.c.add_meta(&MetaDropping::Open {
+            writer_id: id,
+            pid,
+            host: host.clone(),
+        })?;
+        let w = Arc::new(Mutex::new(Writer {
+            id,
+            pid,
+            host,
+            open_ts,
+            logs: None,
+            buf: Vec::new(),
+            buffered: 0,
+            eof: 0,
+            bytes: 0,
+            mtime_ns: 0,
+            closed: false,
+        }));
         lock(&self.writers).insert(id, w.clone());
         Ok(w)
     }
 
     fn create_logs(&self, w: &mut Writer) -> Result<()> {
         let (dir, dir_path) = self.c.writer_dir(&w.host, true)?;
-        let mode = self.c.marker_stat().map(|s| container::log_mode(s.st_mode)).unwrap_or(0o600);
+        let mode = self
+            .c
+            .marker_stat()
+            .map(|s| container::log_mode(s.st_mode))
+            .unwrap_or(0o600);
         let flags = if self.data_crc() { format::LOG_FLAG_DATA_CRC } else { 0 };
         let mk = |name: String, magic: [u8; 8]| -> Result<OwnedFd> {
             let p = dir_path.join(&name);
-            let fd = rustix::fs::openat(&dir, name.as_str(), OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC, Mode::from_raw_mode(mode)).map_err(|e| Error::io(&p, "create", e))?;
-            let h = LogHeader { magic, writer_id: w.id, open_ns: w.open_ts, pid: w.pid, flags };
+            let fd = rustix::fs::openat(
+                &dir,
+                name.as_str(),
+                OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+                Mode::from_raw_mode(mode),
+            )
+            .map_err(|e| Error::io(&p, "create", e))?;
+            let h = LogHeader {
+                magic,
+                writer_id: w.id,
+                open_ns: w.open_ts,
+                pid: w.pid,
+                flags,
+            };
             sys::pwrite_all(&fd, &p, &h.encode(), 0)?;
             Ok(fd)
         };
         // Data log first: an index log never exists without its data log.
         let data = mk(format::data_log_name(w.id, w.pid, &w.host), format::DATA_MAGIC)?;
         let index = mk(format::index_log_name(w.id, w.pid, &w.host), format::INDEX_MAGIC)?;
-        w.logs = Some(WriterLogs { dir: Arc::new(dir), dir_path, data, index, data_off: format::DATA_HEADER_LEN as u64, index_off: format::INDEX_HEADER_LEN as u64 });
+        w.logs = Some(WriterLogs {
+            dir: Arc::new(dir),
+            dir_path,
+            data,
+            index,
+            data_off: format::DATA_HEADER_LEN as u64,
+            index_off: format::INDEX_HEADER_LEN as u64,
+        });
         Ok(())
     }
 
@@ -189,7 +237,8 @@ impl Shared {
         if buf.is_empty() {
             return Ok(0);
         }
-        off.checked_add(buf.len() as u64).ok_or_else(|| Error::errno(Errno::FBIG, "write beyond the largest file offset"))?;
+        off.checked_add(buf.len() as u64)
+            .ok_or_else(|| Error::errno(Errno::FBIG, "write beyond the largest file offset"))?;
         let mut wg = lock(w);
         if wg.logs.is_none() {
             self.create_logs(&mut wg)?;
@@ -204,7 +253,13 @@ impl Shared {
         };
         let ts = clock::next_ts();
         let data_crc = if self.data_crc() { crc32c::crc32c(buf) } else { 0 };
-        let rec = WriteRecord { logical_off: off, length: buf.len() as u64, physical_off: phys, ts, data_crc };
+        let rec = WriteRecord {
+            logical_off: off,
+            length: buf.len() as u64,
+            physical_off: phys,
+            ts,
+            data_crc,
+        };
         rec.encode_into(&mut wg.buf);
         wg.buffered += 1;
         wg.eof = wg.eof.max(off + buf.len() as u64);
@@ -219,7 +274,8 @@ impl Shared {
         if let Some(s) = lock(&self.index).as_mut() {
             let d = s.add_dir(dir_path, dir);
             let chunk = s.chunk_for(d, id, pid, &host);
-            s.map.insert_write(off, buf.len() as u64, chunk, phys, Key { ts, writer: id });
+            s.map
+                .insert_write(off, buf.len() as u64, chunk, phys, Key { ts, writer: id });
         }
         Ok(buf.len())
     }
@@ -245,14 +301,25 @@ impl Shared {
         }
         let flushed = flush_index(&mut wg);
         let close_ts = clock::next_ts();
-        let d = MetaDropping::Close { writer_id: wg.id, open_ts: wg.open_ts, close_ts, eof: wg.eof, bytes: wg.bytes, mtime_ns: wg.mtime_ns };
+        let d = MetaDropping::Close {
+            writer_id: wg.id,
+            open_ts: wg.open_ts,
+            close_ts,
+            eof: wg.eof,
+            bytes: wg.bytes,
+            mtime_ns: wg.mtime_ns,
+        };
         let r = flushed.and_then(|()| if wg.bytes > 0 { self.c.add_meta(&d) } else { Ok(()) });
         if wg.bytes > 0 {
             let _ = self.c.bump_mtime(wg.mtime_ns);
         }
         // Remove the open record only after the close record exists, so stat never misses data.
         if r.is_ok() {
-            self.c.remove_meta(&MetaDropping::Open { writer_id: wg.id, pid: wg.pid, host: wg.host.clone() })?;
+            self.c.remove_meta(&MetaDropping::Open {
+                writer_id: wg.id,
+                pid: wg.pid,
+                host: wg.host.clone(),
+            })?;
         }
         wg.closed = true;
         wg.logs = None;
@@ -271,7 +338,11 @@ impl Shared {
         } else {
             let ts = clock::next_ts();
             let wid = clock::random_u64();
-            self.c.add_meta(&MetaDropping::Trunc { ts, size, writer_id: wid })?;
+            self.c.add_meta(&MetaDropping::Trunc {
+                ts,
+                size,
+                writer_id: wid,
+            })?;
             for w in lock(&self.writers).values() {
                 let mut wg = lock(w);
                 wg.eof = wg.eof.min(size);
@@ -295,7 +366,9 @@ impl Shared {
             for seg in segs {
                 match seg {
                     Segment::Hole { len } => plan.push((len, None)),
-                    Segment::Data { len, chunk, phys } => plan.push((len, Some((s.data_fd(chunk)?, phys, s.chunk_path(chunk))))),
+                    Segment::Data { len, chunk, phys } => {
+                        plan.push((len, Some((s.data_fd(chunk)?, phys, s.chunk_path(chunk)))))
+                    }
                 }
             }
             Ok(plan)
@@ -308,7 +381,14 @@ impl Shared {
                 Some((fd, phys, path)) => {
                     let n = sys::pread_full(&*fd, &path, dst, phys)?;
                     if n < dst.len() {
-                        return Err(Error::corrupt(path, format!("data log ends at {} but the index points to {}", phys + n as u64, phys + len)));
+                        return Err(Error::corrupt(
+                            path,
+                            format!(
+                                "data log ends at {} but the index points to {}",
+                                phys + n as u64,
+                                phys + len
+                            ),
+                        ));
                     }
                 }
             }
@@ -347,7 +427,14 @@ pub struct OpenFile {
 
 impl OpenFile {
     pub(crate) fn new(shared: Arc<Shared>, path: PathBuf, flags: OpenFlags, pid: u32) -> Result<Self> {
-        let f = OpenFile { shared, path, flags, writers: Mutex::new(HashMap::new()), default_pid: pid, closed: false };
+        let f = OpenFile {
+            shared,
+            path,
+            flags,
+            writers: Mutex::new(HashMap::new()),
+            default_pid: pid,
+            closed: false,
+        };
         if flags.write {
             let w = f.shared.new_writer(pid)?;
             lock(&f.writers).insert(pid, w);
@@ -372,7 +459,10 @@ impl OpenFile {
 
     fn writer(&self, pid: u32) -> Result<Arc<Mutex<Writer>>> {
         if !self.flags.write {
-            return Err(Error::errno(Errno::BADF, format!("{}: not open for writing", self.path.display())));
+            return Err(Error::errno(
+                Errno::BADF,
+                format!("{}: not open for writing", self.path.display()),
+            ));
         }
         let mut ws = lock(&self.writers);
         if let Some(w) = ws.get(&pid) {
@@ -407,7 +497,10 @@ impl OpenFile {
     /// in this process and everything other processes had flushed when the index was loaded.
     pub fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
         if !self.flags.read {
-            return Err(Error::errno(Errno::BADF, format!("{}: not open for reading", self.path.display())));
+            return Err(Error::errno(
+                Errno::BADF,
+                format!("{}: not open for reading", self.path.display()),
+            ));
         }
         self.shared.read(buf, off, false)
     }
@@ -429,7 +522,10 @@ impl OpenFile {
     /// Truncates (or extends with zeros) to `size`.
     pub fn truncate(&self, size: u64) -> Result<()> {
         if !self.flags.write {
-            return Err(Error::errno(Errno::INVAL, format!("{}: not open for writing", self.path.display())));
+            return Err(Error::errno(
+                Errno::INVAL,
+                format!("{}: not open for writing", self.path.display()),
+            ));
         }
         self.shared.truncate(size)
     }

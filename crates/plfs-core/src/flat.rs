@@ -142,7 +142,11 @@ impl Flat {
         r.u32()?;
         let npieces = r.u64()? as usize;
         let logical = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(path_len)?));
-        let mut f = Flat { signature, logical, ..Default::default() };
+        let mut f = Flat {
+            signature,
+            logical,
+            ..Default::default()
+        };
         for _ in 0..nchunks {
             let writer_id = r.u64()?;
             let pid = r.u32()?;
@@ -153,7 +157,14 @@ impl Flat {
             let dir = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(dl)?));
             let name = String::from_utf8_lossy(r.bytes(nl)?).into_owned();
             let host = String::from_utf8_lossy(r.bytes(hl)?).into_owned();
-            f.chunks.push(FlatChunk { writer_id, pid, host, in_container: kind == 1, dir, name });
+            f.chunks.push(FlatChunk {
+                writer_id,
+                pid,
+                host,
+                in_container: kind == 1,
+                dir,
+                name,
+            });
         }
         for _ in 0..ntruncs {
             f.truncs.push((r.u64()?, r.u64()?, r.u64()?));
@@ -183,7 +194,11 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| Error::corrupt("flat.index", "truncated flattened index"))?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| Error::corrupt("flat.index", "truncated flattened index"))?;
         let s = &self.b[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -208,7 +223,14 @@ mod tests {
         let f = Flat {
             signature: 7,
             logical: "/mnt/plfs/f".into(),
-            chunks: vec![FlatChunk { writer_id: 1, pid: 2, host: "h".into(), in_container: true, dir: "hostdir.3".into(), name: "data.x".into() }],
+            chunks: vec![FlatChunk {
+                writer_id: 1,
+                pid: 2,
+                host: "h".into(),
+                in_container: true,
+                dir: "hostdir.3".into(),
+                name: "data.x".into(),
+            }],
             truncs: vec![(1, 2, 3)],
             pieces: vec![(0, 10, 64, 5, 1, 0)],
         };

@@ -74,7 +74,10 @@ impl Marker {
     /// Decodes a marker; `path` names the file in errors.
     pub fn decode(path: &Path, b: &[u8]) -> Result<Marker> {
         if b.len() < MARKER_LEN {
-            return Err(Error::corrupt(path, format!("marker is {} bytes, expected {MARKER_LEN}", b.len())));
+            return Err(Error::corrupt(
+                path,
+                format!("marker is {} bytes, expected {MARKER_LEN}", b.len()),
+            ));
         }
         if b[0..8] != MARKER_MAGIC {
             return Err(Error::corrupt(path, "bad marker magic"));
@@ -85,7 +88,11 @@ impl Marker {
         if crc != crc32c::crc32c(&b[..44]) {
             return Err(Error::corrupt(path, "marker checksum mismatch"));
         }
-        Ok(Marker { version, container_id: le_u128(&b[16..32]), created_ns: le_u64(&b[32..40]) })
+        Ok(Marker {
+            version,
+            container_id: le_u128(&b[16..32]),
+            created_ns: le_u64(&b[32..40]),
+        })
     }
 }
 
@@ -129,7 +136,10 @@ impl LogHeader {
     /// Decodes a header and checks its magic against `magic`.
     pub fn decode(path: &Path, b: &[u8], magic: [u8; 8]) -> Result<LogHeader> {
         if b.len() < INDEX_HEADER_LEN {
-            return Err(Error::corrupt(path, format!("log header is {} bytes, expected {INDEX_HEADER_LEN}", b.len())));
+            return Err(Error::corrupt(
+                path,
+                format!("log header is {} bytes, expected {INDEX_HEADER_LEN}", b.len()),
+            ));
         }
         if b[0..8] != magic {
             return Err(Error::corrupt(path, "bad log magic"));
@@ -213,7 +223,10 @@ pub fn decode_records(body: &[u8]) -> DecodedRecords {
         let blen = u16::from_le_bytes([rest[2], rest[3]]) as usize;
         let total = REC_FRAME_OVERHEAD + blen;
         if rest.len() < total {
-            out.tail_error = Some(format!("torn record at body offset {pos} ({} of {total} bytes)", rest.len()));
+            out.tail_error = Some(format!(
+                "torn record at body offset {pos} ({} of {total} bytes)",
+                rest.len()
+            ));
             break;
         }
         let crc = le_u32(&rest[4 + blen..total]);
@@ -241,7 +254,10 @@ pub fn decode_records(body: &[u8]) -> DecodedRecords {
 
 fn check_version(path: &Path, v: u32) -> Result<()> {
     if v == 0 || v > FORMAT_VERSION {
-        return Err(Error::corrupt(path, format!("format version {v} is not supported (this library reads 1..={FORMAT_VERSION})")));
+        return Err(Error::corrupt(
+            path,
+            format!("format version {v} is not supported (this library reads 1..={FORMAT_VERSION})"),
+        ));
     }
     Ok(())
 }
@@ -350,7 +366,14 @@ impl MetaDropping {
     pub fn name(&self) -> String {
         match self {
             MetaDropping::Open { writer_id, pid, host } => format!("open.{writer_id:016x}.{pid}.{host}"),
-            MetaDropping::Close { writer_id, open_ts, close_ts, eof, bytes, mtime_ns } => {
+            MetaDropping::Close {
+                writer_id,
+                open_ts,
+                close_ts,
+                eof,
+                bytes,
+                mtime_ns,
+            } => {
                 format!("close.{writer_id:016x}.{open_ts}.{close_ts}.{eof}.{bytes}.{mtime_ns}")
             }
             MetaDropping::Trunc { ts, size, writer_id } => format!("trunc.{ts}.{size}.{writer_id:016x}"),
@@ -367,7 +390,11 @@ impl MetaDropping {
             if id.len() != 16 || host.is_empty() {
                 return None;
             }
-            return Some(MetaDropping::Open { writer_id: u64::from_str_radix(id, 16).ok()?, pid, host });
+            return Some(MetaDropping::Open {
+                writer_id: u64::from_str_radix(id, 16).ok()?,
+                pid,
+                host,
+            });
         }
         if let Some(r) = name.strip_prefix("close.") {
             let f: Vec<&str> = r.split('.').collect();
@@ -431,8 +458,20 @@ mod tests {
     #[test]
     fn record_roundtrip_and_torn_tail() {
         let recs = [
-            WriteRecord { logical_off: 1, length: 2, physical_off: 64, ts: 9, data_crc: 0 },
-            WriteRecord { logical_off: u64::MAX - 5, length: 5, physical_off: 66, ts: 10, data_crc: 7 },
+            WriteRecord {
+                logical_off: 1,
+                length: 2,
+                physical_off: 64,
+                ts: 9,
+                data_crc: 0,
+            },
+            WriteRecord {
+                logical_off: u64::MAX - 5,
+                length: 5,
+                physical_off: 66,
+                ts: 10,
+                data_crc: 7,
+            },
         ];
         let mut buf = Vec::new();
         for r in &recs {
@@ -457,10 +496,20 @@ mod tests {
     #[test]
     fn header_and_marker_roundtrip() {
         let p = Path::new("x");
-        let h = LogHeader { magic: INDEX_MAGIC, writer_id: 0xabc, open_ns: 5, pid: 77, flags: 1 };
+        let h = LogHeader {
+            magic: INDEX_MAGIC,
+            writer_id: 0xabc,
+            open_ns: 5,
+            pid: 77,
+            flags: 1,
+        };
         assert_eq!(LogHeader::decode(p, &h.encode(), INDEX_MAGIC).unwrap(), h);
         assert!(LogHeader::decode(p, &h.encode(), DATA_MAGIC).is_err());
-        let m = Marker { version: FORMAT_VERSION, container_id: 1 << 100, created_ns: 42 };
+        let m = Marker {
+            version: FORMAT_VERSION,
+            container_id: 1 << 100,
+            created_ns: 42,
+        };
         assert_eq!(Marker::decode(p, &m.encode()).unwrap(), m);
         let mut e = m.encode();
         e[20] ^= 4;
@@ -471,9 +520,24 @@ mod tests {
     #[test]
     fn dropping_names_roundtrip() {
         let ds = [
-            MetaDropping::Open { writer_id: 3, pid: 9, host: "n1.cluster".into() },
-            MetaDropping::Close { writer_id: 3, open_ts: 1, close_ts: 2, eof: 3, bytes: 4, mtime_ns: 5 },
-            MetaDropping::Trunc { ts: 7, size: 8, writer_id: u64::MAX },
+            MetaDropping::Open {
+                writer_id: 3,
+                pid: 9,
+                host: "n1.cluster".into(),
+            },
+            MetaDropping::Close {
+                writer_id: 3,
+                open_ts: 1,
+                close_ts: 2,
+                eof: 3,
+                bytes: 4,
+                mtime_ns: 5,
+            },
+            MetaDropping::Trunc {
+                ts: 7,
+                size: 8,
+                writer_id: u64::MAX,
+            },
         ];
         for d in ds {
             assert_eq!(MetaDropping::parse(&d.name()), Some(d));
@@ -481,7 +545,15 @@ mod tests {
         assert_eq!(MetaDropping::parse("close.zz"), None);
         let n = index_log_name(0x1f, 12, "host.a.b");
         assert_eq!(n, "index.000000000000001f.12.host.a.b");
-        assert_eq!(parse_log_name(&n), Some(LogName { is_index: true, writer_id: 0x1f, pid: 12, host: "host.a.b".into() }));
+        assert_eq!(
+            parse_log_name(&n),
+            Some(LogName {
+                is_index: true,
+                writer_id: 0x1f,
+                pid: 12,
+                host: "host.a.b".into()
+            })
+        );
         assert_eq!(parse_log_name("data.1.2.h"), None);
     }
 }

@@ -143,7 +143,11 @@ pub struct Plfs {
 
 fn stat_times(st: &sys::RawStat) -> (i64, i64, i64) {
     let ns = |s: i64, n: u64| s.saturating_mul(1_000_000_000).saturating_add(n as i64);
-    (ns(st.st_atime as i64, st.st_atime_nsec as u64), ns(st.st_mtime as i64, st.st_mtime_nsec as u64), ns(st.st_ctime as i64, st.st_ctime_nsec as u64))
+    (
+        ns(st.st_atime, st.st_atime_nsec),
+        ns(st.st_mtime, st.st_mtime_nsec),
+        ns(st.st_ctime, st.st_ctime_nsec),
+    )
 }
 
 fn raw_to_stat(st: &sys::RawStat, kind: FileKind) -> Stat {
@@ -171,7 +175,10 @@ fn read_umask() -> u32 {
         .ok()
         .and_then(|b| {
             let s = String::from_utf8_lossy(&b).into_owned();
-            s.lines().find_map(|l| l.strip_prefix("Umask:").and_then(|v| u32::from_str_radix(v.trim(), 8).ok()))
+            s.lines().find_map(|l| {
+                l.strip_prefix("Umask:")
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
         })
         .unwrap_or(0o022)
 }
@@ -185,7 +192,10 @@ impl Plfs {
             let canonical: Vec<PathBuf> = m.canonical().into_iter().map(Path::to_path_buf).collect();
             let shadows: Vec<PathBuf> = m.shadows().into_iter().map(Path::to_path_buf).collect();
             if canonical.is_empty() || shadows.is_empty() {
-                return Err(Error::Config(format!("mount point {}: needs at least one canonical and one shadow backend", m.mount_point.display())));
+                return Err(Error::Config(format!(
+                    "mount point {}: needs at least one canonical and one shadow backend",
+                    m.mount_point.display()
+                )));
             }
             for b in &m.backends {
                 if config.files.is_empty() {
@@ -198,9 +208,19 @@ impl Plfs {
                     )));
                 }
             }
-            mounts.push(Arc::new(Mount { cfg: m.clone(), global: config.global.clone(), canonical, shadows }));
+            mounts.push(Arc::new(Mount {
+                cfg: m.clone(),
+                global: config.global.clone(),
+                canonical,
+                shadows,
+            }));
         }
-        Ok(Plfs { config, mounts, open: Mutex::new(HashMap::new()), umask: read_umask() })
+        Ok(Plfs {
+            config,
+            mounts,
+            open: Mutex::new(HashMap::new()),
+            umask: read_umask(),
+        })
     }
 
     /// Loads the configuration from the environment ([`Config::load`]) and builds an instance.
@@ -220,9 +240,21 @@ impl Plfs {
 
     /// Resolves a logical path (absolute; `.`/`..` resolved lexically) to its mount.
     pub fn resolve(&self, path: &Path) -> Result<Loc> {
-        let (m, rel) = self.config.mount_for(path).ok_or_else(|| Error::errno(Errno::XDEV, format!("{}: not under a PLFS mount point", path.display())))?;
-        let mount = self.mounts.iter().find(|x| x.cfg.mount_point == m.mount_point).cloned().expect("mount resolved from this config");
-        let logical = if rel.as_os_str().is_empty() { mount.cfg.mount_point.clone() } else { mount.cfg.mount_point.join(&rel) };
+        let (m, rel) = self
+            .config
+            .mount_for(path)
+            .ok_or_else(|| Error::errno(Errno::XDEV, format!("{}: not under a PLFS mount point", path.display())))?;
+        let mount = self
+            .mounts
+            .iter()
+            .find(|x| x.cfg.mount_point == m.mount_point)
+            .cloned()
+            .expect("mount resolved from this config");
+        let logical = if rel.as_os_str().is_empty() {
+            mount.cfg.mount_point.clone()
+        } else {
+            mount.cfg.mount_point.join(&rel)
+        };
         Ok(Loc { mount, rel, logical })
     }
 
@@ -247,8 +279,14 @@ impl Plfs {
         let (b, p) = loc.find()?;
         match p {
             Probe::Missing => Err(Error::NotFound(loc.logical.clone())),
-            Probe::Dir => Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", loc.logical.display()))),
-            Probe::Symlink | Probe::Other => Err(Error::errno(Errno::INVAL, format!("{}: not a PLFS file", loc.logical.display()))),
+            Probe::Dir => Err(Error::errno(
+                Errno::ISDIR,
+                format!("{}: is a directory", loc.logical.display()),
+            )),
+            Probe::Symlink | Probe::Other => Err(Error::errno(
+                Errno::INVAL,
+                format!("{}: not a PLFS file", loc.logical.display()),
+            )),
             Probe::Container => match Container::open(&loc.mount, b, &loc.on(b))? {
                 Some(c) => Ok(self.shared(c, &loc.logical)),
                 None => Err(Error::NotFound(loc.logical.clone())),
@@ -261,8 +299,13 @@ impl Plfs {
         let parent = parent.parent().unwrap_or(Path::new("/"));
         match container::probe(parent)? {
             Probe::Dir => Ok(()),
-            Probe::Missing => Err(Error::NotFound(loc.logical.parent().unwrap_or(Path::new("/")).to_path_buf())),
-            _ => Err(Error::errno(Errno::NOTDIR, format!("{}: a path component is not a directory", loc.logical.display()))),
+            Probe::Missing => Err(Error::NotFound(
+                loc.logical.parent().unwrap_or(Path::new("/")).to_path_buf(),
+            )),
+            _ => Err(Error::errno(
+                Errno::NOTDIR,
+                format!("{}: a path component is not a directory", loc.logical.display()),
+            )),
         }
     }
 
@@ -270,13 +313,21 @@ impl Plfs {
     pub fn create(&self, path: &Path, mode: u32, excl: bool) -> Result<bool> {
         let loc = self.resolve(path)?;
         if loc.rel.as_os_str().is_empty() {
-            return Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", loc.logical.display())));
+            return Err(Error::errno(
+                Errno::ISDIR,
+                format!("{}: is a directory", loc.logical.display()),
+            ));
         }
         let (_, p) = loc.find()?;
         match p {
             Probe::Missing => {}
             Probe::Container if !excl => return Ok(false),
-            Probe::Dir => return Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", loc.logical.display()))),
+            Probe::Dir => {
+                return Err(Error::errno(
+                    Errno::ISDIR,
+                    format!("{}: is a directory", loc.logical.display()),
+                ))
+            }
             _ => return Err(Error::Exists(loc.logical.clone())),
         }
         self.check_parent(&loc)?;
@@ -287,7 +338,10 @@ impl Plfs {
             }
             // Lost a race: make sure what won is a file.
             if container::probe(&loc.on(loc.home()))? != Probe::Container {
-                return Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", loc.logical.display())));
+                return Err(Error::errno(
+                    Errno::ISDIR,
+                    format!("{}: is a directory", loc.logical.display()),
+                ));
             }
         }
         Ok(created)
@@ -305,7 +359,9 @@ impl Plfs {
             let want = if flags.read { 4 } else { 0 } | if flags.write { 2 } else { 0 };
             if want != 0 && rustix::process::geteuid().as_raw() != 0 {
                 let marker = shared.c.current_path().join(format::MARKER_NAME);
-                sys::access(&marker, want).map_err(|_| Error::errno(Errno::ACCESS, format!("{}: permission denied", loc.logical.display())))?;
+                sys::access(&marker, want).map_err(|_| {
+                    Error::errno(Errno::ACCESS, format!("{}: permission denied", loc.logical.display()))
+                })?;
             }
         }
         if flags.trunc && flags.write && !created {
@@ -325,7 +381,11 @@ impl Plfs {
             Probe::Symlink => Ok(raw_to_stat(&sys::lstat(&bp)?, FileKind::Symlink)),
             Probe::Other => {
                 let st = sys::lstat(&bp)?;
-                let kind = if sys::FileType::from_raw_mode(st.st_mode) == sys::FileType::Symlink { FileKind::Symlink } else { FileKind::File };
+                let kind = if sys::FileType::from_raw_mode(st.st_mode) == sys::FileType::Symlink {
+                    FileKind::Symlink
+                } else {
+                    FileKind::File
+                };
                 Ok(raw_to_stat(&st, kind))
             }
             Probe::Container => {
@@ -384,7 +444,10 @@ impl Plfs {
         let bp = loc.on(b);
         match p {
             Probe::Missing => Err(Error::NotFound(loc.logical.clone())),
-            Probe::Dir => Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", loc.logical.display()))),
+            Probe::Dir => Err(Error::errno(
+                Errno::ISDIR,
+                format!("{}: is a directory", loc.logical.display()),
+            )),
             Probe::Symlink | Probe::Other => sys::unlink(&bp),
             Probe::Container => self.remove_container(&loc.mount, b, &bp),
         }
@@ -409,16 +472,25 @@ impl Plfs {
         let lf = self.resolve(from)?;
         let lt = self.resolve(to)?;
         if !Arc::ptr_eq(&lf.mount, &lt.mount) {
-            return Err(Error::errno(Errno::XDEV, format!("{} and {} are on different mount points", from.display(), to.display())));
+            return Err(Error::errno(
+                Errno::XDEV,
+                format!("{} and {} are on different mount points", from.display(), to.display()),
+            ));
         }
         if lf.logical == lt.logical {
             return Ok(());
         }
         if lf.rel.as_os_str().is_empty() || lt.rel.as_os_str().is_empty() {
-            return Err(Error::errno(Errno::BUSY, format!("{}: cannot rename a mount point", lf.logical.display())));
+            return Err(Error::errno(
+                Errno::BUSY,
+                format!("{}: cannot rename a mount point", lf.logical.display()),
+            ));
         }
         if lt.logical.starts_with(&lf.logical) {
-            return Err(Error::errno(Errno::INVAL, format!("cannot move {} into itself", lf.logical.display())));
+            return Err(Error::errno(
+                Errno::INVAL,
+                format!("cannot move {} into itself", lf.logical.display()),
+            ));
         }
         let (bf, pf) = lf.find()?;
         let (bt_found, pt) = lt.find()?;
@@ -427,14 +499,19 @@ impl Plfs {
             Probe::Dir => {
                 match pt {
                     Probe::Container | Probe::Symlink | Probe::Other => {
-                        return Err(Error::errno(Errno::NOTDIR, format!("{}: not a directory", lt.logical.display())))
+                        return Err(Error::errno(
+                            Errno::NOTDIR,
+                            format!("{}: not a directory", lt.logical.display()),
+                        ))
                     }
                     _ => {}
                 }
                 self.check_parent(&lt)?;
                 for i in 0..lf.mount.canonical.len() {
                     match sys::rename(&lf.on(i), &lt.on(i)) {
-                        Err(Error::Io { errno: Errno::NOENT, .. }) if i > 0 => {}
+                        Err(Error::Io {
+                            errno: Errno::NOENT, ..
+                        }) if i > 0 => {}
                         r => r?,
                     }
                 }
@@ -442,7 +519,10 @@ impl Plfs {
             }
             Probe::Container | Probe::Symlink | Probe::Other => {
                 if pt == Probe::Dir {
-                    return Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", lt.logical.display())));
+                    return Err(Error::errno(
+                        Errno::ISDIR,
+                        format!("{}: is a directory", lt.logical.display()),
+                    ));
                 }
                 self.check_parent(&lt)?;
                 let src = lf.on(bf);
@@ -451,7 +531,13 @@ impl Plfs {
                     Probe::Container => {
                         let old = lt.on(bt_found);
                         // Atomically swap, then delete what used to be the target.
-                        match rustix::fs::renameat_with(rustix::fs::CWD, &src, rustix::fs::CWD, &old, rustix::fs::RenameFlags::EXCHANGE) {
+                        match rustix::fs::renameat_with(
+                            rustix::fs::CWD,
+                            &src,
+                            rustix::fs::CWD,
+                            &old,
+                            rustix::fs::RenameFlags::EXCHANGE,
+                        ) {
                             Ok(()) if pf == Probe::Container => self.remove_container(&lf.mount, bf, &src),
                             Ok(()) => sys::unlink(&src),
                             Err(_) => {
@@ -485,9 +571,19 @@ impl Plfs {
             let p = loc.on(i);
             match sys::mkdir(&p, mode & 0o7777) {
                 Ok(()) => {}
-                Err(Error::Io { errno: Errno::EXIST, .. }) if i > 0 => {}
-                Err(Error::Io { errno: Errno::EXIST, .. }) => return Err(Error::Exists(loc.logical.clone())),
-                Err(Error::Io { errno: Errno::NOENT, .. }) => return Err(Error::NotFound(loc.logical.parent().unwrap_or(Path::new("/")).to_path_buf())),
+                Err(Error::Io {
+                    errno: Errno::EXIST, ..
+                }) if i > 0 => {}
+                Err(Error::Io {
+                    errno: Errno::EXIST, ..
+                }) => return Err(Error::Exists(loc.logical.clone())),
+                Err(Error::Io {
+                    errno: Errno::NOENT, ..
+                }) => {
+                    return Err(Error::NotFound(
+                        loc.logical.parent().unwrap_or(Path::new("/")).to_path_buf(),
+                    ))
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -498,15 +594,26 @@ impl Plfs {
     pub fn rmdir(&self, path: &Path) -> Result<()> {
         let loc = self.resolve(path)?;
         if loc.rel.as_os_str().is_empty() {
-            return Err(Error::errno(Errno::BUSY, format!("{}: is a mount point", loc.logical.display())));
+            return Err(Error::errno(
+                Errno::BUSY,
+                format!("{}: is a mount point", loc.logical.display()),
+            ));
         }
         match loc.find()?.1 {
             Probe::Missing => return Err(Error::NotFound(loc.logical.clone())),
             Probe::Dir => {}
-            _ => return Err(Error::errno(Errno::NOTDIR, format!("{}: not a directory", loc.logical.display()))),
+            _ => {
+                return Err(Error::errno(
+                    Errno::NOTDIR,
+                    format!("{}: not a directory", loc.logical.display()),
+                ))
+            }
         }
         if !self.readdir(path)?.is_empty() {
-            return Err(Error::errno(Errno::NOTEMPTY, format!("{}: directory not empty", loc.logical.display())));
+            return Err(Error::errno(
+                Errno::NOTEMPTY,
+                format!("{}: directory not empty", loc.logical.display()),
+            ));
         }
         for i in 0..loc.mount.canonical.len() {
             let p = loc.on(i);
@@ -518,7 +625,9 @@ impl Plfs {
             }
             match sys::rmdir(&p) {
                 Ok(()) => {}
-                Err(Error::Io { errno: Errno::NOENT, .. }) if i > 0 => {}
+                Err(Error::Io {
+                    errno: Errno::NOENT, ..
+                }) if i > 0 => {}
                 Err(e) => return Err(e),
             }
         }
@@ -535,21 +644,32 @@ impl Plfs {
             let dir = loc.on(i);
             let names = match sys::read_dir(&dir) {
                 Ok(n) => n,
-                Err(Error::Io { errno: Errno::NOENT, .. }) => continue,
-                Err(Error::Io { errno: Errno::NOTDIR, .. }) => {
-                    return Err(Error::errno(Errno::NOTDIR, format!("{}: not a directory", loc.logical.display())))
+                Err(Error::Io {
+                    errno: Errno::NOENT, ..
+                }) => continue,
+                Err(Error::Io {
+                    errno: Errno::NOTDIR, ..
+                }) => {
+                    return Err(Error::errno(
+                        Errno::NOTDIR,
+                        format!("{}: not a directory", loc.logical.display()),
+                    ))
                 }
                 Err(e) => return Err(e),
             };
-            if i == 0 || !any {
-                if container::probe(&dir)? == Probe::Container {
-                    return Err(Error::errno(Errno::NOTDIR, format!("{}: not a directory", loc.logical.display())));
-                }
+            if !any && container::probe(&dir)? == Probe::Container {
+                return Err(Error::errno(
+                    Errno::NOTDIR,
+                    format!("{}: not a directory", loc.logical.display()),
+                ));
             }
             any = true;
             for n in names {
                 let b = n.as_bytes();
-                if b.starts_with(format::TMP_PREFIX.as_bytes()) || b == format::SHADOW_ROOT.as_bytes() || seen.contains_key(&n) {
+                if b.starts_with(format::TMP_PREFIX.as_bytes())
+                    || b == format::SHADOW_ROOT.as_bytes()
+                    || seen.contains_key(&n)
+                {
                     continue;
                 }
                 let kind = match container::probe(&dir.join(&n))? {
@@ -570,7 +690,9 @@ impl Plfs {
     fn on_every_dir_backend(&self, loc: &Loc, f: impl Fn(&Path) -> Result<()>) -> Result<()> {
         for i in 0..loc.mount.canonical.len() {
             match f(&loc.on(i)) {
-                Err(Error::Io { errno: Errno::NOENT, .. }) if i > 0 => {}
+                Err(Error::Io {
+                    errno: Errno::NOENT, ..
+                }) if i > 0 => {}
                 r => r?,
             }
         }
@@ -653,7 +775,10 @@ impl Plfs {
         match p {
             Probe::Missing => Err(Error::NotFound(loc.logical.clone())),
             Probe::Symlink => sys::readlink(&loc.on(b)),
-            _ => Err(Error::errno(Errno::INVAL, format!("{}: not a symbolic link", loc.logical.display()))),
+            _ => Err(Error::errno(
+                Errno::INVAL,
+                format!("{}: not a symbolic link", loc.logical.display()),
+            )),
         }
     }
 
@@ -668,7 +793,10 @@ impl Plfs {
         let loc = self.resolve(path)?;
         let (b, p) = loc.find()?;
         if p != Probe::Container {
-            return Err(Error::errno(Errno::INVAL, format!("{}: not a PLFS file", loc.logical.display())));
+            return Err(Error::errno(
+                Errno::INVAL,
+                format!("{}: not a PLFS file", loc.logical.display()),
+            ));
         }
         Container::open(&loc.mount, b, &loc.on(b))?.ok_or_else(|| Error::NotFound(loc.logical.clone()))
     }
@@ -684,19 +812,33 @@ mod tests {
         for i in 0..backends {
             let b = dir.join(format!("b{i}"));
             std::fs::create_dir_all(&b).unwrap();
-            specs.push(BackendSpec { location: b, role: BackendRole::Both });
+            specs.push(BackendSpec {
+                location: b,
+                role: BackendRole::Both,
+            });
         }
         let cfg = Config {
             files: vec![dir.join("plfsrc")],
-            global: GlobalParams { index_buffer_records: 3, ..GlobalParams::default() },
-            mounts: vec![MountConfig { mount_point: "/mnt/plfs".into(), workload: Workload::SharedFile, backends: specs }],
+            global: GlobalParams {
+                index_buffer_records: 3,
+                ..GlobalParams::default()
+            },
+            mounts: vec![MountConfig {
+                mount_point: "/mnt/plfs".into(),
+                workload: Workload::SharedFile,
+                backends: specs,
+            }],
             warnings: Vec::new(),
         };
         Plfs::new(cfg).unwrap()
     }
 
     fn tmpdir(tag: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("plfs-fs-{tag}-{}-{}", std::process::id(), crate::clock::random_u64()));
+        let d = std::env::temp_dir().join(format!(
+            "plfs-fs-{tag}-{}-{}",
+            std::process::id(),
+            crate::clock::random_u64()
+        ));
         std::fs::create_dir_all(&d).unwrap();
         d
     }
@@ -706,12 +848,33 @@ mod tests {
         let d = tmpdir("rt");
         let p = plfs_at(&d, 2);
         let f = Path::new("/mnt/plfs/f");
-        let w = p.open(f, OpenFlags { write: true, create: true, ..Default::default() }, 0o644, 1).unwrap();
+        let w = p
+            .open(
+                f,
+                OpenFlags {
+                    write: true,
+                    create: true,
+                    ..Default::default()
+                },
+                0o644,
+                1,
+            )
+            .unwrap();
         w.write(b"hello", 0).unwrap();
         w.write_as(b"WORLD", 10, 2).unwrap();
         w.write(b"xy", 1).unwrap();
         assert_eq!(p.stat(f).unwrap().size, 15);
-        let r = p.open(f, OpenFlags { read: true, ..Default::default() }, 0, 3).unwrap();
+        let r = p
+            .open(
+                f,
+                OpenFlags {
+                    read: true,
+                    ..Default::default()
+                },
+                0,
+                3,
+            )
+            .unwrap();
         let mut buf = [9u8; 20];
         assert_eq!(r.read(&mut buf, 0).unwrap(), 15);
         assert_eq!(&buf[..15], b"hxylo\0\0\0\0\0WORLD");
@@ -721,7 +884,17 @@ mod tests {
         let p2 = plfs_at(&d, 2);
         assert_eq!(p2.stat(f).unwrap().size, 15);
         assert_eq!(p2.stat(f).unwrap().kind, FileKind::File);
-        let r = p2.open(f, OpenFlags { read: true, ..Default::default() }, 0, 3).unwrap();
+        let r = p2
+            .open(
+                f,
+                OpenFlags {
+                    read: true,
+                    ..Default::default()
+                },
+                0,
+                3,
+            )
+            .unwrap();
         let mut buf = [0u8; 15];
         r.read(&mut buf, 0).unwrap();
         assert_eq!(&buf, b"hxylo\0\0\0\0\0WORLD");
@@ -731,7 +904,12 @@ mod tests {
         assert_eq!(plfs_at(&d, 2).stat(f).unwrap().size, 3);
         p2.rename(f, Path::new("/mnt/plfs/g")).unwrap();
         assert!(p2.stat(f).unwrap_err().is_not_found());
-        let names: Vec<_> = p2.readdir(Path::new("/mnt/plfs")).unwrap().into_iter().map(|e| e.name).collect();
+        let names: Vec<_> = p2
+            .readdir(Path::new("/mnt/plfs"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
         assert_eq!(names, vec![OsString::from("g")]);
         p2.unlink(Path::new("/mnt/plfs/g")).unwrap();
         assert!(p2.readdir(Path::new("/mnt/plfs")).unwrap().is_empty());
@@ -743,18 +921,49 @@ mod tests {
         let d = tmpdir("flat");
         let p = plfs_at(&d, 1);
         let f = Path::new("/mnt/plfs/f");
-        let w = p.open(f, OpenFlags { write: true, create: true, ..Default::default() }, 0o644, 1).unwrap();
+        let w = p
+            .open(
+                f,
+                OpenFlags {
+                    write: true,
+                    create: true,
+                    ..Default::default()
+                },
+                0o644,
+                1,
+            )
+            .unwrap();
         w.write(&[1u8; 30], 0).unwrap();
         w.close().unwrap();
         let rep = crate::tools::flatten(&p, f).unwrap();
         assert_eq!(rep.extents, 1);
-        let w = plfs_at(&d, 1).open(f, OpenFlags { write: true, ..Default::default() }, 0, 2).unwrap();
+        let w = plfs_at(&d, 1)
+            .open(
+                f,
+                OpenFlags {
+                    write: true,
+                    ..Default::default()
+                },
+                0,
+                2,
+            )
+            .unwrap();
         w.write(&[2u8; 10], 30).unwrap();
         w.write(&[3u8; 3], 0).unwrap();
         w.close().unwrap();
         let p2 = plfs_at(&d, 1);
         assert_eq!(p2.stat(f).unwrap().size, 40);
-        let r = p2.open(f, OpenFlags { read: true, ..Default::default() }, 0, 3).unwrap();
+        let r = p2
+            .open(
+                f,
+                OpenFlags {
+                    read: true,
+                    ..Default::default()
+                },
+                0,
+                3,
+            )
+            .unwrap();
         let mut buf = [0u8; 40];
         assert_eq!(r.read(&mut buf, 0).unwrap(), 40);
         assert_eq!(&buf[..3], &[3, 3, 3]);

@@ -98,7 +98,9 @@ impl IndexState {
     }
 
     fn load_flat(&mut self, c: &Container, logical: &Path) -> Result<bool> {
-        let Some(sig) = flat::signature(&c.list_meta()?) else { return Ok(false) };
+        let Some(sig) = flat::signature(&c.list_meta()?) else {
+            return Ok(false);
+        };
         let bytes = match rustix::fs::openat(&c.dir, FLAT_NAME, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()) {
             Ok(fd) => {
                 let p = c.sub(FLAT_NAME);
@@ -117,11 +119,19 @@ impl IndexState {
         }
         for ch in &f.chunks {
             let (display, fd) = if ch.in_container {
-                let fd = rustix::fs::openat(&c.dir, ch.dir.as_path(), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                    .map_err(|e| Error::io(c.sub(&ch.dir.to_string_lossy()), "open", e))?;
+                let fd = rustix::fs::openat(
+                    &c.dir,
+                    ch.dir.as_path(),
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| Error::io(c.sub(&ch.dir.to_string_lossy()), "open", e))?;
                 (c.path.join(&ch.dir), fd)
             } else {
-                (ch.dir.clone(), sys::open(&ch.dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)?)
+                (
+                    ch.dir.clone(),
+                    sys::open(&ch.dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)?,
+                )
             };
             let d = self.add_dir(display, Arc::new(fd));
             self.chunk_for(d, ch.writer_id, ch.pid, &ch.host);
@@ -150,13 +160,30 @@ impl IndexState {
                     Ok(rel) => (true, rel.to_path_buf()),
                     Err(_) => (false, dir.clone()),
                 };
-                flat::FlatChunk { writer_id: ch.writer_id, pid: ch.pid, host: ch.host.clone(), in_container, dir, name: ch.name.to_string_lossy().into_owned() }
+                flat::FlatChunk {
+                    writer_id: ch.writer_id,
+                    pid: ch.pid,
+                    host: ch.host.clone(),
+                    in_container,
+                    dir,
+                    name: ch.name.to_string_lossy().into_owned(),
+                }
             })
             .collect();
         let mut truncs: Vec<(u64, u64, u64)> = self.truncs.iter().map(|&(ts, size, w)| (ts, w, size)).collect();
         truncs.sort();
-        let pieces = self.map.pieces().map(|(o, p)| (o, p.len, p.phys, p.key.ts, p.key.writer, p.chunk)).collect();
-        flat::Flat { signature, logical: logical.to_path_buf(), chunks, truncs, pieces }
+        let pieces = self
+            .map
+            .pieces()
+            .map(|(o, p)| (o, p.len, p.phys, p.key.ts, p.key.writer, p.chunk))
+            .collect();
+        flat::Flat {
+            signature,
+            logical: logical.to_path_buf(),
+            chunks,
+            truncs,
+            pieces,
+        }
     }
 
     /// Registers a hostdir descriptor, returning its index.
@@ -174,7 +201,13 @@ impl IndexState {
         if let Some(&c) = self.chunk_by_writer.get(&writer_id) {
             return c;
         }
-        self.chunks.push(Chunk { dir, name: format::data_log_name(writer_id, pid, host).into(), writer_id, pid, host: host.to_string() });
+        self.chunks.push(Chunk {
+            dir,
+            name: format::data_log_name(writer_id, pid, host).into(),
+            writer_id,
+            pid,
+            host: host.to_string(),
+        });
         let id = (self.chunks.len() - 1) as u32;
         self.chunk_by_writer.insert(writer_id, id);
         id
@@ -197,9 +230,16 @@ impl IndexState {
             let names = list_fd(&fd, &path)?;
             let dir = self.add_dir(path.clone(), fd);
             for name in names {
-                let Some(info) = name.to_str().and_then(format::parse_log_name) else { continue };
+                let Some(info) = name.to_str().and_then(format::parse_log_name) else {
+                    continue;
+                };
                 if info.is_index {
-                    found.push(FoundLog { dir, path: path.join(&name), name, info });
+                    found.push(FoundLog {
+                        dir,
+                        path: path.join(&name),
+                        name,
+                        info,
+                    });
                 }
             }
         }
@@ -218,16 +258,32 @@ impl IndexState {
         }
         // Read the new parts of every log on a pool of threads, then merge in one place.
         let threads = (c.mount.global.threadpool_size as usize).clamp(1, found.len().max(1));
-        let starts: Vec<u64> = found.iter().map(|f| self.logs.get(&f.path).copied().unwrap_or(0)).collect();
+        let starts: Vec<u64> = found
+            .iter()
+            .map(|f| self.logs.get(&f.path).copied().unwrap_or(0))
+            .collect();
         let dirs = &self.dirs;
         let results: Vec<Result<(u64, format::DecodedRecords, Option<u64>)>> = std::thread::scope(|scope| {
             let chunk = found.len().div_ceil(threads).max(1);
             let handles: Vec<_> = found
                 .chunks(chunk)
                 .zip(starts.chunks(chunk))
-                .map(|(fs, ss)| scope.spawn(move || fs.iter().zip(ss).map(|(f, &s)| read_log(&dirs[f.dir].1, f, s)).collect::<Vec<_>>()))
+                .map(|(fs, ss)| {
+                    scope.spawn(move || {
+                        fs.iter()
+                            .zip(ss)
+                            .map(|(f, &s)| read_log(&dirs[f.dir].1, f, s))
+                            .collect::<Vec<_>>()
+                    })
+                })
                 .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|_| vec![Err(Error::InvalidArgument("index reader thread panicked".into()))])).collect()
+            handles
+                .into_iter()
+                .flat_map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| vec![Err(Error::InvalidArgument("index reader thread panicked".into()))])
+                })
+                .collect()
         });
         for (f, r) in found.iter().zip(results) {
             let (new_consumed, dec, data_len) = match r {
@@ -248,10 +304,23 @@ impl IndexState {
             let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
             for r in &dec.records {
                 if data_len.is_some_and(|dl| r.physical_off.saturating_add(r.length) > dl) {
-                    crate::warn!("{}: record at logical offset {} points past the end of its data log; skipped", f.path.display(), r.logical_off);
+                    crate::warn!(
+                        "{}: record at logical offset {} points past the end of its data log; skipped",
+                        f.path.display(),
+                        r.logical_off
+                    );
                     continue;
                 }
-                self.map.insert_write(r.logical_off, r.length, chunk, r.physical_off, Key { ts: r.ts, writer: f.info.writer_id });
+                self.map.insert_write(
+                    r.logical_off,
+                    r.length,
+                    chunk,
+                    r.physical_off,
+                    Key {
+                        ts: r.ts,
+                        writer: f.info.writer_id,
+                    },
+                );
             }
             self.records_read += dec.records.len() as u64;
             self.logs.insert(f.path.clone(), new_consumed);
@@ -264,9 +333,18 @@ impl IndexState {
         if let Some(fd) = self.fds.get(&chunk) {
             return Ok(fd.clone());
         }
-        let c = self.chunks.get(chunk as usize).ok_or_else(|| Error::InvalidArgument(format!("unknown chunk {chunk}")))?;
+        let c = self
+            .chunks
+            .get(chunk as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown chunk {chunk}")))?;
         let (dpath, dfd) = &self.dirs[c.dir];
-        let fd = rustix::fs::openat(&**dfd, c.name.as_os_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| Error::io(dpath.join(&c.name), "open", e))?;
+        let fd = rustix::fs::openat(
+            &**dfd,
+            c.name.as_os_str(),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::io(dpath.join(&c.name), "open", e))?;
         let fd = Arc::new(fd);
         while self.fds.len() >= self.max_fds {
             match self.fd_order.pop_front() {
@@ -291,7 +369,8 @@ impl IndexState {
 /// Reads an index log from byte `start`, returning (bytes now consumed, decoded records, size of
 /// the matching data log if it exists).
 fn read_log(dir: &OwnedFd, f: &FoundLog, start: u64) -> Result<(u64, format::DecodedRecords, Option<u64>)> {
-    let fd = rustix::fs::openat(dir, f.name.as_os_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).map_err(|e| Error::io(&f.path, "open", e))?;
+    let fd = rustix::fs::openat(dir, f.name.as_os_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| Error::io(&f.path, "open", e))?;
     let size = sys::fstat(&fd, &f.path)?.st_size as u64;
     if size < start {
         return Ok((size, format::DecodedRecords::default(), None));
@@ -307,7 +386,13 @@ fn read_log(dir: &OwnedFd, f: &FoundLog, start: u64) -> Result<(u64, format::Dec
         }
         let h = format::LogHeader::decode(&f.path, &buf, format::INDEX_MAGIC)?;
         if h.writer_id != f.info.writer_id {
-            return Err(Error::corrupt(&f.path, format!("header names writer {:016x}, file name {:016x}", h.writer_id, f.info.writer_id)));
+            return Err(Error::corrupt(
+                &f.path,
+                format!(
+                    "header names writer {:016x}, file name {:016x}",
+                    h.writer_id, f.info.writer_id
+                ),
+            ));
         }
         body_start = format::INDEX_HEADER_LEN;
     }
@@ -318,7 +403,11 @@ fn read_log(dir: &OwnedFd, f: &FoundLog, start: u64) -> Result<(u64, format::Dec
         Ok(st) => Some(st.st_size as u64),
         Err(_) => {
             if !dec.records.is_empty() {
-                crate::warn!("{}: its data log {data_name} is missing; its {} records are skipped", f.path.display(), dec.records.len());
+                crate::warn!(
+                    "{}: its data log {data_name} is missing; its {} records are skipped",
+                    f.path.display(),
+                    dec.records.len()
+                );
             }
             Some(0)
         }

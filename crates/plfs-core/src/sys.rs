@@ -179,7 +179,9 @@ pub fn read_dir(path: &Path) -> Result<Vec<OsString>> {
 /// Lists a directory; a missing directory lists as empty.
 pub fn read_dir_opt(path: &Path) -> Result<Vec<OsString>> {
     match read_dir(path) {
-        Err(Error::Io { errno: Errno::NOENT, .. }) => Ok(Vec::new()),
+        Err(Error::Io {
+            errno: Errno::NOENT, ..
+        }) => Ok(Vec::new()),
         r => r,
     }
 }
@@ -228,16 +230,32 @@ pub enum TimeSpec {
 
 fn ts(t: TimeSpec) -> fs::Timespec {
     match t {
-        TimeSpec::Now => fs::Timespec { tv_sec: 0, tv_nsec: fs::UTIME_NOW },
-        TimeSpec::Omit => fs::Timespec { tv_sec: 0, tv_nsec: fs::UTIME_OMIT },
-        TimeSpec::At(s, n) => fs::Timespec { tv_sec: s, tv_nsec: n as _ },
+        TimeSpec::Now => fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: fs::UTIME_NOW,
+        },
+        TimeSpec::Omit => fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: fs::UTIME_OMIT,
+        },
+        TimeSpec::At(s, n) => fs::Timespec {
+            tv_sec: s,
+            tv_nsec: n as _,
+        },
     }
 }
 
 /// utimensat on a path (does not follow a final symlink when `nofollow`).
 pub fn utimens(path: &Path, atime: TimeSpec, mtime: TimeSpec, nofollow: bool) -> Result<()> {
-    let times = fs::Timestamps { last_access: ts(atime), last_modification: ts(mtime) };
-    let flags = if nofollow { AtFlags::SYMLINK_NOFOLLOW } else { AtFlags::empty() };
+    let times = fs::Timestamps {
+        last_access: ts(atime),
+        last_modification: ts(mtime),
+    };
+    let flags = if nofollow {
+        AtFlags::SYMLINK_NOFOLLOW
+    } else {
+        AtFlags::empty()
+    };
     fs::utimensat(fs::CWD, path, &times, flags).map_err(|e| Error::io(path, "utimensat", e))
 }
 
@@ -248,7 +266,9 @@ pub fn symlink(target: &Path, link: &Path) -> Result<()> {
 
 /// readlink.
 pub fn readlink(path: &Path) -> Result<OsString> {
-    fs::readlink(path, Vec::new()).map(|c| OsString::from_vec(c.into_bytes())).map_err(|e| Error::io(path, "readlink", e))
+    fs::readlink(path, Vec::new())
+        .map(|c| OsString::from_vec(c.into_bytes()))
+        .map_err(|e| Error::io(path, "readlink", e))
 }
 
 /// access(2) with the real ids, mode bits R_OK=4, W_OK=2, X_OK=1, F_OK=0.
@@ -266,11 +286,15 @@ pub fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<()> {
     let tmp = path.with_file_name(format!(
         "{}{}.{}",
         crate::format::TMP_PREFIX,
-        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         crate::clock::random_u64()
     ));
     let fd = open(&tmp, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL, mode)?;
-    let r = pwrite_all(&fd, &tmp, data, 0).and_then(|()| fsync(&fd, &tmp)).and_then(|()| rename(&tmp, path));
+    let r = pwrite_all(&fd, &tmp, data, 0)
+        .and_then(|()| fsync(&fd, &tmp))
+        .and_then(|()| rename(&tmp, path));
     if r.is_err() {
         let _ = unlink_missing_ok(&tmp);
     }

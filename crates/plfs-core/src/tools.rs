@@ -69,8 +69,16 @@ pub struct Physical {
 }
 
 fn entry(path: PathBuf, kind: &str) -> Physical {
-    let size = sys::lstat_opt(&path).ok().flatten().filter(|s| sys::FileType::from_raw_mode(s.st_mode) != sys::FileType::Directory).map_or(0, |s| s.st_size as u64);
-    Physical { path, kind: kind.to_string(), size }
+    let size = sys::lstat_opt(&path)
+        .ok()
+        .flatten()
+        .filter(|s| sys::FileType::from_raw_mode(s.st_mode) != sys::FileType::Directory)
+        .map_or(0, |s| s.st_size as u64);
+    Physical {
+        path,
+        kind: kind.to_string(),
+        size,
+    }
 }
 
 fn list_hostdir(dir: &Path, out: &mut Vec<Physical>) -> Result<()> {
@@ -135,14 +143,16 @@ pub fn query(plfs: &Plfs, path: &Path) -> Result<Vec<Physical>> {
 /// The logical file that a backend path (a container, or any dropping in it, on a canonical or
 /// shadow backend) belongs to.
 pub fn reverse_query(plfs: &Plfs, backend_path: &Path) -> Result<PathBuf> {
-    let norm = crate::config::normalize_path(backend_path).ok_or_else(|| Error::InvalidArgument(format!("{}: must be an absolute path", backend_path.display())))?;
+    let norm = crate::config::normalize_path(backend_path)
+        .ok_or_else(|| Error::InvalidArgument(format!("{}: must be an absolute path", backend_path.display())))?;
     for m in plfs.mounts() {
         for (i, root) in m.canonical.iter().enumerate() {
             let Ok(rel) = norm.strip_prefix(root) else { continue };
             // Walk up from the path to the first directory that is a container.
             let mut cur = rel.to_path_buf();
             loop {
-                if !cur.as_os_str().is_empty() && sys::lstat_opt(&root.join(&cur).join(format::MARKER_NAME))?.is_some() {
+                if !cur.as_os_str().is_empty() && sys::lstat_opt(&root.join(&cur).join(format::MARKER_NAME))?.is_some()
+                {
                     let _ = i;
                     return Ok(m.cfg.mount_point.join(&cur));
                 }
@@ -152,8 +162,14 @@ pub fn reverse_query(plfs: &Plfs, backend_path: &Path) -> Result<PathBuf> {
             }
         }
         for sroot in &m.shadows {
-            let Ok(rel) = norm.strip_prefix(sroot.join(format::SHADOW_ROOT)) else { continue };
-            let cid = rel.components().next().map(|c| c.as_os_str().to_string_lossy().into_owned()).unwrap_or_default();
+            let Ok(rel) = norm.strip_prefix(sroot.join(format::SHADOW_ROOT)) else {
+                continue;
+            };
+            let cid = rel
+                .components()
+                .next()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .unwrap_or_default();
             for root in &m.canonical {
                 if let Some(found) = find_cid(root, &format!("cid.{cid}"))? {
                     let rel = found.strip_prefix(root).unwrap_or(&found);
@@ -163,7 +179,10 @@ pub fn reverse_query(plfs: &Plfs, backend_path: &Path) -> Result<PathBuf> {
             return Err(Error::NotFound(backend_path.to_path_buf()));
         }
     }
-    Err(Error::InvalidArgument(format!("{}: not inside any backend of the configuration", backend_path.display())))
+    Err(Error::InvalidArgument(format!(
+        "{}: not inside any backend of the configuration",
+        backend_path.display()
+    )))
 }
 
 /// Searches a backend tree for the container whose `meta/` holds `cid_name`.
@@ -205,16 +224,31 @@ pub struct FlattenReport {
 pub fn flatten(plfs: &Plfs, path: &Path) -> Result<FlattenReport> {
     let loc = plfs.resolve(path)?;
     let c = plfs.container(path)?;
-    let sig = flat::signature(&c.list_meta()?).ok_or_else(|| Error::errno(rustix::io::Errno::BUSY, format!("{}: open for writing; flatten it after the writers close", loc.logical.display())))?;
+    let sig = flat::signature(&c.list_meta()?).ok_or_else(|| {
+        Error::errno(
+            rustix::io::Errno::BUSY,
+            format!(
+                "{}: open for writing; flatten it after the writers close",
+                loc.logical.display()
+            ),
+        )
+    })?;
     let mut s = IndexState::empty(1);
     s.refresh(&c)?;
     if flat::signature(&c.list_meta()?) != Some(sig) {
-        return Err(Error::errno(rustix::io::Errno::BUSY, format!("{}: changed while flattening; try again", loc.logical.display())));
+        return Err(Error::errno(
+            rustix::io::Errno::BUSY,
+            format!("{}: changed while flattening; try again", loc.logical.display()),
+        ));
     }
     let f = s.to_flat(&c, &loc.logical, sig);
     let out = c.current_path().join(FLAT_NAME);
     sys::write_atomic(&out, &f.encode(), 0o644)?;
-    Ok(FlattenReport { extents: f.pieces.len(), chunks: f.chunks.len(), path: out })
+    Ok(FlattenReport {
+        extents: f.pieces.len(),
+        chunks: f.chunks.len(),
+        path: out,
+    })
 }
 
 /// The format version a file was written with (from its marker).

@@ -1,0 +1,360 @@
+//! plfsrc configuration: the original PLFS 2.5 YAML syntax (a list of `- global_params:`,
+//! `- include:` and `- mount_point:` entries) plus our documented keys, and the zero-config default.
+//! `docs/config.md` is the reference for every key, the search order and the validation rules.
+//!
+//! This module is embedded in the LD_PRELOAD library, so it reads files with raw system calls
+//! (rustix), never through `std::fs` or libc's interposable file functions.
+//!
+//! Errors are [`Error::Config`] messages that name the file, the line (whenever it can be
+//! determined) and the key, e.g.
+//! `/etc/plfsrc: line 4: unknown key "num_hostdir" in global_params`.
+
+use crate::error::{Error, Result};
+use serde_yaml::Value;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+/// Which workload a mount point serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// N-1: many processes write one shared file (`shared_file`, `n-1`, `n-1:byterange`).
+    SharedFile,
+}
+
+/// The role of a backend in a mount point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendRole {
+    /// No `type:` given: both canonical and shadow.
+    Both,
+    /// `type: canonical`: holds containers (markers, meta, and the logs of writers whose shadow it is).
+    Canonical,
+    /// `type: shadow`: holds only writers' logs (the burst-buffer use).
+    Shadow,
+}
+
+/// One `- location:` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendSpec {
+    /// Absolute, lexically normalised directory (a `posix://` or `posix:` prefix is stripped,
+    /// a leading `~/` is expanded with `$HOME`).
+    pub location: PathBuf,
+    /// Its role.
+    pub role: BackendRole,
+}
+
+/// One `- mount_point:` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountConfig {
+    /// Absolute, normalised logical mount point.
+    pub mount_point: PathBuf,
+    /// Workload.
+    pub workload: Workload,
+    /// Backends in file order.
+    pub backends: Vec<BackendSpec>,
+}
+
+impl MountConfig {
+    /// Backends that hold containers (role Both or Canonical), in file order.
+    pub fn canonical(&self) -> Vec<&Path> {
+        self.backends
+            .iter()
+            .filter(|b| b.role != BackendRole::Shadow)
+            .map(|b| b.location.as_path())
+            .collect()
+    }
+    /// Backends that hold writers' logs (role Both or Shadow), in file order.
+    pub fn shadows(&self) -> Vec<&Path> {
+        self.backends
+            .iter()
+            .filter(|b| b.role != BackendRole::Canonical)
+            .map(|b| b.location.as_path())
+            .collect()
+    }
+}
+
+/// `- global_params:` values, with their defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalParams {
+    /// `num_hostdirs` (default 32, 1..=1024).
+    pub num_hostdirs: u32,
+    /// `threadpool_size` (default 8, 1..=1024): threads for merging index logs.
+    pub threadpool_size: u32,
+    /// `index_buffer_records` (ours; default 1024, 1..=16M): index records a writer buffers before
+    /// appending them to its index log. Also flushed on sync and close.
+    pub index_buffer_records: u32,
+    /// `data_checksums` (ours; default false): store a crc32c of each write's data in its record.
+    pub data_checksums: bool,
+    /// `max_open_data_logs` (ours; default 256, 1..=65536): data-log descriptors a reader keeps open.
+    pub max_open_data_logs: u32,
+}
+
+impl Default for GlobalParams {
+    fn default() -> Self {
+        GlobalParams {
+            num_hostdirs: 32,
+            threadpool_size: 8,
+            index_buffer_records: 1024,
+            data_checksums: false,
+            max_open_data_logs: 256,
+        }
+    }
+}
+
+/// A loaded configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The files read, top-level first, then included files in the order they were read
+    /// (empty for the zero-config default).
+    pub files: Vec<PathBuf>,
+    /// Global parameters.
+    pub global: GlobalParams,
+    /// Mount points, in file order.
+    pub mounts: Vec<MountConfig>,
+    /// Non-fatal remarks about the files, each naming file, line and key (original PLFS keys that
+    /// are accepted for compatibility but have no effect). Front ends may print them
+    /// (e.g. a config check command); the library itself does not.
+    pub warnings: Vec<String>,
+}
+
+/// Largest plfsrc (or included file) we read.
+const MAX_FILE_BYTES: usize = 4 << 20;
+/// Deepest include chain.
+const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// Original PLFS `global_params` keys that are accepted and ignored without checking their value.
+const IGNORED_GLOBAL_KEYS: &[&str] = &[
+    "global_summary_dir",
+    "test_metalink",
+    "mlog_defmask",
+    "mlog_setmasks",
+    "mlog_stderrmask",
+    "mlog_stderr",
+    "mlog_file",
+    "mlog_msgbuf_size",
+    "mlog_syslog",
+    "mlog_syslogfac",
+    "mlog_ucon",
+    "fuse_crash_log",
+];
+
+/// Original PLFS mount-point keys that are accepted and ignored.
+const IGNORED_MOUNT_KEYS: &[&str] = &[
+    "statfs",
+    "glib_buffer_mbs",
+    "syncer_ip",
+    "max_writers",
+    "max_smallfile_containers",
+    "mount_type",
+];
+
+impl Config {
+    /// Loads the configuration: `$PLFSRC`, else `~/.plfsrc`, else `/etc/plfsrc`, else the
+    /// zero-config default. A file that exists but is invalid is an error (never a silent default);
+    /// so is a `$PLFSRC` naming a file that does not exist.
+    pub fn load() -> Result<Config> {
+        load_from(
+            std::env::var_os("PLFSRC"),
+            std::env::var_os("HOME"),
+            Path::new("/etc/plfsrc"),
+        )
+    }
+
+    /// Parses one plfsrc file (following `- include:` entries).
+    pub fn from_file(path: &Path) -> Result<Config> {
+        let (bytes, ident) =
+            read_file(path).map_err(|e| Error::Config(format!("{}: cannot read: {}", path.display(), e)))?;
+        let mut loader = Loader::default();
+        loader.parse_bytes(path, &bytes, ident, 0)?;
+        loader.finish()
+    }
+
+    /// Parses plfsrc text as if it had been read from the file `name` (used in messages; relative
+    /// `include:` paths are resolved against `name`'s directory).
+    pub fn from_str(text: &str, name: &Path) -> Result<Config> {
+        let ident = match rustix::fs::stat(name) {
+            Ok(st) => Ident::from_stat(&st),
+            Err(_) => Ident::Path(normalize_path(name).unwrap_or_else(|| name.to_path_buf())),
+        };
+        let mut loader = Loader::default();
+        loader.parse_text(name, text.to_owned(), ident, 0)?;
+        loader.finish()
+    }
+
+    /// The zero-config default: mount point `/tmp/plfs-$USER` stored in
+    /// `${XDG_DATA_HOME:-$HOME/.local/share}/plfs/store`.
+    pub fn zero_config() -> Config {
+        let user = std::env::var("USER").ok().filter(|u| !u.is_empty() && !u.contains('/'));
+        let user = user.unwrap_or_else(|| rustix::process::getuid().as_raw().to_string());
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+            .unwrap_or_else(|| PathBuf::from(format!("/tmp/plfs-data-{user}")));
+        Config {
+            files: Vec::new(),
+            global: GlobalParams::default(),
+            mounts: vec![MountConfig {
+                mount_point: PathBuf::from(format!("/tmp/plfs-{user}")),
+                workload: Workload::SharedFile,
+                backends: vec![BackendSpec {
+                    location: data.join("plfs/store"),
+                    role: BackendRole::Both,
+                }],
+            }],
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The mount point `logical` lies under (the longest matching mount point, compared
+    /// component-wise, so `/mnt/plfsx` is not under `/mnt/plfs`) and the path relative to it
+    /// (empty for the mount point itself). `logical` must be absolute; it is lexically normalised
+    /// first (see [`normalize_path`]). None for relative paths and paths under no mount point.
+    pub fn mount_for(&self, logical: &Path) -> Option<(&MountConfig, PathBuf)> {
+        let path = normalize_path(logical)?;
+        let mut best: Option<(&MountConfig, usize)> = None;
+        for m in &self.mounts {
+            if path.starts_with(&m.mount_point) {
+                let depth = m.mount_point.components().count();
+                if best.is_none_or(|(_, d)| depth > d) {
+                    best = Some((m, depth));
+                }
+            }
+        }
+        let (m, _) = best?;
+        let rel = path.strip_prefix(&m.mount_point).ok()?.to_path_buf();
+        Some((m, rel))
+    }
+}
+
+/// Lexically normalises an absolute path: removes `.` components and duplicate or trailing
+/// slashes, and resolves `..` against the preceding component (never above `/`). Symbolic links
+/// are not consulted. Returns None for a relative path.
+pub fn normalize_path(p: &Path) -> Option<PathBuf> {
+    if !p.has_root() {
+        return None;
+    }
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    Some(out)
+}
+
+/// The search behind [`Config::load`], with its inputs explicit (for tests).
+fn load_from(plfsrc: Option<OsString>, home: Option<OsString>, etc: &Path) -> Result<Config> {
+    if let Some(p) = plfsrc.filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(p);
+        return match rustix::fs::stat(&path) {
+            Ok(_) => Config::from_file(&path),
+            Err(e) => Err(Error::Config(format!(
+                "{} (from $PLFSRC): cannot read: {}",
+                path.display(),
+                e
+            ))),
+        };
+    }
+    let mut candidates = Vec::new();
+    if let Some(h) = home.filter(|h| !h.is_empty()) {
+        candidates.push(PathBuf::from(h).join(".plfsrc"));
+    }
+    candidates.push(etc.to_path_buf());
+    for path in candidates {
+        match rustix::fs::stat(&path) {
+            Ok(_) => return Config::from_file(&path),
+            Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => continue,
+            Err(e) => return Err(Error::Config(format!("{}: cannot stat: {}", path.display(), e))),
+        }
+    }
+    Ok(Config::zero_config())
+}
+
+/// Identity of a file read, for include cycle and repetition detection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ident {
+    /// Device and inode of a file on disk.
+    Inode(u64, u64),
+    /// Text given to [`Config::from_str`] under a name that does not exist.
+    Path(PathBuf),
+}
+
+impl Ident {
+    #[allow(clippy::unnecessary_cast)]
+    fn from_stat(st: &rustix::fs::Stat) -> Ident {
+        Ident::Inode(st.st_dev as u64, st.st_ino as u64)
+    }
+}
+
+/// Reads a whole file with raw system calls (never std::fs or libc stdio).
+fn read_file(path: &Path) -> std::result::Result<(Vec<u8>, Ident), rustix::io::Errno> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::io::Errno;
+    let fd = loop {
+        match rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) {
+            Err(Errno::INTR) => continue,
+            r => break r?,
+        }
+    };
+    let st = rustix::fs::fstat(&fd)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory {
+        return Err(Errno::ISDIR);
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match rustix::io::read(&fd, &mut buf[..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n.min(buf.len())]);
+                if out.len() > MAX_FILE_BYTES {
+                    return Err(Errno::FBIG);
+                }
+            }
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((out, Ident::from_stat(&st)))
+}
+
+/// A path from a file's root node to one node (see [`Step`]).
+type Steps = Vec<Step>;
+
+/// One step of a path from a file's root node to the node an error is about, used to find the
+/// node's line (see [`locate`]).
+#[derive(Debug, Clone)]
+enum Step {
+    /// The n-th (0-based) element of a sequence.
+    Index(usize),
+    /// The value of a mapping's key.
+    Value(String),
+    /// A mapping's key itself (last step only).
+    Key(String),
+}
+
+fn idx(i: usize) -> Step {
+    Step::Index(i)
+}
+fn val(k: &str) -> Step {
+    Step::Value(k.to_owned())
+}
+fn key(k: &str) -> Step {
+    Step::Key(k.to_owned())
+}
+fn with(base: &[Step], s: Step) -> Vec<Step> {
+    let mut v = base.to_vec();
+    v.push(s);
+    v
+}
+
+mod load;
+mod locate;
+#[cfg(test)]
+mod tests;
+
+use load::*;
