@@ -1,0 +1,188 @@
+//! The container tools: `plfs map`, `plfs query`, `plfs flatten` and `plfs version`, thin
+//! wrappers around `plfs_core::tools`.
+
+use crate::util::{absolute, open_plfs, require_plfs_path, CoreContext};
+use crate::Cli;
+use anyhow::{bail, Result};
+use clap::Args;
+use plfs_core::{tools, Plfs};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `plfs map`.
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    /// The logical file.
+    file: PathBuf,
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `plfs query`.
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// A logical file, or (with --reverse, or when the path lies under a backend) a backend path.
+    path: PathBuf,
+    /// Treat PATH as a backend path and print the logical file it belongs to.
+    #[arg(short, long)]
+    reverse: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `plfs flatten`.
+#[derive(Debug, Args)]
+pub struct FlattenArgs {
+    /// The logical file.
+    file: PathBuf,
+}
+
+/// Arguments of `plfs version`.
+#[derive(Debug, Args)]
+pub struct VersionArgs {
+    /// Also print the format version this logical file was written with.
+    file: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `plfs map`.
+pub fn map(cli: &Cli, a: &MapArgs) -> Result<()> {
+    let plfs = open_plfs(cli)?;
+    let path = absolute(&a.file)?;
+    require_plfs_path(&plfs, &path)?;
+    let entries = tools::map(&plfs, &path).ctx(|| format!("mapping {}", path.display()))?;
+    if a.json {
+        let v: Vec<_> = entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "logical": e.logical, "length": e.length,
+                    "data_log": e.data_log.display().to_string(), "physical": e.physical,
+                    "pid": e.pid, "host": e.host, "writer_id": format!("{:016x}", e.writer_id), "ts": e.ts,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!("# {}: {} extents", path.display(), entries.len());
+    println!(
+        "# {:>14} {:>12} {:>14} {:>8} {:<16} {:<16} data log",
+        "logical", "length", "physical", "pid", "host", "writer"
+    );
+    for e in &entries {
+        println!(
+            "  {:>14} {:>12} {:>14} {:>8} {:<16} {:016x} {}",
+            e.logical,
+            e.length,
+            e.physical,
+            e.pid,
+            e.host,
+            e.writer_id,
+            e.data_log.display()
+        );
+    }
+    Ok(())
+}
+
+/// True if `p` (as given, or with symlinks resolved) lies under a backend of `plfs`.
+fn under_backend(plfs: &Plfs, p: &Path) -> bool {
+    let real = std::fs::canonicalize(p).ok();
+    plfs.config().mounts.iter().flat_map(|m| m.backends.iter()).any(|b| {
+        let breal = std::fs::canonicalize(&b.location).ok();
+        p.starts_with(&b.location)
+            || real
+                .as_deref()
+                .is_some_and(|r| r.starts_with(&b.location) || breal.as_deref().is_some_and(|br| r.starts_with(br)))
+    })
+}
+
+/// Runs `plfs query`.
+pub fn query(cli: &Cli, a: &QueryArgs) -> Result<()> {
+    let plfs = open_plfs(cli)?;
+    let path = absolute(&a.path)?;
+    let reverse = a.reverse || (!plfs.is_plfs_path(&path) && under_backend(&plfs, &path));
+    if reverse {
+        let logical = tools::reverse_query(&plfs, &path).ctx(|| format!("reverse query of {}", path.display()))?;
+        if a.json {
+            println!(
+                "{}",
+                json!({ "backend_path": path.display().to_string(), "logical": logical.display().to_string() })
+            );
+        } else {
+            println!("{}", logical.display());
+        }
+        return Ok(());
+    }
+    if !plfs.is_plfs_path(&path) {
+        bail!(
+            "{}: neither under a PLFS mount point nor under a backend",
+            path.display()
+        );
+    }
+    let phys = tools::query(&plfs, &path).ctx(|| format!("querying {}", path.display()))?;
+    if a.json {
+        let v: Vec<_> = phys
+            .iter()
+            .map(|p| json!({ "path": p.path.display().to_string(), "kind": p.kind, "size": p.size }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for p in &phys {
+            println!("{:<11} {:>12} {}", p.kind, p.size, p.path.display());
+        }
+    }
+    Ok(())
+}
+
+/// Runs `plfs flatten`.
+pub fn flatten(cli: &Cli, a: &FlattenArgs) -> Result<()> {
+    let plfs = open_plfs(cli)?;
+    let path = absolute(&a.file)?;
+    require_plfs_path(&plfs, &path)?;
+    let r = tools::flatten(&plfs, &path).ctx(|| format!("flattening the index of {}", path.display()))?;
+    println!(
+        "{}: flattened {} extents from {} data logs into {}",
+        path.display(),
+        r.extents,
+        r.chunks,
+        r.path.display()
+    );
+    Ok(())
+}
+
+/// Runs `plfs version`.
+pub fn version(cli: &Cli, a: &VersionArgs) -> Result<()> {
+    let lib = env!("CARGO_PKG_VERSION");
+    let fmt = plfs_core::format::FORMAT_VERSION;
+    let file = match &a.file {
+        None => None,
+        Some(f) => {
+            let plfs = open_plfs(cli)?;
+            let path = absolute(f)?;
+            require_plfs_path(&plfs, &path)?;
+            let v = tools::file_version(&plfs, &path)
+                .ctx(|| format!("reading the format version of {}", path.display()))?;
+            Some((path, v))
+        }
+    };
+    if a.json {
+        let mut v = json!({ "library_version": lib, "format_version": fmt });
+        if let Some((p, fv)) = &file {
+            v["file"] = json!(p.display().to_string());
+            v["file_format_version"] = json!(fv);
+        }
+        println!("{v}");
+        return Ok(());
+    }
+    println!("plfs {lib}");
+    println!("format version {fmt}");
+    if let Some((p, fv)) = file {
+        println!("{}: format version {fv}", p.display());
+    }
+    Ok(())
+}
