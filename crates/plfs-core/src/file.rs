@@ -416,30 +416,67 @@ fn flush_index(w: &mut Writer) -> Result<()> {
 /// [`OpenFile::close`] to see them).
 #[derive(Debug)]
 pub struct OpenFile {
-    pub(crate) shared: Arc<Shared>,
     path: PathBuf,
     flags: OpenFlags,
-    /// Writers by pid (one per pid that wrote through this handle).
-    writers: Mutex<HashMap<u32, Arc<Mutex<Writer>>>>,
-    default_pid: u32,
+    backing: Backing,
     closed: bool,
+}
+
+/// What an open file is stored as.
+#[derive(Debug)]
+enum Backing {
+    /// An N-1 container.
+    Container {
+        shared: Arc<Shared>,
+        /// Writers by pid (one per pid that wrote through this handle).
+        writers: Mutex<HashMap<u32, Arc<Mutex<Writer>>>>,
+        default_pid: u32,
+    },
+    /// A plain file on a backend (N-N mode).
+    Plain(crate::nn::PlainFile),
+    /// A file packed in a directory's small-file logs (1-N mode).
+    Small(crate::smallfile::SmallHandle),
+}
+
+fn not_open(path: &Path, what: &str) -> Error {
+    Error::errno(Errno::BADF, format!("{}: not open for {what}", path.display()))
 }
 
 impl OpenFile {
     pub(crate) fn new(shared: Arc<Shared>, path: PathBuf, flags: OpenFlags, pid: u32) -> Result<Self> {
-        let f = OpenFile {
-            shared,
+        let writers = Mutex::new(HashMap::new());
+        if flags.write {
+            let w = shared.new_writer(pid)?;
+            lock(&writers).insert(pid, w);
+        }
+        Ok(OpenFile {
             path,
             flags,
-            writers: Mutex::new(HashMap::new()),
-            default_pid: pid,
+            backing: Backing::Container {
+                shared,
+                writers,
+                default_pid: pid,
+            },
             closed: false,
-        };
-        if flags.write {
-            let w = f.shared.new_writer(pid)?;
-            lock(&f.writers).insert(pid, w);
+        })
+    }
+
+    pub(crate) fn plain(f: crate::nn::PlainFile, path: PathBuf, flags: OpenFlags) -> Self {
+        OpenFile {
+            path,
+            flags,
+            backing: Backing::Plain(f),
+            closed: false,
         }
-        Ok(f)
+    }
+
+    pub(crate) fn small(h: crate::smallfile::SmallHandle, path: PathBuf, flags: OpenFlags) -> Self {
+        OpenFile {
+            path,
+            flags,
+            backing: Backing::Small(h),
+            closed: false,
+        }
     }
 
     /// The logical path it was opened with.
@@ -452,71 +489,120 @@ impl OpenFile {
         self.flags
     }
 
-    /// The container's backend path (as opened).
-    pub fn container_path(&self) -> &Path {
-        &self.shared.c.path
+    /// The backend path behind it: the container (N-1), the plain file (N-N) or the directory's
+    /// small-file store (1-N).
+    pub fn container_path(&self) -> PathBuf {
+        match &self.backing {
+            Backing::Container { shared, .. } => shared.c.path.clone(),
+            Backing::Plain(f) => f.path.clone(),
+            Backing::Small(h) => h.store_path(),
+        }
     }
 
     fn writer(&self, pid: u32) -> Result<Arc<Mutex<Writer>>> {
+        let Backing::Container { shared, writers, .. } = &self.backing else {
+            unreachable!("container only")
+        };
         if !self.flags.write {
-            return Err(Error::errno(
-                Errno::BADF,
-                format!("{}: not open for writing", self.path.display()),
-            ));
+            return Err(not_open(&self.path, "writing"));
         }
-        let mut ws = lock(&self.writers);
+        let mut ws = lock(writers);
         if let Some(w) = ws.get(&pid) {
             return Ok(w.clone());
         }
-        let w = self.shared.new_writer(pid)?;
+        let w = shared.new_writer(pid)?;
         ws.insert(pid, w.clone());
         Ok(w)
     }
 
+    fn default_pid(&self) -> u32 {
+        match &self.backing {
+            Backing::Container { default_pid, .. } => *default_pid,
+            _ => 0,
+        }
+    }
+
     /// Writes `buf` at logical offset `off` as the handle's own pid.
     pub fn write(&self, buf: &[u8], off: u64) -> Result<usize> {
-        self.write_as(buf, off, self.default_pid)
+        self.write_as(buf, off, self.default_pid())
     }
 
     /// Writes `buf` at `off` as writer `pid` (each pid gets its own data log, as in PLFS).
     pub fn write_as(&self, buf: &[u8], off: u64, pid: u32) -> Result<usize> {
-        let w = self.writer(pid)?;
-        self.shared.write(&w, buf, off)
+        if !self.flags.write {
+            return Err(not_open(&self.path, "writing"));
+        }
+        match &self.backing {
+            Backing::Container { shared, .. } => {
+                let w = self.writer(pid)?;
+                shared.write(&w, buf, off)
+            }
+            Backing::Plain(f) => f.write(buf, off),
+            Backing::Small(h) => h.write(buf, off),
+        }
     }
 
     /// Appends `buf` at the current end of file; returns (offset written at, bytes). The end is
     /// that of this process's merged index (loaded once, then kept current by its own writes), so
     /// appends cost no re-read of the index logs.
     pub fn append(&self, buf: &[u8]) -> Result<(u64, usize)> {
-        let w = self.writer(self.default_pid)?;
-        let off = self.shared.with_index(false, |s| Ok(s.map.size()))?;
-        Ok((off, self.shared.write(&w, buf, off)?))
+        if !self.flags.write {
+            return Err(not_open(&self.path, "writing"));
+        }
+        match &self.backing {
+            Backing::Container {
+                shared, default_pid, ..
+            } => {
+                let w = self.writer(*default_pid)?;
+                let off = shared.with_index(false, |s| Ok(s.map.size()))?;
+                Ok((off, shared.write(&w, buf, off)?))
+            }
+            Backing::Plain(f) => {
+                let off = f.size()?;
+                Ok((off, f.write(buf, off)?))
+            }
+            Backing::Small(h) => {
+                let off = h.size()?;
+                Ok((off, h.write(buf, off)?))
+            }
+        }
     }
 
     /// Reads at `off` into `buf`; returns bytes read (0 at end of file). Sees every write made
     /// in this process and everything other processes had flushed when the index was loaded.
     pub fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
         if !self.flags.read {
-            return Err(Error::errno(
-                Errno::BADF,
-                format!("{}: not open for reading", self.path.display()),
-            ));
+            return Err(not_open(&self.path, "reading"));
         }
-        self.shared.read(buf, off, false)
+        match &self.backing {
+            Backing::Container { shared, .. } => shared.read(buf, off, false),
+            Backing::Plain(f) => f.read(buf, off),
+            Backing::Small(h) => h.read(buf, off),
+        }
     }
 
     /// Re-reads index logs written by other processes since the index was loaded.
     pub fn refresh(&self) -> Result<()> {
-        self.shared.with_index(true, |_| Ok(()))
+        match &self.backing {
+            Backing::Container { shared, .. } => shared.with_index(true, |_| Ok(())),
+            Backing::Plain(_) => Ok(()),
+            Backing::Small(h) => h.refresh(),
+        }
     }
 
     /// Makes every write through this handle durable (data, then index records).
     pub fn sync(&self) -> Result<()> {
-        let ws: Vec<_> = lock(&self.writers).values().cloned().collect();
-        for w in &ws {
-            self.shared.sync(Some(w))?;
+        match &self.backing {
+            Backing::Container { shared, writers, .. } => {
+                let ws: Vec<_> = lock(writers).values().cloned().collect();
+                for w in &ws {
+                    shared.sync(Some(w))?;
+                }
+                Ok(())
+            }
+            Backing::Plain(f) => f.sync(),
+            Backing::Small(h) => h.sync(),
         }
-        Ok(())
     }
 
     /// Truncates (or extends with zeros) to `size`.
@@ -527,17 +613,28 @@ impl OpenFile {
                 format!("{}: not open for writing", self.path.display()),
             ));
         }
-        self.shared.truncate(size)
+        match &self.backing {
+            Backing::Container { shared, .. } => shared.truncate(size),
+            Backing::Plain(f) => f.truncate(size),
+            Backing::Small(h) => h.truncate(size),
+        }
     }
 
     /// Current logical size (includes this process's unflushed writes).
     pub fn size(&self) -> Result<u64> {
-        self.shared.size()
+        match &self.backing {
+            Backing::Container { shared, .. } => shared.size(),
+            Backing::Plain(f) => f.size(),
+            Backing::Small(h) => h.size(),
+        }
     }
 
     /// Index records read from disk by this process's merged index so far.
     pub fn records_read(&self) -> u64 {
-        self.shared.with_index(false, |s| Ok(s.records_read)).unwrap_or(0)
+        match &self.backing {
+            Backing::Container { shared, .. } => shared.with_index(false, |s| Ok(s.records_read)).unwrap_or(0),
+            _ => 0,
+        }
     }
 
     /// Writes this handle's droppings and releases it.
@@ -550,20 +647,39 @@ impl OpenFile {
             return Ok(());
         }
         self.closed = true;
-        let ws: Vec<_> = lock(&self.writers).drain().map(|(_, w)| w).collect();
-        let mut first = Ok(());
-        for w in ws {
-            if let Err(e) = self.shared.close_writer(&w) {
-                if first.is_ok() {
-                    first = Err(e);
+        match &self.backing {
+            Backing::Container { shared, writers, .. } => {
+                let ws: Vec<_> = lock(writers).drain().map(|(_, w)| w).collect();
+                let mut first = Ok(());
+                for w in ws {
+                    if let Err(e) = shared.close_writer(&w) {
+                        if first.is_ok() {
+                            first = Err(e);
+                        }
+                    }
                 }
+                first
             }
+            Backing::Plain(_) => Ok(()),
+            Backing::Small(h) => h.close(),
         }
-        first
     }
 
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
+    /// The container state, for N-1 files.
+    pub(crate) fn shared(&self) -> Option<&Arc<Shared>> {
+        match &self.backing {
+            Backing::Container { shared, .. } => Some(shared),
+            _ => None,
+        }
+    }
+
+    /// stat of the open file, for N-N and 1-N files.
+    pub(crate) fn stat_other(&self) -> Option<Result<crate::fs::Stat>> {
+        match &self.backing {
+            Backing::Container { .. } => None,
+            Backing::Plain(f) => Some(f.stat()),
+            Backing::Small(h) => Some(h.stat()),
+        }
     }
 }
 

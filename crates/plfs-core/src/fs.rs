@@ -5,11 +5,13 @@
 //! directory never moves its files); directories exist on every canonical backend; readdir
 //! merges them. A container lists as a regular file.
 
-use crate::config::{Config, GlobalParams, MountConfig};
+use crate::config::{Config, GlobalParams, MountConfig, Workload};
 use crate::container::{self, Container, Probe};
 use crate::error::{Error, Result};
 use crate::file::{OpenFile, OpenFlags, Shared};
 use crate::format;
+use crate::nn::PlainFile;
+use crate::smallfile::{self, SmallDir};
 use crate::sys;
 use rustix::io::Errno;
 use std::collections::{BTreeMap, HashMap};
@@ -138,8 +140,13 @@ pub struct Plfs {
     config: Config,
     mounts: Vec<Arc<Mount>>,
     open: Mutex<HashMap<(u64, u64), Weak<Shared>>>,
+    /// 1-N directory views, by logical directory path.
+    small: Mutex<HashMap<PathBuf, Arc<SmallDir>>>,
     umask: u32,
 }
+
+/// 1-N views kept cached beyond those in use.
+const SMALL_CACHE: usize = 256;
 
 fn stat_times(st: &sys::RawStat) -> (i64, i64, i64) {
     let ns = |s: i64, n: u64| s.saturating_mul(1_000_000_000).saturating_add(n as i64);
@@ -150,7 +157,7 @@ fn stat_times(st: &sys::RawStat) -> (i64, i64, i64) {
     )
 }
 
-fn raw_to_stat(st: &sys::RawStat, kind: FileKind) -> Stat {
+pub(crate) fn raw_to_stat(st: &sys::RawStat, kind: FileKind) -> Stat {
     let (a, m, c) = stat_times(st);
     Stat {
         kind,
@@ -166,6 +173,32 @@ fn raw_to_stat(st: &sys::RawStat, kind: FileKind) -> Stat {
         ino: st.st_ino,
         dev: st.st_dev,
         nlink: st.st_nlink,
+    }
+}
+
+/// Permission check of `want` (R=4, W=2, X=1) against a stat, for files whose permissions the
+/// kernel cannot check (packed 1-N files). Uses the real ids, like access(2); root passes except
+/// for execute on a file with no x bit.
+fn check_mode(st: &Stat, want: u32) -> std::result::Result<(), ()> {
+    let uid = rustix::process::getuid().as_raw();
+    if uid == 0 {
+        return if want & 1 != 0 && st.mode & 0o111 == 0 {
+            Err(())
+        } else {
+            Ok(())
+        };
+    }
+    let bits = if uid == st.uid {
+        (st.mode >> 6) & 7
+    } else if rustix::process::getgid().as_raw() == st.gid {
+        (st.mode >> 3) & 7
+    } else {
+        st.mode & 7
+    };
+    if bits & want == want {
+        Ok(())
+    } else {
+        Err(())
     }
 }
 
@@ -219,6 +252,7 @@ impl Plfs {
             config,
             mounts,
             open: Mutex::new(HashMap::new()),
+            small: Mutex::new(HashMap::new()),
             umask: read_umask(),
         })
     }
@@ -261,6 +295,48 @@ impl Plfs {
     /// True if `path` is under a PLFS mount point.
     pub fn is_plfs_path(&self, path: &Path) -> bool {
         self.config.mount_for(path).is_some()
+    }
+
+    /// The 1-N view of directory `rel` of `mount`.
+    fn small_dir(&self, mount: &Arc<Mount>, rel: &Path) -> Arc<SmallDir> {
+        let key = mount.cfg.mount_point.join(rel);
+        let mut t = self.small.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = t.get(&key) {
+            return d.clone();
+        }
+        if t.len() >= SMALL_CACHE {
+            t.retain(|_, d| Arc::strong_count(d) > 1);
+        }
+        let d = Arc::new(SmallDir::new(mount.clone(), rel.to_path_buf(), self.umask));
+        t.insert(key, d.clone());
+        d
+    }
+
+    /// The 1-N view holding a file path, and the file's name.
+    fn small_parts(&self, loc: &Loc) -> Result<(Arc<SmallDir>, String)> {
+        let name = loc
+            .rel
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| Error::InvalidArgument(format!("{}: not a valid packed file name", loc.logical.display())))?
+            .to_string();
+        let parent = loc.rel.parent().unwrap_or(Path::new(""));
+        Ok((self.small_dir(&loc.mount, parent), name))
+    }
+
+    /// For a 1-N mount, the packed file at `loc` if the backend has nothing there.
+    fn small_lookup(&self, loc: &Loc, p: Probe) -> Result<Option<(Arc<SmallDir>, String, Stat)>> {
+        if loc.mount.cfg.workload != Workload::SmallFile || p != Probe::Missing || loc.rel.as_os_str().is_empty() {
+            return Ok(None);
+        }
+        let (d, name) = self.small_parts(loc)?;
+        Ok(d.lookup(&name)?.map(|st| (d, name, st)))
+    }
+
+    /// Forgets cached 1-N views at or under a logical directory (after rename or rmdir).
+    fn forget_small(&self, logical: &Path) {
+        let mut t = self.small.lock().unwrap_or_else(|p| p.into_inner());
+        t.retain(|k, _| !k.starts_with(logical));
     }
 
     pub(crate) fn shared(&self, c: Container, logical: &Path) -> Arc<Shared> {
@@ -319,6 +395,25 @@ impl Plfs {
             ));
         }
         let (_, p) = loc.find()?;
+        match loc.mount.cfg.workload {
+            Workload::SharedFile => {}
+            Workload::FilePerProc => return self.create_plain(&loc, p, mode, excl),
+            Workload::SmallFile => {
+                match p {
+                    Probe::Missing => {}
+                    Probe::Dir => {
+                        return Err(Error::errno(
+                            Errno::ISDIR,
+                            format!("{}: is a directory", loc.logical.display()),
+                        ))
+                    }
+                    _ => return Err(Error::Exists(loc.logical.clone())),
+                }
+                self.check_parent(&loc)?;
+                let (d, name) = self.small_parts(&loc)?;
+                return Ok(d.create(&name, mode, excl)?.1);
+            }
+        }
         match p {
             Probe::Missing => {}
             Probe::Container if !excl => return Ok(false),
@@ -347,9 +442,105 @@ impl Plfs {
         Ok(created)
     }
 
+    fn create_plain(&self, loc: &Loc, p: Probe, mode: u32, excl: bool) -> Result<bool> {
+        match p {
+            Probe::Missing => {}
+            Probe::Dir => {
+                return Err(Error::errno(
+                    Errno::ISDIR,
+                    format!("{}: is a directory", loc.logical.display()),
+                ))
+            }
+            _ if excl => return Err(Error::Exists(loc.logical.clone())),
+            _ => return Ok(false),
+        }
+        self.check_parent(loc)?;
+        use rustix::fs::OFlags;
+        match sys::open(
+            &loc.on(loc.home()),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+            mode & 0o7777,
+        ) {
+            Ok(_) => Ok(true),
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            }) if !excl => Ok(false),
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            }) => Err(Error::Exists(loc.logical.clone())),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn open_plain(&self, loc: &Loc, flags: OpenFlags) -> Result<OpenFile> {
+        let (b, p) = loc.find()?;
+        match p {
+            Probe::Missing => return Err(Error::NotFound(loc.logical.clone())),
+            Probe::Dir => {
+                return Err(Error::errno(
+                    Errno::ISDIR,
+                    format!("{}: is a directory", loc.logical.display()),
+                ))
+            }
+            _ => {}
+        }
+        let f = PlainFile::open(loc.on(b), flags.read, flags.write).map_err(|e| match e {
+            Error::Io { errno, .. } => Error::errno(errno, format!("{}: {errno}", loc.logical.display())),
+            e => e,
+        })?;
+        if flags.trunc && flags.write {
+            f.truncate(0)?;
+        }
+        Ok(OpenFile::plain(f, loc.logical.clone(), flags))
+    }
+
+    fn open_small(&self, loc: &Loc, flags: OpenFlags, created: bool) -> Result<OpenFile> {
+        match loc.find()?.1 {
+            Probe::Missing => {}
+            Probe::Dir => {
+                return Err(Error::errno(
+                    Errno::ISDIR,
+                    format!("{}: is a directory", loc.logical.display()),
+                ))
+            }
+            _ => {
+                return Err(Error::errno(
+                    Errno::INVAL,
+                    format!("{}: not a packed file", loc.logical.display()),
+                ))
+            }
+        }
+        let (d, name) = self.small_parts(loc)?;
+        let id = d.id(&name)?;
+        if !created {
+            let st = d.lookup(&name)?.ok_or_else(|| Error::NotFound(loc.logical.clone()))?;
+            let want = if flags.read { 4 } else { 0 } | if flags.write { 2 } else { 0 };
+            check_mode(&st, want)
+                .map_err(|_| Error::errno(Errno::ACCESS, format!("{}: permission denied", loc.logical.display())))?;
+        }
+        let h = d.handle(id);
+        if flags.trunc && flags.write && !created {
+            h.truncate(0)?;
+        }
+        Ok(OpenFile::small(h, loc.logical.clone(), flags))
+    }
+
     /// Opens a logical file. `pid` names this handle's writer (an MPI rank or the process id).
     pub fn open(&self, path: &Path, flags: OpenFlags, mode: u32, pid: u32) -> Result<OpenFile> {
         let loc = self.resolve(path)?;
+        match loc.mount.cfg.workload {
+            Workload::SharedFile => {}
+            Workload::FilePerProc => {
+                if flags.create {
+                    self.create(path, mode, flags.excl)?;
+                }
+                return self.open_plain(&loc, flags);
+            }
+            Workload::SmallFile => {
+                let created = flags.create && self.create(path, mode, flags.excl)?;
+                return self.open_small(&loc, flags, created);
+            }
+        }
         let mut created = false;
         if flags.create {
             created = self.create(path, mode, flags.excl)?;
@@ -375,6 +566,9 @@ impl Plfs {
         let loc = self.resolve(path)?;
         let (b, p) = loc.find()?;
         let bp = loc.on(b);
+        if let Some((_, _, st)) = self.small_lookup(&loc, p)? {
+            return Ok(st);
+        }
         match p {
             Probe::Missing => Err(Error::NotFound(loc.logical.clone())),
             Probe::Dir => Ok(raw_to_stat(&sys::lstat(&bp)?, FileKind::Dir)),
@@ -418,7 +612,10 @@ impl Plfs {
 
     /// stat of an open file (sees this process's unflushed writes).
     pub fn fstat(&self, f: &OpenFile) -> Result<Stat> {
-        let c = &f.shared().c;
+        if let Some(st) = f.stat_other() {
+            return st;
+        }
+        let c = &f.shared().expect("container-backed").c;
         let mst = c.marker_stat()?;
         let mut st = raw_to_stat(&mst, FileKind::File);
         st.mode = (mst.st_mode & 0o7777) | 0o100000;
@@ -433,6 +630,32 @@ impl Plfs {
     /// Truncates a file by path.
     pub fn truncate(&self, path: &Path, size: u64) -> Result<()> {
         let loc = self.resolve(path)?;
+        match loc.mount.cfg.workload {
+            Workload::SharedFile => {}
+            Workload::FilePerProc => {
+                return self
+                    .open_plain(
+                        &loc,
+                        OpenFlags {
+                            write: true,
+                            ..Default::default()
+                        },
+                    )?
+                    .truncate(size)
+            }
+            Workload::SmallFile => {
+                let h = self.open_small(
+                    &loc,
+                    OpenFlags {
+                        write: true,
+                        ..Default::default()
+                    },
+                    false,
+                )?;
+                h.truncate(size)?;
+                return h.close();
+            }
+        }
         let shared = self.open_container(&loc)?;
         shared.truncate(size)
     }
@@ -442,6 +665,9 @@ impl Plfs {
         let loc = self.resolve(path)?;
         let (b, p) = loc.find()?;
         let bp = loc.on(b);
+        if let Some((d, name, _)) = self.small_lookup(&loc, p)? {
+            return d.unlink(&name);
+        }
         match p {
             Probe::Missing => Err(Error::NotFound(loc.logical.clone())),
             Probe::Dir => Err(Error::errno(
@@ -494,6 +720,12 @@ impl Plfs {
         }
         let (bf, pf) = lf.find()?;
         let (bt_found, pt) = lt.find()?;
+        if let Some((d, name, _)) = self.small_lookup(&lf, pf)? {
+            return self.rename_small(&d, &name, &lt, pt);
+        }
+        if pf == Probe::Dir {
+            self.forget_small(&lf.logical);
+        }
         match pf {
             Probe::Missing => Err(Error::NotFound(lf.logical.clone())),
             Probe::Dir => {
@@ -558,13 +790,58 @@ impl Plfs {
         }
     }
 
+    fn rename_small(&self, d: &Arc<SmallDir>, name: &str, lt: &Loc, pt: Probe) -> Result<()> {
+        if pt == Probe::Dir {
+            return Err(Error::errno(
+                Errno::ISDIR,
+                format!("{}: is a directory", lt.logical.display()),
+            ));
+        }
+        self.check_parent(lt)?;
+        let (td, tname) = self.small_parts(lt)?;
+        if Arc::ptr_eq(d, &td) {
+            return d.rename(name, &tname);
+        }
+        // Across directories: copy into the target directory's logs, then unlink the source.
+        let src = d.handle(d.id(name)?);
+        let st = src.stat()?;
+        let (tid, _) = td.create(&tname, st.mode & 0o7777, false)?;
+        let dst = td.handle(tid);
+        dst.truncate(0)?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut off = 0u64;
+        loop {
+            let n = src.read(&mut buf, off)?;
+            if n == 0 {
+                break;
+            }
+            dst.write(&buf[..n], off)?;
+            off += n as u64;
+        }
+        if st.size > off {
+            dst.truncate(st.size)?;
+        }
+        dst.close()?;
+        td.setattr(
+            &tname,
+            smallfile::SET_MODE | smallfile::SET_MTIME,
+            st.mode,
+            0,
+            0,
+            0,
+            st.mtime_ns,
+        )?;
+        d.unlink(name)
+    }
+
     /// Creates a directory on every canonical backend.
     pub fn mkdir(&self, path: &Path, mode: u32) -> Result<()> {
         let loc = self.resolve(path)?;
         if loc.rel.as_os_str().is_empty() {
             return Err(Error::Exists(loc.logical.clone()));
         }
-        if loc.find()?.1 != Probe::Missing {
+        let p0 = loc.find()?.1;
+        if p0 != Probe::Missing || self.small_lookup(&loc, p0)?.is_some() {
             return Err(Error::Exists(loc.logical.clone()));
         }
         for i in 0..loc.mount.canonical.len() {
@@ -599,7 +876,14 @@ impl Plfs {
                 format!("{}: is a mount point", loc.logical.display()),
             ));
         }
-        match loc.find()?.1 {
+        let p0 = loc.find()?.1;
+        if self.small_lookup(&loc, p0)?.is_some() {
+            return Err(Error::errno(
+                Errno::NOTDIR,
+                format!("{}: not a directory", loc.logical.display()),
+            ));
+        }
+        match p0 {
             Probe::Missing => return Err(Error::NotFound(loc.logical.clone())),
             Probe::Dir => {}
             _ => {
@@ -614,6 +898,10 @@ impl Plfs {
                 Errno::NOTEMPTY,
                 format!("{}: directory not empty", loc.logical.display()),
             ));
+        }
+        if loc.mount.cfg.workload == Workload::SmallFile {
+            self.small_dir(&loc.mount, &loc.rel).remove_store()?;
+            self.forget_small(&loc.logical);
         }
         for i in 0..loc.mount.canonical.len() {
             let p = loc.on(i);
@@ -668,6 +956,7 @@ impl Plfs {
                 let b = n.as_bytes();
                 if b.starts_with(format::TMP_PREFIX.as_bytes())
                     || b == format::SHADOW_ROOT.as_bytes()
+                    || b == smallfile::SMALL_DIR.as_bytes()
                     || seen.contains_key(&n)
                 {
                     continue;
@@ -682,7 +971,18 @@ impl Plfs {
             }
         }
         if !any {
+            if let Some((..)) = self.small_lookup(&loc, loc.find()?.1)? {
+                return Err(Error::errno(
+                    Errno::NOTDIR,
+                    format!("{}: not a directory", loc.logical.display()),
+                ));
+            }
             return Err(Error::NotFound(loc.logical.clone()));
+        }
+        if loc.mount.cfg.workload == Workload::SmallFile {
+            for name in self.small_dir(&loc.mount, &loc.rel).names()? {
+                seen.entry(OsString::from(name)).or_insert(FileKind::File);
+            }
         }
         Ok(seen.into_iter().map(|(name, kind)| DirEntry { name, kind }).collect())
     }
@@ -703,6 +1003,9 @@ impl Plfs {
     pub fn chmod(&self, path: &Path, mode: u32) -> Result<()> {
         let loc = self.resolve(path)?;
         let (b, p) = loc.find()?;
+        if let Some((d, name, _)) = self.small_lookup(&loc, p)? {
+            return d.setattr(&name, smallfile::SET_MODE, mode, 0, 0, 0, 0);
+        }
         match p {
             Probe::Missing => Err(Error::NotFound(loc.logical.clone())),
             Probe::Container => {
@@ -719,6 +1022,11 @@ impl Plfs {
     pub fn chown(&self, path: &Path, uid: u32, gid: u32) -> Result<()> {
         let loc = self.resolve(path)?;
         let (b, p) = loc.find()?;
+        if let Some((d, name, _)) = self.small_lookup(&loc, p)? {
+            let mask = if uid != u32::MAX { smallfile::SET_UID } else { 0 }
+                | if gid != u32::MAX { smallfile::SET_GID } else { 0 };
+            return d.setattr(&name, mask, 0, uid, gid, 0, 0);
+        }
         match p {
             Probe::Missing => Err(Error::NotFound(loc.logical.clone())),
             Probe::Container => {
@@ -735,6 +1043,17 @@ impl Plfs {
     pub fn utimens(&self, path: &Path, atime: sys::TimeSpec, mtime: sys::TimeSpec) -> Result<()> {
         let loc = self.resolve(path)?;
         let (b, p) = loc.find()?;
+        if let Some((d, name, _)) = self.small_lookup(&loc, p)? {
+            let now = crate::clock::now_ns() as i64;
+            let conv = |t: sys::TimeSpec, bit: u32| match t {
+                sys::TimeSpec::Omit => (0, 0),
+                sys::TimeSpec::Now => (bit, now),
+                sys::TimeSpec::At(s, n) => (bit, s.saturating_mul(1_000_000_000).saturating_add(n)),
+            };
+            let (ma, a) = conv(atime, smallfile::SET_ATIME);
+            let (mm, m) = conv(mtime, smallfile::SET_MTIME);
+            return d.setattr(&name, ma | mm, 0, 0, 0, a, m);
+        }
         match p {
             Probe::Missing => Err(Error::NotFound(loc.logical.clone())),
             Probe::Container => sys::utimens(&loc.on(b).join(format::MARKER_NAME), atime, mtime, true),
@@ -747,6 +1066,10 @@ impl Plfs {
     pub fn access(&self, path: &Path, mode: u32) -> Result<()> {
         let loc = self.resolve(path)?;
         let (b, p) = loc.find()?;
+        if let Some((_, _, st)) = self.small_lookup(&loc, p)? {
+            return check_mode(&st, mode)
+                .map_err(|_| Error::errno(Errno::ACCESS, format!("{}: permission denied", loc.logical.display())));
+        }
         let target = match p {
             Probe::Missing => return Err(Error::NotFound(loc.logical.clone())),
             Probe::Container => loc.on(b).join(format::MARKER_NAME),
@@ -761,7 +1084,12 @@ impl Plfs {
     /// Creates a symbolic link `link` whose contents are `target` (stored verbatim).
     pub fn symlink(&self, target: &Path, link: &Path) -> Result<()> {
         let loc = self.resolve(link)?;
-        if loc.rel.as_os_str().is_empty() || loc.find()?.1 != Probe::Missing {
+        let p0 = if loc.rel.as_os_str().is_empty() {
+            Probe::Dir
+        } else {
+            loc.find()?.1
+        };
+        if p0 != Probe::Missing || self.small_lookup(&loc, p0)?.is_some() {
             return Err(Error::Exists(loc.logical.clone()));
         }
         self.check_parent(&loc)?;
@@ -808,6 +1136,10 @@ mod tests {
     use crate::config::{BackendRole, BackendSpec, Workload};
 
     fn plfs_at(dir: &Path, backends: usize) -> Plfs {
+        plfs_mode(dir, backends, Workload::SharedFile)
+    }
+
+    fn plfs_mode(dir: &Path, backends: usize, workload: Workload) -> Plfs {
         let mut specs = Vec::new();
         for i in 0..backends {
             let b = dir.join(format!("b{i}"));
@@ -823,11 +1155,7 @@ mod tests {
                 index_buffer_records: 3,
                 ..GlobalParams::default()
             },
-            mounts: vec![MountConfig {
-                mount_point: "/mnt/plfs".into(),
-                workload: Workload::SharedFile,
-                backends: specs,
-            }],
+            mounts: vec![MountConfig { mount_point: "/mnt/plfs".into(), workload, backends: specs }],
             warnings: Vec::new(),
         };
         Plfs::new(cfg).unwrap()
@@ -969,6 +1297,102 @@ mod tests {
         assert_eq!(&buf[..3], &[3, 3, 3]);
         assert_eq!(&buf[3..30], &[1u8; 27][..]);
         assert_eq!(&buf[30..], &[2u8; 10]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn rw() -> OpenFlags {
+        OpenFlags { read: true, write: true, create: true, ..Default::default() }
+    }
+
+    fn read_all(p: &Plfs, f: &Path) -> Vec<u8> {
+        let h = p.open(f, OpenFlags { read: true, ..Default::default() }, 0, 1).unwrap();
+        let mut v = vec![0u8; p.stat(f).unwrap().size as usize];
+        assert_eq!(h.read(&mut v, 0).unwrap(), v.len());
+        v
+    }
+
+    #[test]
+    fn n_n_mode_spreads_plain_files() {
+        let d = tmpdir("nn");
+        let p = plfs_mode(&d, 3, Workload::FilePerProc);
+        p.mkdir(Path::new("/mnt/plfs/dir"), 0o755).unwrap();
+        for i in 0..12 {
+            let f = PathBuf::from(format!("/mnt/plfs/dir/rank{i}"));
+            let h = p.open(&f, rw(), 0o644, i).unwrap();
+            h.write(format!("data of rank {i}").as_bytes(), 0).unwrap();
+            h.close().unwrap();
+        }
+        // Files are plain files spread over more than one backend.
+        let used = (0..3).filter(|b| std::fs::read_dir(d.join(format!("b{b}/dir"))).unwrap().count() > 0).count();
+        assert!(used > 1, "files on {used} backend(s)");
+        let names = p.readdir(Path::new("/mnt/plfs/dir")).unwrap();
+        assert_eq!(names.len(), 12);
+        assert!(names.iter().all(|e| e.kind == FileKind::File));
+        assert_eq!(read_all(&p, Path::new("/mnt/plfs/dir/rank7")), b"data of rank 7");
+        p.rename(Path::new("/mnt/plfs/dir/rank7"), Path::new("/mnt/plfs/dir/seven")).unwrap();
+        assert_eq!(read_all(&p, Path::new("/mnt/plfs/dir/seven")), b"data of rank 7");
+        p.truncate(Path::new("/mnt/plfs/dir/seven"), 4).unwrap();
+        assert_eq!(p.stat(Path::new("/mnt/plfs/dir/seven")).unwrap().size, 4);
+        p.unlink(Path::new("/mnt/plfs/dir/seven")).unwrap();
+        assert_eq!(p.readdir(Path::new("/mnt/plfs/dir")).unwrap().len(), 11);
+        assert_eq!(p.rmdir(Path::new("/mnt/plfs/dir")).unwrap_err().raw_errno(), Errno::NOTEMPTY.raw_os_error());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn one_n_mode_packs_small_files() {
+        let d = tmpdir("1n");
+        let p = plfs_mode(&d, 2, Workload::SmallFile);
+        p.mkdir(Path::new("/mnt/plfs/d"), 0o755).unwrap();
+        for i in 0..200u32 {
+            let f = PathBuf::from(format!("/mnt/plfs/d/f{i}"));
+            let h = p.open(&f, rw(), 0o640, 1).unwrap();
+            h.write(&vec![i as u8; 1000 + i as usize], 0).unwrap();
+            h.close().unwrap();
+        }
+        // One log per writer, not one file per logical file.
+        let logs: usize = (0..2).map(|b| std::fs::read_dir(d.join(format!("b{b}/d/.plfs_small"))).map_or(0, |r| r.count())).sum();
+        assert_eq!(logs, 1);
+        // Another process sees every file after close, with no explicit flush.
+        let q = plfs_mode(&d, 2, Workload::SmallFile);
+        let names = q.readdir(Path::new("/mnt/plfs/d")).unwrap();
+        assert_eq!(names.len(), 200);
+        assert_eq!(read_all(&q, Path::new("/mnt/plfs/d/f17")), vec![17u8; 1017]);
+        let st = q.stat(Path::new("/mnt/plfs/d/f17")).unwrap();
+        assert_eq!((st.size, st.mode & 0o777, st.kind), (1017, 0o640 & !read_umask(), FileKind::File));
+        // Both processes write into the same directory at once.
+        let hq = q.open(Path::new("/mnt/plfs/d/from_q"), rw(), 0o644, 2).unwrap();
+        hq.write(b"qq", 0).unwrap();
+        let hp = p.open(Path::new("/mnt/plfs/d/from_p"), rw(), 0o644, 1).unwrap();
+        hp.write(b"pp", 0).unwrap();
+        hq.close().unwrap();
+        hp.close().unwrap();
+        assert_eq!(read_all(&p, Path::new("/mnt/plfs/d/from_q")), b"qq");
+        assert_eq!(read_all(&q, Path::new("/mnt/plfs/d/from_p")), b"pp");
+        // Overwrite, truncate, rename (same and other directory), unlink.
+        let h = p.open(Path::new("/mnt/plfs/d/f1"), OpenFlags { read: true, write: true, ..Default::default() }, 0, 1).unwrap();
+        h.write(b"XY", 500).unwrap();
+        h.truncate(600).unwrap();
+        h.close().unwrap();
+        let mut want = vec![1u8; 600];
+        want[500..502].copy_from_slice(b"XY");
+        assert_eq!(read_all(&q, Path::new("/mnt/plfs/d/f1")), want);
+        p.rename(Path::new("/mnt/plfs/d/f1"), Path::new("/mnt/plfs/d/g1")).unwrap();
+        p.mkdir(Path::new("/mnt/plfs/e"), 0o755).unwrap();
+        p.rename(Path::new("/mnt/plfs/d/f2"), Path::new("/mnt/plfs/e/h2")).unwrap();
+        p.unlink(Path::new("/mnt/plfs/d/f3")).unwrap();
+        let q2 = plfs_mode(&d, 2, Workload::SmallFile);
+        assert_eq!(read_all(&q2, Path::new("/mnt/plfs/d/g1")), want);
+        assert_eq!(read_all(&q2, Path::new("/mnt/plfs/e/h2")), vec![2u8; 1002]);
+        assert!(q2.stat(Path::new("/mnt/plfs/d/f1")).unwrap_err().is_not_found());
+        assert!(q2.stat(Path::new("/mnt/plfs/d/f2")).unwrap_err().is_not_found());
+        assert!(q2.stat(Path::new("/mnt/plfs/d/f3")).unwrap_err().is_not_found());
+        assert_eq!(q2.readdir(Path::new("/mnt/plfs/d")).unwrap().len(), 200);
+        // Names cannot escape the directory; rmdir needs an empty directory.
+        assert!(q2.create(Path::new("/mnt/plfs/d/.plfs_small"), 0o644, false).is_err());
+        assert_eq!(q2.rmdir(Path::new("/mnt/plfs/e")).unwrap_err().raw_errno(), Errno::NOTEMPTY.raw_os_error());
+        q2.unlink(Path::new("/mnt/plfs/e/h2")).unwrap();
+        q2.rmdir(Path::new("/mnt/plfs/e")).unwrap();
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

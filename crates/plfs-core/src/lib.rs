@@ -18,6 +18,8 @@ pub mod format;
 pub mod fs;
 pub mod index;
 pub mod log;
+pub mod nn;
+pub mod smallfile;
 pub mod sys;
 pub mod tools;
 

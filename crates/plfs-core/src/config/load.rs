@@ -530,15 +530,12 @@ impl Loader {
         };
         match s.trim().to_ascii_lowercase().as_str() {
             "shared_file" | "n-1" | "n-1:byterange" => Ok(Workload::SharedFile),
-            "file_per_proc" | "n-n" | "small_file" | "1-n" => Err(self.err(
-                src,
-                vs,
-                format!("workload: \"{s}\" is not supported yet (planned); use shared_file (n-1)"),
-            )),
+            "file_per_proc" | "n-n" => Ok(Workload::FilePerProc),
+            "small_file" | "1-n" => Ok(Workload::SmallFile),
             _ => Err(self.err(
                 src,
                 vs,
-                format!("workload: unknown workload \"{s}\" (expected shared_file, n-1 or n-1:byterange)"),
+                format!("workload: unknown workload \"{s}\" (expected shared_file/n-1, file_per_proc/n-n or small_file/1-n)"),
             )),
         }
     }

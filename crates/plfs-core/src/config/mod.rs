@@ -17,8 +17,13 @@ use std::path::{Component, Path, PathBuf};
 /// Which workload a mount point serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Workload {
-    /// N-1: many processes write one shared file (`shared_file`, `n-1`, `n-1:byterange`).
+    /// N-1: many processes write one shared file (`shared_file`, `n-1`).
     SharedFile,
+    /// N-N: each process writes its own files, spread over the backends (`file_per_proc`, `n-n`).
+    FilePerProc,
+    /// 1-N: a process creates many small files, packed into one log per writer per directory
+    /// (`small_file`, `1-n`).
+    SmallFile,
 }
 
 /// The role of a backend in a mount point.

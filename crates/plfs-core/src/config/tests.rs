@@ -312,11 +312,13 @@ fn config_workloads() {
     for ok in ["shared_file", "n-1", "n-1:byterange", "N-1"] {
         assert_eq!(parse(&m(ok)).unwrap().mounts[0].workload, Workload::SharedFile, "{ok}");
     }
-    for planned in ["file_per_proc", "n-n", "small_file", "1-n"] {
-        fails(
-            &m(planned),
-            &["line 2", "workload", planned, "not supported yet (planned)"],
-        );
+    for (name, w) in [
+        ("file_per_proc", Workload::FilePerProc),
+        ("n-n", Workload::FilePerProc),
+        ("small_file", Workload::SmallFile),
+        ("1-n", Workload::SmallFile),
+    ] {
+        assert_eq!(parse(&m(name)).unwrap().mounts[0].workload, w, "{name}");
     }
     fails(&m("random"), &["line 2", "workload: unknown workload \"random\""]);
     fails(&m("[a]"), &["line 2", "workload: expected shared_file"]);
