@@ -408,3 +408,49 @@ fn help_everywhere() {
         assert!(String::from_utf8_lossy(&o.stdout).contains("Usage: plfs"), "{cmd}");
     }
 }
+
+/// `make demo` runs `plfs demo` with no plfsrc at all: the zero-config default.
+#[test]
+fn demo_runs_on_the_zero_config_default() {
+    if std::path::Path::new("/etc/plfsrc").exists() {
+        eprintln!("skipped: /etc/plfsrc exists, so the zero-config default is not in use");
+        return;
+    }
+    let env = Env::new("zero");
+    let user = format!("clitest{}", std::process::id());
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_plfs"))
+            .env_remove("PLFSRC")
+            .env_remove("XDG_DATA_HOME")
+            .env("HOME", &env.dir)
+            .env("USER", &user)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["check-config"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains("zero-config default"), "{out}");
+    assert!(out.contains(&format!("/tmp/plfs-{user}")), "{out}");
+    let o = run(&["demo", "--records", "5", "--record-size", "3000"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("configuration: zero-config default"), "{out}");
+    assert!(
+        out.contains("VERIFIED: N-1 round trip of 60000 bytes by 4 writers, read back by 3 readers"),
+        "{out}"
+    );
+    // The store was created under $HOME, and the demo left nothing behind in it.
+    let store = env.dir.join(".local/share/plfs/store");
+    assert!(store.is_dir());
+    let left: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.iter().all(|n| n.to_string_lossy().starts_with('.')), "{left:?}");
+    let parent: Vec<_> = std::fs::read_dir(store.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(parent, vec![std::ffi::OsString::from("store")]);
+}
