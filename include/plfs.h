@@ -198,8 +198,9 @@ plfs_error_t plfs_mode(const char *path, mode_t *mode);
 
 /* Opens path. To open a file, set *pfd to NULL and pass its address: on success *pfd is a new
  * handle. To add a reference to an open handle (e.g. another thread or writer pid sharing it),
- * pass the address of the open handle: path may then be NULL; every reference needs its own
- * plfs_close. flags: O_RDONLY / O_WRONLY / O_RDWR, with O_CREAT, O_EXCL, O_TRUNC, O_APPEND.
+ * pass the address of the open handle: path is then ignored (it may be NULL) and every
+ * reference needs its own plfs_close. flags: O_RDONLY / O_WRONLY / O_RDWR, with O_CREAT, O_EXCL,
+ * O_TRUNC (O_APPEND is accepted, but plfs_write always writes at the offset it is given).
  * pid names the writer (e.g. the MPI rank); each pid writing through a handle gets its own data
  * log. open_opt may be NULL (its fields are ignored). */
 plfs_error_t plfs_open(Plfs_fd **pfd, const char *path, int flags, pid_t pid, mode_t mode,

@@ -190,6 +190,12 @@ impl<T> Table<T> {
     }
 }
 
+impl<T> Default for Table<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Open `Plfs_fd`s.
 pub static FDS: Table<Fd> = Table::new();
 /// Open `Plfs_dirp`s.

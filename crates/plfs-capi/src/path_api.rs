@@ -226,7 +226,10 @@ pub unsafe extern "C" fn plfs_utime(path: *const c_char, ut: *const libc::utimbu
         } else {
             // SAFETY: non-NULL and readable (caller's contract).
             let ut = unsafe { ut.read() };
-            (TimeSpec::At(ut.actime as i64, 0), TimeSpec::At(ut.modtime as i64, 0))
+            // time_t is narrower than i64 on some targets.
+            #[allow(clippy::unnecessary_cast)]
+            let (atime, mtime) = (ut.actime as i64, ut.modtime as i64);
+            (TimeSpec::At(atime, 0), TimeSpec::At(mtime, 0))
         };
         Ok(p.utimens(&path, a, m)?)
     })

@@ -18,21 +18,27 @@ fn root() -> PathBuf {
         .expect("workspace root")
 }
 
-/// target/<profile>, where cargo put libplfs.so and libplfs.a for this test run
-/// (the test executable is target/<profile>/deps/c_api-<hash>).
+/// The directory holding the libplfs.so and libplfs.a that cargo built for this test run.
+///
+/// The test executable is target/<profile>/deps/c_api-<hash>. `cargo test` rebuilds the library
+/// (every crate type) in deps/ but only `cargo build` copies it up to target/<profile>/, so the
+/// newer of the two is the fresh one.
 fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf();
-    let so = dir.join("libplfs.so");
-    assert!(
-        so.exists(),
-        "{} was not built (cargo builds the cdylib with the tests)",
-        so.display()
-    );
+    let deps = exe.parent().expect("target/<profile>/deps").to_path_buf();
+    let up = deps.parent().expect("target/<profile>").to_path_buf();
+    let mtime = |d: &Path| std::fs::metadata(d.join("libplfs.so")).and_then(|m| m.modified()).ok();
+    let dir = match (mtime(&deps), mtime(&up)) {
+        (Some(a), Some(b)) if b > a => up,
+        (Some(_), _) => deps,
+        (None, Some(_)) => up,
+        (None, None) => panic!(
+            "libplfs.so was built neither in {} nor in {}",
+            deps.display(),
+            up.display()
+        ),
+    };
+    assert!(dir.join("libplfs.a").exists(), "no libplfs.a in {}", dir.display());
     dir
 }
 
