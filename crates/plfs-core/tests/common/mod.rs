@@ -1,0 +1,381 @@
+//! Shared helpers of the plfs-core integration tests: temporary backends and configurations
+//! (1..n canonical backends, optional shadow-only backends), deterministic data patterns, whole-file
+//! reads, and re-executing the running test binary as a child process (real multi-process tests
+//! without extra binaries).
+//!
+//! Each test binary includes this module with `mod common;`; not every binary uses every helper.
+#![allow(dead_code)]
+
+use plfs_core::config::{BackendRole, BackendSpec, GlobalParams, MountConfig, Workload};
+use plfs_core::{Config, OpenFile, OpenFlags, Plfs};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The logical mount point every fixture uses (it need not exist: PLFS resolves it lexically).
+pub const MOUNT: &str = "/plfs-test/mnt";
+
+/// A temporary directory, removed with everything in it when dropped (kept when `PLFS_TEST_KEEP`
+/// is set, for post-mortems).
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates a fresh, unique directory under the system temp dir.
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let p = std::env::temp_dir().join(format!(
+            "plfs-it-{tag}-{}-{}-{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+        TempDir(p)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::env::var_os("PLFS_TEST_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A test installation: backends in a temporary directory, the plfsrc describing them (so child
+/// processes can load the same configuration), and the parsed [`Config`].
+#[derive(Debug)]
+pub struct Fixture {
+    /// Owns every file of the fixture.
+    pub dir: TempDir,
+    /// The plfsrc file written for this fixture.
+    pub rc: PathBuf,
+    /// The configuration (built directly; equal to what `rc` parses to).
+    pub config: Config,
+    /// Canonical backends (role Both when there is no shadow-only backend, else Canonical).
+    pub canonical: Vec<PathBuf>,
+    /// Shadow-only backends.
+    pub shadows: Vec<PathBuf>,
+}
+
+impl Fixture {
+    /// `ncanon` canonical backends; with `nshadow` > 0 they are canonical-only and `nshadow`
+    /// shadow-only backends hold every writer's logs, else each backend has both roles.
+    pub fn new(tag: &str, ncanon: usize, nshadow: usize, global: GlobalParams) -> Fixture {
+        assert!(ncanon > 0);
+        let dir = TempDir::new(tag);
+        let mut backends = Vec::new();
+        let mut canonical = Vec::new();
+        let mut shadows = Vec::new();
+        for i in 0..ncanon {
+            let p = dir.path().join(format!("canon{i}"));
+            std::fs::create_dir_all(&p).unwrap();
+            let role = if nshadow > 0 {
+                BackendRole::Canonical
+            } else {
+                BackendRole::Both
+            };
+            backends.push(BackendSpec {
+                location: p.clone(),
+                role,
+            });
+            canonical.push(p);
+        }
+        for i in 0..nshadow {
+            let p = dir.path().join(format!("shadow{i}"));
+            std::fs::create_dir_all(&p).unwrap();
+            backends.push(BackendSpec {
+                location: p.clone(),
+                role: BackendRole::Shadow,
+            });
+            shadows.push(p);
+        }
+        let rc = dir.path().join("plfsrc");
+        std::fs::write(&rc, plfsrc_text(&global, &backends)).unwrap();
+        let config = Config {
+            files: vec![rc.clone()],
+            global,
+            mounts: vec![MountConfig {
+                mount_point: MOUNT.into(),
+                workload: Workload::SharedFile,
+                backends,
+            }],
+            warnings: Vec::new(),
+        };
+        Fixture {
+            dir,
+            rc,
+            config,
+            canonical,
+            shadows,
+        }
+    }
+
+    /// One backend with both roles and default parameters.
+    pub fn simple(tag: &str) -> Fixture {
+        Fixture::new(tag, 1, 0, GlobalParams::default())
+    }
+
+    /// A fresh PLFS instance (as another process would have): no open-file table, no cached index.
+    pub fn plfs(&self) -> Plfs {
+        Plfs::new(self.config.clone()).expect("Plfs::new")
+    }
+
+    /// The logical path of `name` under the mount point.
+    pub fn path(&self, name: &str) -> PathBuf {
+        Path::new(MOUNT).join(name)
+    }
+
+    /// The backend directory of the container of logical file `name` (searched on every canonical
+    /// backend; panics if there is none).
+    pub fn container_dir(&self, name: &str) -> PathBuf {
+        let found: Vec<PathBuf> = self
+            .canonical
+            .iter()
+            .map(|b| b.join(name))
+            .filter(|p| p.join(".plfscontainer").exists())
+            .collect();
+        assert_eq!(found.len(), 1, "container of {name}: found {found:?}");
+        found.into_iter().next().unwrap()
+    }
+
+    /// Every file under every hostdir of `name`'s container (in it and on shadows) whose name
+    /// starts with `prefix` ("index." or "data."), sorted.
+    pub fn logs(&self, name: &str, prefix: &str) -> Vec<PathBuf> {
+        let mut dirs = Vec::new();
+        let c = self.container_dir(name);
+        dirs.extend(subdirs_with_prefix(&c, "hostdir."));
+        for b in self.canonical.iter().chain(&self.shadows) {
+            let root = b.join(".plfs_shadow");
+            for cdir in subdirs_with_prefix(&root, "") {
+                dirs.extend(subdirs_with_prefix(&cdir, "hostdir."));
+            }
+        }
+        let mut out: Vec<PathBuf> = dirs
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(prefix))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The single log of `kind` ("index" or "data") of the writer with pid `pid`.
+    pub fn log_of_pid(&self, name: &str, kind: &str, pid: u32) -> PathBuf {
+        let want = format!(".{pid}.");
+        let v: Vec<PathBuf> = self
+            .logs(name, &format!("{kind}."))
+            .into_iter()
+            .filter(|p| p.file_name().unwrap().to_string_lossy().contains(&want))
+            .collect();
+        assert_eq!(v.len(), 1, "{kind} log of pid {pid}: {v:?}");
+        v.into_iter().next().unwrap()
+    }
+}
+
+/// Subdirectories of `dir` whose names start with `prefix` (none if `dir` is missing).
+pub fn subdirs_with_prefix(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The plfsrc text describing one mount point at [`MOUNT`].
+fn plfsrc_text(g: &GlobalParams, backends: &[BackendSpec]) -> String {
+    let mut s = format!(
+        "- global_params:\n    num_hostdirs: {}\n    threadpool_size: {}\n    index_buffer_records: {}\n    \
+         data_checksums: {}\n    max_open_data_logs: {}\n- mount_point: {MOUNT}\n  workload: shared_file\n  backends:\n",
+        g.num_hostdirs, g.threadpool_size, g.index_buffer_records, g.data_checksums, g.max_open_data_logs
+    );
+    for b in backends {
+        s.push_str(&format!("    - location: {}\n", b.location.display()));
+        match b.role {
+            BackendRole::Both => {}
+            BackendRole::Canonical => s.push_str("      type: canonical\n"),
+            BackendRole::Shadow => s.push_str("      type: shadow\n"),
+        }
+    }
+    s
+}
+
+/// Open flags: read-only.
+pub fn ro() -> OpenFlags {
+    OpenFlags {
+        read: true,
+        ..Default::default()
+    }
+}
+
+/// Open flags: write-only, creating.
+pub fn wo_create() -> OpenFlags {
+    OpenFlags {
+        write: true,
+        create: true,
+        ..Default::default()
+    }
+}
+
+/// Open flags: read-write, creating.
+pub fn rw_create() -> OpenFlags {
+    OpenFlags {
+        read: true,
+        write: true,
+        create: true,
+        ..Default::default()
+    }
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The byte a pattern `seed` has at absolute offset `off`: pseudo-random, so a byte written at the
+/// wrong offset or taken from the wrong writer is caught.
+pub fn pattern_byte(seed: u64, off: u64) -> u8 {
+    splitmix(seed.wrapping_mul(0x1000_0000_01b3) ^ (off / 8)).to_le_bytes()[(off % 8) as usize]
+}
+
+/// Fills `buf` with pattern `seed` as if it were placed at offset `off`.
+pub fn fill_pattern(seed: u64, off: u64, buf: &mut [u8]) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = pattern_byte(seed, off + i as u64);
+    }
+}
+
+/// `len` bytes of pattern `seed` at offset `off`.
+pub fn pattern(seed: u64, off: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    fill_pattern(seed, off, &mut v);
+    v
+}
+
+/// Reads a whole logical file through `f` (until a read returns 0).
+pub fn read_all(f: &OpenFile) -> plfs_core::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf, out.len() as u64)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Opens `path` read-only with a fresh instance and reads it whole.
+pub fn read_fresh(fx: &Fixture, path: &Path) -> plfs_core::Result<Vec<u8>> {
+    let p = fx.plfs();
+    let f = p.open(path, ro(), 0, 4242)?;
+    let v = read_all(&f)?;
+    f.close()?;
+    Ok(v)
+}
+
+/// Position of the first differing byte of two slices (or of the end of the shorter one).
+pub fn first_diff(a: &[u8], b: &[u8]) -> Option<usize> {
+    a.iter().zip(b).position(|(x, y)| x != y).or(if a.len() != b.len() {
+        Some(a.len().min(b.len()))
+    } else {
+        None
+    })
+}
+
+/// Asserts that two byte strings are equal, reporting the first difference instead of dumping them.
+#[track_caller]
+pub fn assert_bytes_eq(got: &[u8], want: &[u8], what: &str) {
+    if let Some(i) = first_diff(got, want) {
+        panic!(
+            "{what}: differ at byte {i} (got len {}, want len {}): got {:?} want {:?}",
+            got.len(),
+            want.len(),
+            got.get(i..(i + 16).min(got.len())),
+            want.get(i..(i + 16).min(want.len()))
+        );
+    }
+}
+
+// ---- Child processes --------------------------------------------------------------------------
+
+/// Environment variable naming the role a re-executed test binary plays.
+pub const CHILD_ENV: &str = "PLFS_TEST_CHILD";
+/// Prefix of protocol lines children print on stdout (the test harness prints its own lines too).
+pub const CHILD_TAG: &str = "PLFS-CHILD";
+
+/// The role this process plays when it was started by [`child_command`], else `None`.
+pub fn child_role() -> Option<String> {
+    std::env::var(CHILD_ENV).ok().filter(|r| !r.is_empty())
+}
+
+/// A child argument passed as environment variable `PLFS_T_<key>` (panics if missing).
+pub fn arg(key: &str) -> String {
+    std::env::var(format!("PLFS_T_{key}")).unwrap_or_else(|_| panic!("child argument PLFS_T_{key} missing"))
+}
+
+/// A numeric child argument.
+pub fn arg_u64(key: &str) -> u64 {
+    arg(key).parse().unwrap_or_else(|e| panic!("child argument {key}: {e}"))
+}
+
+/// A command that re-executes this test binary running only test `entry` (which must dispatch on
+/// [`child_role`]) in role `role`, with `args` as `PLFS_T_<key>` variables.
+pub fn child_command(entry: &str, role: &str, args: &[(&str, String)]) -> Command {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut c = Command::new(exe);
+    c.args([entry, "--exact", "--nocapture", "--test-threads=1", "-q"]);
+    c.env(CHILD_ENV, role);
+    c.env_remove("PLFS_HOSTNAME");
+    c.env("PLFS_LOG", "warn");
+    for (k, v) in args {
+        c.env(format!("PLFS_T_{k}"), v);
+    }
+    c
+}
+
+/// The values a child printed as `PLFS-CHILD <key> <value>` lines, in order.
+pub fn child_lines(out: &Output, key: &str) -> Vec<String> {
+    let prefix = format!("{CHILD_TAG} {key} ");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+        .collect()
+}
+
+/// Panics with the child's output unless it exited successfully.
+#[track_caller]
+pub fn assert_child_ok(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: child failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// crc32c of a byte string (for whole-file comparisons).
+pub fn crc(b: &[u8]) -> u32 {
+    crc32c::crc32c(b)
+}

@@ -1,0 +1,365 @@
+//! Damaged containers: torn, extended, bit-flipped and emptied index logs, missing and short data
+//! logs, stray files, a bad marker. Every case must read back exactly the bytes of the intact
+//! records (with a warning naming the damaged file on stderr where the damage is detectable) or
+//! fail with an error naming the bad file, and never panic. The reads run in a child process (this
+//! binary re-executed) so that its stderr can be checked.
+//!
+//! Layout used by every case (docs/format.md): writer pid 11 wrote records 0..10 of 100 bytes at
+//! logical 0..1000 (pattern seed 1), writer pid 22 records 0..5 at 1000..1500 (seed 2). Index
+//! logs are a 64-byte header then 48-byte records; data logs a 64-byte header then the data in
+//! write order.
+
+mod common;
+
+use common::{arg, assert_child_ok, child_command, child_lines, Fixture, CHILD_TAG};
+use plfs_core::config::GlobalParams;
+use plfs_core::{Config, Plfs};
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+const ENTRY: &str = "child_entry";
+const HDR: u64 = 64;
+const REC: u64 = 48;
+const W1: u32 = 11;
+const W2: u32 = 22;
+
+/// Child entry: `dump` prints the stat size and writes the file's bytes to `OUT`.
+#[test]
+fn child_entry() {
+    let Some(role) = common::child_role() else { return };
+    assert_eq!(role, "dump");
+    let rc = PathBuf::from(arg("RC"));
+    let plfs = Plfs::new(Config::from_file(&rc).expect("config")).expect("Plfs::new");
+    let path = PathBuf::from(arg("PATH"));
+    match plfs.stat(&path) {
+        Ok(st) => println!("{CHILD_TAG} size {}", st.size),
+        Err(e) => println!("{CHILD_TAG} staterr {e}"),
+    }
+    let r = plfs.open(&path, common::ro(), 0, 5).and_then(|f| {
+        let v = common::read_all(&f)?;
+        f.close()?;
+        Ok(v)
+    });
+    match r {
+        Ok(v) => {
+            std::fs::write(arg("OUT"), &v).unwrap();
+            println!("{CHILD_TAG} read {}", v.len());
+        }
+        Err(e) => println!("{CHILD_TAG} error {e}"),
+    }
+}
+
+/// What a reading process saw.
+#[derive(Debug)]
+struct Dump {
+    stat: Result<u64, String>,
+    data: Result<Vec<u8>, String>,
+    stderr: String,
+}
+
+fn dump(fx: &Fixture) -> Dump {
+    let out_path = fx.dir.path().join("dump.out");
+    let _ = std::fs::remove_file(&out_path);
+    let args = [
+        ("RC", fx.rc.display().to_string()),
+        ("PATH", fx.path("f").display().to_string()),
+        ("OUT", out_path.display().to_string()),
+    ];
+    let out = child_command(ENTRY, "dump", &args).output().unwrap();
+    assert_child_ok(&out, "reader");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "reader panicked:\n{stderr}");
+    let stat = match (child_lines(&out, "size").pop(), child_lines(&out, "staterr").pop()) {
+        (Some(s), None) => Ok(s.parse().unwrap()),
+        (None, Some(e)) => Err(e),
+        other => panic!("reader printed {other:?}"),
+    };
+    let data = match (child_lines(&out, "read").pop(), child_lines(&out, "error").pop()) {
+        (Some(n), None) => {
+            let v = std::fs::read(&out_path).unwrap();
+            assert_eq!(v.len().to_string(), n);
+            Ok(v)
+        }
+        (None, Some(e)) => Err(e),
+        other => panic!("reader printed {other:?}"),
+    };
+    Dump { stat, data, stderr }
+}
+
+/// Builds the two-writer file described in the module comment.
+fn setup(tag: &str) -> Fixture {
+    let fx = Fixture::new(
+        tag,
+        1,
+        0,
+        GlobalParams {
+            index_buffer_records: 1,
+            ..GlobalParams::default()
+        },
+    );
+    let p = fx.plfs();
+    let path = fx.path("f");
+    let a = p.open(&path, common::wo_create(), 0o644, W1).unwrap();
+    let b = p.open(&path, common::wo_create(), 0o644, W2).unwrap();
+    for i in 0..10u64 {
+        a.write(&common::pattern(1, i * 100, 100), i * 100).unwrap();
+        if i < 5 {
+            b.write(&common::pattern(2, 1000 + i * 100, 100), 1000 + i * 100)
+                .unwrap();
+        }
+    }
+    a.close().unwrap();
+    b.close().unwrap();
+    assert_eq!(dump(&fx).data.unwrap(), expected(10, 5), "intact file");
+    fx
+}
+
+/// The file's contents when only the first `n1` records of writer 1 and `n2` of writer 2
+/// survive; lost ranges inside the file read as zeros, a lost tail shortens it.
+fn expected(n1: u64, n2: u64) -> Vec<u8> {
+    let mut v = vec![
+        0u8;
+        if n2 > 0 {
+            1000 + n2 as usize * 100
+        } else {
+            n1 as usize * 100
+        }
+    ];
+    v[..n1 as usize * 100].copy_from_slice(&common::pattern(1, 0, n1 as usize * 100));
+    if n2 > 0 {
+        v[1000..].copy_from_slice(&common::pattern(2, 1000, n2 as usize * 100));
+    }
+    v
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+#[track_caller]
+fn assert_data(d: &Dump, want: &[u8]) {
+    match &d.data {
+        Ok(v) => common::assert_bytes_eq(v, want, "surviving bytes"),
+        Err(e) => panic!("read failed: {e}\nstderr: {}", d.stderr),
+    }
+}
+
+#[track_caller]
+fn assert_warned(d: &Dump, file: &Path) {
+    let n = name_of(file);
+    assert!(
+        d.stderr.lines().any(|l| l.contains("warning") && l.contains(&n)),
+        "expected a warning naming {n} on stderr, got:\n{}",
+        d.stderr
+    );
+}
+
+fn set_len(p: &Path, len: u64) {
+    OpenOptions::new().write(true).open(p).unwrap().set_len(len).unwrap();
+}
+
+#[test]
+fn torn_index_tail_keeps_whole_records() {
+    let fx = setup("c-torn");
+    let idx = fx.log_of_pid("f", "index", W1);
+    assert_eq!(std::fs::metadata(&idx).unwrap().len(), HDR + 10 * REC);
+    set_len(&idx, HDR + 7 * REC + 20);
+    let d = dump(&fx);
+    assert_data(&d, &expected(7, 5));
+    assert_eq!(d.stat, Ok(1500));
+}
+
+#[test]
+fn torn_index_tail_of_the_last_writer() {
+    let fx = setup("c-torn-last");
+    let idx = fx.log_of_pid("f", "index", W2);
+    set_len(&idx, HDR + 3 * REC + 1);
+    let d = dump(&fx);
+    let data = d.data.as_ref().unwrap();
+    // The surviving records are exact; whatever follows them (if the file is still reported at
+    // its old length) reads as zeros.
+    common::assert_bytes_eq(&data[..1300], &expected(10, 3), "surviving bytes");
+    assert!(data.len() == 1300 || data.len() == 1500, "length {}", data.len());
+    assert!(data[1300..].iter().all(|&b| b == 0));
+}
+
+#[test]
+fn garbage_appended_to_index_log() {
+    let fx = setup("c-garbage");
+    let idx = fx.log_of_pid("f", "index", W1);
+    // Zeros decode as a record frame with a wrong checksum: detectable, so warned about.
+    OpenOptions::new()
+        .append(true)
+        .open(&idx)
+        .unwrap()
+        .write_all(&[0u8; 100])
+        .unwrap();
+    let d = dump(&fx);
+    assert_data(&d, &expected(10, 5));
+    assert_warned(&d, &idx);
+    // Random-looking bytes too (they may look like a torn record: no warning required).
+    let idx2 = fx.log_of_pid("f", "index", W2);
+    OpenOptions::new()
+        .append(true)
+        .open(&idx2)
+        .unwrap()
+        .write_all(&common::pattern(99, 0, 77))
+        .unwrap();
+    let d = dump(&fx);
+    assert_data(&d, &expected(10, 5));
+    assert_eq!(d.stat, Ok(1500));
+}
+
+#[test]
+fn flipped_bit_in_a_record_stops_that_log() {
+    let fx = setup("c-flip");
+    let idx = fx.log_of_pid("f", "index", W1);
+    let f = OpenOptions::new().read(true).write(true).open(&idx).unwrap();
+    let at = HDR + 3 * REC + 12; // inside record 3's logical offset field
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ 0x10], at).unwrap();
+    let d = dump(&fx);
+    assert_data(&d, &expected(3, 5));
+    assert_warned(&d, &idx);
+    assert!(d.stderr.contains("checksum"), "{}", d.stderr);
+}
+
+#[test]
+fn bad_index_header_skips_the_log() {
+    let fx = setup("c-hdr");
+    let idx = fx.log_of_pid("f", "index", W1);
+    OpenOptions::new()
+        .write(true)
+        .open(&idx)
+        .unwrap()
+        .write_all_at(b"XXXX", 0)
+        .unwrap();
+    let d = dump(&fx);
+    assert_data(&d, &expected(0, 5));
+    assert_warned(&d, &idx);
+}
+
+#[test]
+fn missing_data_log() {
+    let fx = setup("c-nodata");
+    let data = fx.log_of_pid("f", "data", W1);
+    std::fs::remove_file(&data).unwrap();
+    let d = dump(&fx);
+    match &d.data {
+        Ok(v) => {
+            common::assert_bytes_eq(v, &expected(0, 5), "surviving bytes");
+            assert_warned(&d, &data);
+        }
+        Err(e) => assert!(
+            e.contains(&name_of(&data)),
+            "error does not name {}: {e}",
+            data.display()
+        ),
+    }
+}
+
+#[test]
+fn data_log_shorter_than_the_index_says() {
+    let fx = setup("c-shortdata");
+    let data = fx.log_of_pid("f", "data", W1);
+    assert_eq!(std::fs::metadata(&data).unwrap().len(), HDR + 1000);
+    set_len(&data, HDR + 450); // record 4 (bytes 400..500) is cut in the middle
+    let d = dump(&fx);
+    match &d.data {
+        Ok(v) => {
+            common::assert_bytes_eq(v, &expected(4, 5), "surviving bytes");
+            assert_warned(&d, &fx.log_of_pid("f", "index", W1));
+        }
+        Err(e) => assert!(
+            e.contains(&name_of(&data)),
+            "error does not name {}: {e}",
+            data.display()
+        ),
+    }
+}
+
+#[test]
+fn stray_files_in_container_and_hostdir() {
+    let fx = setup("c-stray");
+    let c = fx.container_dir("f");
+    let idx = fx.log_of_pid("f", "index", W1);
+    let hostdir = idx.parent().unwrap().to_path_buf();
+    std::fs::write(c.join("README"), b"not a dropping").unwrap();
+    std::fs::create_dir(c.join("hostdir.999")).unwrap();
+    std::fs::write(c.join("meta").join("garbage.name"), b"").unwrap();
+    std::fs::write(hostdir.join("junk"), b"junk").unwrap();
+    std::fs::write(hostdir.join("index.notalog"), b"junk").unwrap();
+    std::fs::write(hostdir.join("data.0000000000000001.3.h"), b"no index for this").unwrap();
+    // Named like an index log but with a garbage header: detectable, skipped with a warning.
+    let fake = hostdir.join("index.0123456789abcdef.5.strayhost");
+    std::fs::write(&fake, common::pattern(7, 0, 200)).unwrap();
+    let d = dump(&fx);
+    assert_data(&d, &expected(10, 5));
+    assert_eq!(d.stat, Ok(1500));
+    assert_warned(&d, &fake);
+    // The directory still lists exactly one file.
+    let names: Vec<_> = fx
+        .plfs()
+        .readdir(Path::new(common::MOUNT))
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect();
+    assert_eq!(names, vec![("f".into(), plfs_core::FileKind::File)]);
+}
+
+#[test]
+fn stray_regular_file_named_like_a_hostdir() {
+    let fx = setup("c-stray-hd");
+    let stray = fx.container_dir("f").join("hostdir.998");
+    std::fs::write(&stray, b"a file, not a directory").unwrap();
+    let d = dump(&fx);
+    match &d.data {
+        Ok(v) => common::assert_bytes_eq(v, &expected(10, 5), "data beside a stray file"),
+        Err(e) => assert!(e.contains("hostdir.998"), "error does not name the stray file: {e}"),
+    }
+}
+
+#[test]
+fn header_only_and_empty_index_logs() {
+    let fx = setup("c-empty");
+    let idx1 = fx.log_of_pid("f", "index", W1);
+    set_len(&idx1, HDR);
+    let d = dump(&fx);
+    assert_data(&d, &expected(0, 5));
+    set_len(&idx1, 0);
+    let d = dump(&fx);
+    assert_data(&d, &expected(0, 5));
+    let idx2 = fx.log_of_pid("f", "index", W2);
+    set_len(&idx2, 10);
+    let d = dump(&fx);
+    let data = d.data.as_ref().unwrap();
+    assert!(
+        data.iter().all(|&b| b == 0),
+        "every record is gone: only zeros may remain"
+    );
+}
+
+#[test]
+fn bad_marker_magic() {
+    let fx = setup("c-marker");
+    let marker = fx.container_dir("f").join(".plfscontainer");
+    OpenOptions::new()
+        .write(true)
+        .open(&marker)
+        .unwrap()
+        .write_all_at(b"JUNK", 0)
+        .unwrap();
+    let d = dump(&fx);
+    match &d.data {
+        Ok(v) => common::assert_bytes_eq(v, &expected(10, 5), "data behind a bad marker"),
+        Err(e) => assert!(e.contains(".plfscontainer"), "error does not name the marker: {e}"),
+    }
+    // The fsck-style check must notice it.
+    let err = fx.plfs().container(&fx.path("f")).unwrap().read_marker().unwrap_err();
+    assert!(err.to_string().contains(".plfscontainer"), "{err}");
+    assert_eq!(err.raw_errno(), 5, "EIO");
+}

@@ -1,0 +1,549 @@
+//! The logical namespace through the public API, with one and with three canonical backends:
+//! directories, listings, renames (files, directories, over existing targets, while a writer has
+//! the file open), unlink, symbolic links, permissions and times, access, statvfs, and the errno
+//! of every error case.
+
+mod common;
+
+use common::{assert_bytes_eq, pattern, ro, rw_create, wo_create, Fixture};
+use plfs_core::config::GlobalParams;
+use plfs_core::fs::DirEntry;
+use plfs_core::{Error, FileKind, OpenFlags, Plfs};
+use rustix::io::Errno;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+fn fixture(tag: &str, backends: usize) -> Fixture {
+    Fixture::new(tag, backends, 0, GlobalParams::default())
+}
+
+/// Asserts that `r` failed with errno `want`.
+#[track_caller]
+fn assert_errno<T: std::fmt::Debug>(r: Result<T, Error>, want: Errno, what: &str) {
+    match r {
+        Ok(v) => panic!("{what}: succeeded ({v:?}), expected {want:?}"),
+        Err(e) => assert_eq!(
+            e.raw_errno(),
+            want.raw_os_error(),
+            "{what}: got `{e}`, expected {want:?}"
+        ),
+    }
+}
+
+/// Writes `data` to a new file `path` and closes it.
+fn put(p: &Plfs, path: &Path, data: &[u8]) {
+    let f = p.open(path, wo_create(), 0o644, 1).unwrap();
+    f.write(data, 0).unwrap();
+    f.close().unwrap();
+}
+
+fn get(p: &Plfs, path: &Path) -> Vec<u8> {
+    let f = p.open(path, ro(), 0, 2).unwrap();
+    let v = common::read_all(&f).unwrap();
+    f.close().unwrap();
+    v
+}
+
+fn listing(p: &Plfs, path: &Path) -> Vec<(String, FileKind)> {
+    p.readdir(path)
+        .unwrap()
+        .into_iter()
+        .map(|DirEntry { name, kind }| (name.to_string_lossy().into_owned(), kind))
+        .collect()
+}
+
+fn dirs_files(fx: &Fixture) {
+    let p = fx.plfs();
+    let root = PathBuf::from(common::MOUNT);
+    assert_eq!(listing(&p, &root), vec![]);
+    p.mkdir(&fx.path("d"), 0o755).unwrap();
+    p.mkdir(&fx.path("d/e"), 0o700).unwrap();
+    put(&p, &fx.path("d/f1"), b"one");
+    put(&p, &fx.path("d/f2"), b"two");
+    put(&p, &fx.path("top"), b"top");
+    p.symlink(Path::new("top"), &fx.path("d/link")).unwrap();
+    let want = vec![
+        ("e".to_string(), FileKind::Dir),
+        ("f1".to_string(), FileKind::File),
+        ("f2".to_string(), FileKind::File),
+        ("link".to_string(), FileKind::Symlink),
+    ];
+    assert_eq!(listing(&p, &fx.path("d")), want);
+    assert_eq!(
+        listing(&fx.plfs(), &fx.path("d")),
+        want,
+        "a fresh instance lists the same"
+    );
+    assert_eq!(
+        listing(&p, &root),
+        vec![("d".into(), FileKind::Dir), ("top".into(), FileKind::File)]
+    );
+    assert_eq!(p.stat(&fx.path("d")).unwrap().kind, FileKind::Dir);
+    assert_eq!(p.stat(&fx.path("d/e")).unwrap().mode & 0o7777, 0o700);
+    let st = p.stat(&fx.path("d/f1")).unwrap();
+    assert_eq!((st.kind, st.size, st.mode & 0o170000), (FileKind::File, 3, 0o100000));
+
+    // Errors.
+    assert_errno(p.mkdir(&fx.path("d"), 0o755), Errno::EXIST, "mkdir existing dir");
+    assert_errno(p.mkdir(&fx.path("top"), 0o755), Errno::EXIST, "mkdir over a file");
+    assert_errno(
+        p.mkdir(&fx.path("nope/x"), 0o755),
+        Errno::NOENT,
+        "mkdir under a missing dir",
+    );
+    assert_errno(p.rmdir(&fx.path("d")), Errno::NOTEMPTY, "rmdir non-empty");
+    assert_errno(p.rmdir(&fx.path("top")), Errno::NOTDIR, "rmdir a file");
+    assert_errno(p.rmdir(&fx.path("nope")), Errno::NOENT, "rmdir missing");
+    assert_errno(p.readdir(&fx.path("top")), Errno::NOTDIR, "readdir a file");
+    assert_errno(p.readdir(&fx.path("nope")), Errno::NOENT, "readdir missing");
+    assert_errno(p.stat(&fx.path("nope")), Errno::NOENT, "stat missing");
+    assert_errno(p.open(&fx.path("nope"), ro(), 0, 1), Errno::NOENT, "open missing");
+    assert_errno(
+        p.open(&fx.path("nope/x"), wo_create(), 0o644, 1),
+        Errno::NOENT,
+        "create under a missing dir",
+    );
+    assert_errno(
+        p.open(&fx.path("d"), wo_create(), 0o644, 1),
+        Errno::ISDIR,
+        "open a dir for writing",
+    );
+    let excl = OpenFlags {
+        write: true,
+        create: true,
+        excl: true,
+        ..Default::default()
+    };
+    assert_errno(
+        p.open(&fx.path("top"), excl, 0o644, 1),
+        Errno::EXIST,
+        "O_EXCL on an existing file",
+    );
+    assert_errno(p.unlink(&fx.path("d")), Errno::ISDIR, "unlink a dir");
+    assert_errno(p.unlink(&fx.path("nope")), Errno::NOENT, "unlink missing");
+    assert_errno(
+        p.symlink(Path::new("x"), &fx.path("top")),
+        Errno::EXIST,
+        "symlink over a file",
+    );
+    assert_errno(p.readlink(&fx.path("top")), Errno::INVAL, "readlink a file");
+
+    // Emptying and removing.
+    p.unlink(&fx.path("d/f1")).unwrap();
+    p.unlink(&fx.path("d/f2")).unwrap();
+    p.unlink(&fx.path("d/link")).unwrap();
+    p.rmdir(&fx.path("d/e")).unwrap();
+    assert_eq!(listing(&p, &fx.path("d")), vec![]);
+    p.rmdir(&fx.path("d")).unwrap();
+    assert_errno(p.stat(&fx.path("d")), Errno::NOENT, "stat removed dir");
+    assert_eq!(listing(&p, &root), vec![("top".into(), FileKind::File)]);
+    for b in &fx.canonical {
+        assert!(!b.join("d").exists(), "{} still has d", b.display());
+    }
+}
+
+#[test]
+fn dirs_and_files_one_backend() {
+    dirs_files(&fixture("ns-dirs1", 1));
+}
+
+#[test]
+fn dirs_and_files_three_backends() {
+    dirs_files(&fixture("ns-dirs3", 3));
+}
+
+/// Paths that go *through* a file must not reach into its container.
+fn through_a_file(fx: &Fixture) {
+    let p = fx.plfs();
+    put(&p, &fx.path("f"), b"data");
+    assert_errno(
+        p.open(&fx.path("f/x"), wo_create(), 0o644, 1),
+        Errno::NOTDIR,
+        "create under a file",
+    );
+    assert_errno(p.stat(&fx.path("f/meta")), Errno::NOTDIR, "stat of a path under a file");
+    assert_errno(p.mkdir(&fx.path("f/sub"), 0o755), Errno::NOTDIR, "mkdir under a file");
+    assert_errno(p.readdir(&fx.path("f/meta")), Errno::NOTDIR, "readdir under a file");
+    assert_errno(
+        p.symlink(Path::new("x"), &fx.path("f/l")),
+        Errno::NOTDIR,
+        "symlink under a file",
+    );
+    assert_eq!(get(&p, &fx.path("f")), b"data");
+}
+
+#[test]
+#[ignore = "core bug B2/B3 (notes/core-bugs.md): paths through a file reach into its container"]
+fn paths_through_a_file_one_backend() {
+    through_a_file(&fixture("ns-through1", 1));
+}
+
+#[test]
+#[ignore = "core bug B2/B3 (notes/core-bugs.md): paths through a file reach into its container"]
+fn paths_through_a_file_three_backends() {
+    through_a_file(&fixture("ns-through3", 3));
+}
+
+fn renames(fx: &Fixture) {
+    let p = fx.plfs();
+    let a = pattern(1, 0, 5000);
+    let b = pattern(2, 0, 3000);
+    put(&p, &fx.path("a"), &a);
+    put(&p, &fx.path("b"), &b);
+    // Over an existing file: the target's old contents are gone, the source name is free.
+    p.rename(&fx.path("a"), &fx.path("b")).unwrap();
+    assert_errno(p.stat(&fx.path("a")), Errno::NOENT, "source after rename");
+    assert_bytes_eq(&get(&p, &fx.path("b")), &a, "renamed over an existing file");
+    assert_bytes_eq(&get(&fx.plfs(), &fx.path("b")), &a, "fresh instance");
+    assert_eq!(fx.plfs().stat(&fx.path("b")).unwrap().size, 5000);
+    assert_eq!(
+        listing(&p, Path::new(common::MOUNT)),
+        vec![("b".into(), FileKind::File)]
+    );
+    let cur = fx.path("b");
+    // Onto a directory, and a directory onto a file.
+    p.mkdir(&fx.path("dir"), 0o755).unwrap();
+    assert_errno(p.rename(&cur, &fx.path("dir")), Errno::ISDIR, "file onto a dir");
+    assert_errno(p.rename(&fx.path("dir"), &cur), Errno::NOTDIR, "dir onto a file");
+    assert_errno(
+        p.rename(&fx.path("missing"), &fx.path("x")),
+        Errno::NOENT,
+        "missing source",
+    );
+    assert_errno(
+        p.rename(&fx.path("dir"), &fx.path("dir/sub")),
+        Errno::INVAL,
+        "dir into itself",
+    );
+    // Directories with contents.
+    put(&p, &fx.path("dir/x"), &b);
+    p.mkdir(&fx.path("dir/sub"), 0o755).unwrap();
+    put(&p, &fx.path("dir/sub/y"), &a[..100]);
+    p.rename(&fx.path("dir"), &fx.path("dir2")).unwrap();
+    assert_errno(p.stat(&fx.path("dir")), Errno::NOENT, "old dir name");
+    assert_bytes_eq(&get(&fx.plfs(), &fx.path("dir2/x")), &b, "file in a renamed dir");
+    assert_bytes_eq(
+        &get(&fx.plfs(), &fx.path("dir2/sub/y")),
+        &a[..100],
+        "file in a renamed subdir",
+    );
+    assert_eq!(
+        listing(&p, &fx.path("dir2")),
+        vec![("sub".into(), FileKind::Dir), ("x".into(), FileKind::File)]
+    );
+    // Over an empty directory is allowed; over a non-empty one is not.
+    p.mkdir(&fx.path("empty"), 0o755).unwrap();
+    p.rename(&fx.path("dir2"), &fx.path("empty")).unwrap();
+    assert_bytes_eq(&get(&p, &fx.path("empty/x")), &b, "dir renamed over an empty dir");
+    p.mkdir(&fx.path("full"), 0o755).unwrap();
+    put(&p, &fx.path("full/z"), b"z");
+    assert_errno(
+        p.rename(&fx.path("empty"), &fx.path("full")),
+        Errno::NOTEMPTY,
+        "dir onto a non-empty dir",
+    );
+    // Symlinks move too.
+    p.symlink(Path::new("/somewhere/else"), &fx.path("l")).unwrap();
+    p.rename(&fx.path("l"), &fx.path("l2")).unwrap();
+    assert_eq!(p.readlink(&fx.path("l2")).unwrap(), OsString::from("/somewhere/else"));
+    assert_eq!(p.stat(&fx.path("l2")).unwrap().kind, FileKind::Symlink);
+    // Renaming onto itself changes nothing.
+    p.rename(&cur, &cur).unwrap();
+    assert_bytes_eq(&get(&p, &cur), &a, "renamed onto itself");
+}
+
+#[test]
+fn renames_one_backend() {
+    renames(&fixture("ns-ren1", 1));
+}
+
+#[test]
+fn renames_three_backends() {
+    renames(&fixture("ns-ren3", 3));
+}
+
+/// A chain of renames through many names, so the file's home backend changes every way.
+fn rename_chain(fx: &Fixture) {
+    let p = fx.plfs();
+    let a = pattern(1, 0, 5000);
+    let mut cur = fx.path("c");
+    put(&p, &cur, &a);
+    for i in 0..8 {
+        let next = fx.path(&format!("n{i}"));
+        p.rename(&cur, &next).unwrap();
+        assert_bytes_eq(
+            &get(&fx.plfs(), &next),
+            &a,
+            &format!("after rename to {}", next.display()),
+        );
+        cur = next;
+    }
+}
+
+#[test]
+fn rename_chain_one_backend() {
+    rename_chain(&fixture("ns-chain1", 1));
+}
+
+#[test]
+#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
+fn rename_chain_three_backends() {
+    rename_chain(&fixture("ns-chain3", 3));
+}
+
+/// Names whose home is (`true`) or is not (`false`) canonical backend `b` of `n`.
+fn name_with_home(n: u64, b: u64, at_home: bool, tag: &str) -> String {
+    (0..)
+        .map(|i| format!("{tag}{i}"))
+        .find(|s| (plfs_core::format::hash_str(s) % n == b) == at_home)
+        .unwrap()
+}
+
+/// Open for writing, write, rename, keep writing through the same handle, close: every byte must
+/// be at the new name (the handle works through a directory descriptor, not a path).
+fn rename_while_open(fx: &Fixture, from: &str, to: &str) {
+    let p = fx.plfs();
+    let f = p.open(&fx.path(from), rw_create(), 0o644, 77).unwrap();
+    let first = pattern(3, 0, 70_000);
+    f.write(&first, 0).unwrap();
+    f.sync().unwrap();
+    p.rename(&fx.path(from), &fx.path(to)).unwrap();
+    let second = pattern(4, 70_000, 30_000);
+    f.write(&second, 70_000).unwrap();
+    f.write(b"HEAD", 0).unwrap();
+    let mut want = first.clone();
+    want.extend_from_slice(&second);
+    want[..4].copy_from_slice(b"HEAD");
+    assert_bytes_eq(&common::read_all(&f).unwrap(), &want, "read through the renamed handle");
+    f.close().unwrap();
+    assert_errno(p.stat(&fx.path(from)), Errno::NOENT, "old name");
+    assert_eq!(
+        fx.plfs().stat(&fx.path(to)).unwrap().size,
+        100_000,
+        "size at the new name"
+    );
+    assert_bytes_eq(
+        &get(&fx.plfs(), &fx.path(to)),
+        &want,
+        &format!("{from} -> {to}: contents at the new name"),
+    );
+}
+
+#[test]
+fn rename_while_open_one_backend() {
+    rename_while_open(&fixture("ns-ren-open1", 1), "w", "w2");
+}
+
+/// Three backends: the writer's host picks shadow backend `s`; the source's home is (or not) `s`,
+/// and so is the target's.
+fn rename_open_homes(tag: &str, from_home: bool, to_home: bool) {
+    let s = plfs_core::format::hash_str(&plfs_core::clock::hostname()) % 3;
+    let fx = fixture(tag, 3);
+    let from = name_with_home(3, s, from_home, "src");
+    let to = name_with_home(3, s, to_home, "dst");
+    rename_while_open(&fx, &from, &to);
+}
+
+#[test]
+fn rename_while_open_three_backends_shadow_to_shadow() {
+    rename_open_homes("ns-ren-open-ss", true, true);
+}
+
+#[test]
+fn rename_while_open_three_backends_shadow_to_other() {
+    rename_open_homes("ns-ren-open-so", true, false);
+}
+
+#[test]
+#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
+fn rename_while_open_three_backends_other_to_shadow() {
+    rename_open_homes("ns-ren-open-os", false, true);
+}
+
+#[test]
+fn rename_while_open_three_backends_other_to_other() {
+    rename_open_homes("ns-ren-open-oo", false, false);
+}
+
+#[test]
+#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
+fn rename_closed_file_onto_the_writers_shadow_backend() {
+    // The file was written where its logs went to the shadow backend's .plfs_shadow; the new
+    // name's home is that backend.
+    let s = plfs_core::format::hash_str(&plfs_core::clock::hostname()) % 3;
+    let fx = fixture("ns-ren-shadow", 3);
+    let (from, to) = (name_with_home(3, s, false, "src"), name_with_home(3, s, true, "dst"));
+    let p = fx.plfs();
+    let data = pattern(9, 0, 12_345);
+    put(&p, &fx.path(&from), &data);
+    p.rename(&fx.path(&from), &fx.path(&to)).unwrap();
+    assert_eq!(fx.plfs().stat(&fx.path(&to)).unwrap().size, data.len() as u64);
+    assert_bytes_eq(&get(&fx.plfs(), &fx.path(&to)), &data, "contents after the rename");
+}
+
+fn attributes(fx: &Fixture) {
+    let p = fx.plfs();
+    put(&p, &fx.path("f"), b"hello");
+    p.mkdir(&fx.path("d"), 0o755).unwrap();
+    p.symlink(Path::new("f"), &fx.path("l")).unwrap();
+    for (name, mode) in [("f", 0o640), ("d", 0o711)] {
+        p.chmod(&fx.path(name), mode).unwrap();
+        assert_eq!(p.stat(&fx.path(name)).unwrap().mode & 0o7777, mode, "chmod {name}");
+        assert_eq!(
+            fx.plfs().stat(&fx.path(name)).unwrap().mode & 0o7777,
+            mode,
+            "chmod {name} (fresh)"
+        );
+    }
+    // The file stays usable by its owner whatever its mode says.
+    p.chmod(&fx.path("f"), 0o200).unwrap();
+    let f = p
+        .open(
+            &fx.path("f"),
+            OpenFlags {
+                write: true,
+                ..Default::default()
+            },
+            0,
+            3,
+        )
+        .unwrap();
+    f.write(b"J", 0).unwrap();
+    f.close().unwrap();
+    p.chmod(&fx.path("f"), 0o644).unwrap();
+    assert_eq!(get(&p, &fx.path("f")), b"Jello");
+
+    let t = |s: i64, n: i64| plfs_core::sys::TimeSpec::At(s, n);
+    for name in ["f", "d", "l"] {
+        p.utimens(&fx.path(name), t(1_000_000_000, 5), t(1_200_000_000, 123_456_789))
+            .unwrap();
+        let st = fx.plfs().stat(&fx.path(name)).unwrap();
+        assert_eq!(st.atime_ns, 1_000_000_000 * 1_000_000_000 + 5, "atime of {name}");
+        assert_eq!(
+            st.mtime_ns,
+            1_200_000_000 * 1_000_000_000 + 123_456_789,
+            "mtime of {name}"
+        );
+    }
+    // Omit leaves a time alone.
+    p.utimens(&fx.path("f"), plfs_core::sys::TimeSpec::Omit, t(1_300_000_000, 0))
+        .unwrap();
+    let st = p.stat(&fx.path("f")).unwrap();
+    assert_eq!(
+        (st.atime_ns, st.mtime_ns),
+        (1_000_000_000 * 1_000_000_000 + 5, 1_300_000_000 * 1_000_000_000)
+    );
+    // A later write moves mtime forward.
+    let f = p.open(&fx.path("f"), wo_create(), 0, 4).unwrap();
+    f.write(b"!", 5).unwrap();
+    f.close().unwrap();
+    let st = fx.plfs().stat(&fx.path("f")).unwrap();
+    assert!(st.mtime_ns > 1_300_000_000 * 1_000_000_000, "write updates mtime");
+    assert_eq!(st.size, 6);
+
+    let me = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
+    let (uid, gid) = if me.0 == 0 { (1234, 5678) } else { me };
+    for name in ["f", "d", "l"] {
+        p.chown(&fx.path(name), uid, gid).unwrap();
+        let st = fx.plfs().stat(&fx.path(name)).unwrap();
+        assert_eq!((st.uid, st.gid), (uid, gid), "chown {name}");
+    }
+    p.chown(&fx.path("f"), u32::MAX, me.1).unwrap();
+    let st = p.stat(&fx.path("f")).unwrap();
+    assert_eq!((st.uid, st.gid), (uid, me.1), "chown with an id left unchanged");
+    assert_errno(p.chmod(&fx.path("nope"), 0o644), Errno::NOENT, "chmod missing");
+    assert_errno(p.chown(&fx.path("nope"), uid, gid), Errno::NOENT, "chown missing");
+    assert_errno(
+        p.utimens(&fx.path("nope"), t(1, 0), t(1, 0)),
+        Errno::NOENT,
+        "utimens missing",
+    );
+
+    p.access(&fx.path("f"), 0).unwrap();
+    p.access(&fx.path("f"), 4).unwrap();
+    p.access(&fx.path("d"), 1).unwrap();
+    assert_errno(p.access(&fx.path("nope"), 0), Errno::NOENT, "access missing");
+    if me.0 != 0 {
+        p.chmod(&fx.path("f"), 0o400).unwrap();
+        assert_errno(
+            p.access(&fx.path("f"), 2),
+            Errno::ACCESS,
+            "access W_OK on a read-only file",
+        );
+    }
+
+    let vfs = p.statvfs(&fx.path("f")).unwrap();
+    assert!(
+        vfs.f_bsize > 0 && vfs.f_blocks > 0,
+        "statvfs: bsize {} blocks {}",
+        vfs.f_bsize,
+        vfs.f_blocks
+    );
+    let root_vfs = p.statvfs(Path::new(common::MOUNT)).unwrap();
+    assert_eq!(root_vfs.f_fsid, vfs.f_fsid);
+    assert_errno(
+        p.statvfs(Path::new("/not/under/the/mount")).map(|v| v.f_bsize),
+        Errno::XDEV,
+        "statvfs outside the mount",
+    );
+}
+
+#[test]
+fn attributes_one_backend() {
+    attributes(&fixture("ns-attr1", 1));
+}
+
+#[test]
+fn attributes_three_backends() {
+    attributes(&fixture("ns-attr3", 3));
+}
+
+#[test]
+fn unlink_frees_the_name_and_the_logs() {
+    let fx = Fixture::new("ns-unlink", 2, 1, GlobalParams::default());
+    let p = fx.plfs();
+    put(&p, &fx.path("f"), &pattern(5, 0, 10_000));
+    assert!(!fx.logs("f", "data.").is_empty());
+    p.unlink(&fx.path("f")).unwrap();
+    assert_errno(p.stat(&fx.path("f")), Errno::NOENT, "after unlink");
+    // No container, no shadow logs left behind.
+    for b in fx.canonical.iter().chain(&fx.shadows) {
+        let left: Vec<_> = walk(b).into_iter().filter(|x| x.is_file()).collect();
+        assert!(left.is_empty(), "left on {}: {left:?}", b.display());
+    }
+    // The name can be reused, and starts empty.
+    put(&p, &fx.path("f"), b"new");
+    assert_eq!(get(&fx.plfs(), &fx.path("f")), b"new");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+#[test]
+fn config_file_matches_the_built_config() {
+    // The fixtures' plfsrc (used by child processes) parses to the configuration built in memory.
+    let fx = Fixture::new(
+        "ns-cfg",
+        2,
+        1,
+        GlobalParams {
+            num_hostdirs: 7,
+            index_buffer_records: 3,
+            ..GlobalParams::default()
+        },
+    );
+    let parsed = plfs_core::Config::from_file(&fx.rc).unwrap();
+    assert_eq!(parsed.global, fx.config.global);
+    assert_eq!(parsed.mounts, fx.config.mounts);
+    assert!(fx.plfs().is_plfs_path(&fx.path("x")));
+    assert!(!fx.plfs().is_plfs_path(Path::new("/plfs-test/mntx")));
+}
