@@ -1,0 +1,667 @@
+//! The FUSE request handlers: `fuser::Filesystem` on `plfs_core::Plfs`.
+//!
+//! Invariants:
+//! - No handler panics out: each body runs under `catch_unwind`; a panic drops the unsent reply,
+//!   which fuser answers with EIO, and the daemon keeps serving.
+//! - Every error reply goes through [`attr::errno`].
+//! - Open files live in `handles` (one `OpenFile` per FUSE open); writes go through
+//!   `OpenFile::write_as(.., req.pid())`, so each calling process writes its own data log.
+//! - `destroy` (unmount) closes every handle still open, so every writer's index records and
+//!   close dropping reach the backend.
+//! - Locks: the daemon does not ask for `FUSE_POSIX_LOCKS`/`FUSE_FLOCK_LOCKS`, so the kernel
+//!   handles fcntl and flock locks itself, correctly for every process using this mount.
+
+use crate::attr::{self, errno, file_attr, file_type};
+use crate::inodes::{Inodes, GENERATION, ROOT};
+use fuser::{
+    AccessFlags, Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
+    ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+};
+use plfs_core::fs::DirEntry;
+use plfs_core::{FileKind, OpenFile, Plfs, Stat};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+/// How long the kernel may cache attributes and names. Writes through this mount keep the
+/// kernel's size current; the TTL bounds staleness after changes made outside the mount.
+pub const TTL: Duration = Duration::from_secs(1);
+/// Largest write and read request we ask the kernel for.
+pub const MAX_IO: u32 = 1 << 20;
+/// Readahead we ask the kernel for (it may offer less).
+pub const READAHEAD: u32 = 4 << 20;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs a handler body; a panic is logged and turned into EIO by the dropped reply.
+fn guard(op: &str, f: impl FnOnce()) {
+    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        plfs_core::warn!("fuse: {op}: internal error ({msg}); replied EIO");
+    }
+}
+
+/// A directory listing taken at opendir: (inode, kind, name), `.` and `..` first.
+type Listing = Vec<(u64, FileKind, std::ffi::OsString)>;
+
+/// One open file.
+#[derive(Debug)]
+struct Handle {
+    file: OpenFile,
+}
+
+/// The file system served by the daemon.
+#[derive(Debug)]
+pub struct PlfsFs {
+    plfs: Plfs,
+    /// The plfsrc mount point served (logical paths are below it).
+    mount_point: PathBuf,
+    inodes: Mutex<Inodes>,
+    handles: Mutex<HashMap<u64, Arc<Handle>>>,
+    dirs: Mutex<HashMap<u64, Arc<Listing>>>,
+    next_fh: AtomicU64,
+    /// Chown new files to the caller (the daemon runs as root).
+    chown_new: bool,
+    /// Write requests served (for tests and diagnostics).
+    pub writes: AtomicU64,
+    /// Largest write request seen, bytes.
+    pub max_write_seen: AtomicU64,
+}
+
+type R<T> = Result<T, Errno>;
+
+impl PlfsFs {
+    /// Serves `mount_point` (a mount point of `plfs`'s configuration).
+    pub fn new(plfs: Plfs, mount_point: PathBuf) -> Self {
+        let chown_new = rustix_euid() == 0;
+        PlfsFs {
+            plfs,
+            mount_point,
+            inodes: Mutex::new(Inodes::new()),
+            handles: Mutex::new(HashMap::new()),
+            dirs: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            chown_new,
+            writes: AtomicU64::new(0),
+            max_write_seen: AtomicU64::new(0),
+        }
+    }
+
+    fn logical(&self, rel: &Path) -> PathBuf {
+        if rel.as_os_str().is_empty() {
+            self.mount_point.clone()
+        } else {
+            self.mount_point.join(rel)
+        }
+    }
+
+    /// Relative path of an inode (ENOENT once unlinked, ESTALE if unknown).
+    fn rel(&self, ino: INodeNo) -> R<PathBuf> {
+        let t = lock(&self.inodes);
+        t.path(ino.0)
+            .ok_or(if t.known(ino.0) { Errno::ENOENT } else { Errno::ESTALE })
+    }
+
+    fn child(&self, parent: INodeNo, name: &OsStr) -> R<PathBuf> {
+        if name.is_empty() || name == "." || name == ".." || name.as_encoded_bytes().contains(&b'/') {
+            return Err(Errno::EINVAL);
+        }
+        Ok(self.rel(parent)?.join(name))
+    }
+
+    fn handle(&self, fh: FileHandle) -> R<Arc<Handle>> {
+        lock(&self.handles).get(&fh.0).cloned().ok_or(Errno::EBADF)
+    }
+
+    fn stat_rel(&self, rel: &Path) -> R<Stat> {
+        self.plfs.stat(&self.logical(rel)).map_err(|e| errno(&e))
+    }
+
+    /// Attributes for `ino`: from the open handle if one is given (sees unflushed writes),
+    /// else by path (the fast stat path).
+    fn getattr_inner(&self, ino: INodeNo, fh: Option<FileHandle>) -> R<Stat> {
+        if let Some(h) = fh.and_then(|fh| self.handle(fh).ok()) {
+            return self.plfs.fstat(&h.file).map_err(|e| errno(&e));
+        }
+        self.stat_rel(&self.rel(ino)?)
+    }
+
+    /// Replies an entry for `rel` after stat-ing it, counting the lookup.
+    fn entry_for(&self, rel: &Path) -> R<(fuser::FileAttr, u64)> {
+        let st = self.stat_rel(rel)?;
+        let ino = lock(&self.inodes).lookup(rel, st.kind);
+        Ok((file_attr(&st, ino), ino))
+    }
+
+    /// New files, directories and links belong to the caller when the daemon runs as root.
+    fn give_to_caller(&self, logical: &Path, req: &Request) -> R<()> {
+        if self.chown_new && (req.uid() != 0 || req.gid() != 0) {
+            self.plfs.chown(logical, req.uid(), req.gid()).map_err(|e| errno(&e))?;
+        }
+        Ok(())
+    }
+
+    fn new_fh(&self, file: OpenFile) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        lock(&self.handles).insert(fh, Arc::new(Handle { file }));
+        fh
+    }
+
+    fn open_flags(flags: i32) -> R<plfs_core::OpenFlags> {
+        plfs_core::OpenFlags::from_posix(flags).map_err(|e| errno(&e))
+    }
+
+    fn create_inner(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        flags: i32,
+    ) -> R<(fuser::FileAttr, u64)> {
+        let rel = self.child(parent, name)?;
+        let logical = self.logical(&rel);
+        let mut of = Self::open_flags(flags)?;
+        let created = self.plfs.create(&logical, mode, of.excl).map_err(|e| errno(&e))?;
+        if created {
+            self.give_to_caller(&logical, req)?;
+        }
+        of.create = false;
+        of.excl = false;
+        of.trunc &= !created;
+        let file = self.plfs.open(&logical, of, mode, req.pid()).map_err(|e| errno(&e))?;
+        let st = self.plfs.fstat(&file).map_err(|e| errno(&e))?;
+        let ino = lock(&self.inodes).lookup(&rel, FileKind::File);
+        let fh = self.new_fh(file);
+        Ok((file_attr(&st, ino), fh))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setattr_inner(
+        &self,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        fh: Option<FileHandle>,
+    ) -> R<Stat> {
+        let logical = self.logical(&self.rel(ino)?);
+        let e = |e: plfs_core::Error| errno(&e);
+        if let Some(m) = mode {
+            self.plfs.chmod(&logical, m).map_err(e)?;
+        }
+        if uid.is_some() || gid.is_some() {
+            self.plfs
+                .chown(&logical, uid.unwrap_or(u32::MAX), gid.unwrap_or(u32::MAX))
+                .map_err(e)?;
+        }
+        if let Some(sz) = size {
+            match fh.and_then(|fh| self.handle(fh).ok()).filter(|h| h.file.flags().write) {
+                Some(h) => h.file.truncate(sz).map_err(e)?,
+                None => self.plfs.truncate(&logical, sz).map_err(e)?,
+            }
+        }
+        if atime.is_some() || mtime.is_some() {
+            self.plfs
+                .utimens(&logical, attr::time_spec(atime), attr::time_spec(mtime))
+                .map_err(e)?;
+        }
+        self.getattr_inner(ino, fh)
+    }
+
+    fn list_dir(&self, ino: INodeNo) -> R<Listing> {
+        let rel = self.rel(ino)?;
+        let entries: Vec<DirEntry> = self.plfs.readdir(&self.logical(&rel)).map_err(|e| errno(&e))?;
+        let mut t = lock(&self.inodes);
+        let mut out = Vec::with_capacity(entries.len() + 2);
+        out.push((ino.0, FileKind::Dir, ".".into()));
+        let parent = match rel.parent() {
+            Some(p) => t.peek(p, FileKind::Dir),
+            None => ROOT,
+        };
+        out.push((parent, FileKind::Dir, "..".into()));
+        for d in entries {
+            let i = t.peek(&rel.join(&d.name), d.kind);
+            out.push((i, d.kind, d.name));
+        }
+        Ok(out)
+    }
+
+    /// Closes every open handle (unmount): flushes index records and writes close droppings.
+    pub fn close_all(&self) {
+        let hs: Vec<(u64, Arc<Handle>)> = lock(&self.handles).drain().collect();
+        for (_, h) in hs {
+            let _ = close_handle(h); // errors are logged by close_handle
+        }
+    }
+
+    /// Number of open file handles.
+    pub fn open_handles(&self) -> usize {
+        lock(&self.handles).len()
+    }
+}
+
+fn close_handle(h: Arc<Handle>) -> R<()> {
+    match Arc::try_unwrap(h) {
+        Ok(h) => {
+            let path = h.file.path().to_path_buf();
+            h.file.close().map_err(|e| {
+                plfs_core::warn!("fuse: close {}: {e}", path.display());
+                errno(&e)
+            })
+        }
+        // A request still uses it: the last user's drop closes it.
+        Err(_) => Ok(()),
+    }
+}
+
+fn rustix_euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+impl Filesystem for PlfsFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        if let Err(max) = config.set_max_write(MAX_IO) {
+            let _ = config.set_max_write(max);
+        }
+        if let Err(max) = config.set_max_readahead(READAHEAD) {
+            let _ = config.set_max_readahead(max);
+        }
+        let _ = config.set_max_background(64);
+        let want = InitFlags::FUSE_PARALLEL_DIROPS
+            | InitFlags::FUSE_AUTO_INVAL_DATA
+            | InitFlags::FUSE_ASYNC_DIO
+            | InitFlags::FUSE_MAX_PAGES;
+        let _ = config.add_capabilities(want & config.capabilities());
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        self.close_all();
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        guard("lookup", || {
+            match self.child(parent, name).and_then(|rel| self.entry_for(&rel)) {
+                Ok((a, _)) => reply.entry(&TTL, &a, Generation(GENERATION)),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        guard("forget", || lock(&self.inodes).forget(ino.0, nlookup))
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        guard("getattr", || match self.getattr_inner(ino, fh) {
+            Ok(st) => reply.attr(&TTL, &file_attr(&st, ino.0)),
+            Err(e) => reply.error(e),
+        })
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        guard("setattr", || {
+            match self.setattr_inner(ino, mode, uid, gid, size, atime, mtime, fh) {
+                Ok(st) => reply.attr(&TTL, &file_attr(&st, ino.0)),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        guard("readlink", || {
+            match self
+                .rel(ino)
+                .and_then(|r| self.plfs.readlink(&self.logical(&r)).map_err(|e| errno(&e)))
+            {
+                Ok(t) => reply.data(t.as_encoded_bytes()),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        guard("mknod", || {
+            if mode & libc::S_IFMT != libc::S_IFREG {
+                return reply.error(Errno::EPERM);
+            }
+            let r = self.child(parent, name).and_then(|rel| {
+                let logical = self.logical(&rel);
+                self.plfs.create(&logical, mode, true).map_err(|e| errno(&e))?;
+                self.give_to_caller(&logical, req)?;
+                self.entry_for(&rel)
+            });
+            match r {
+                Ok((a, _)) => reply.entry(&TTL, &a, Generation(GENERATION)),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn mkdir(&self, req: &Request, parent: INodeNo, name: &OsStr, mode: u32, _umask: u32, reply: ReplyEntry) {
+        guard("mkdir", || {
+            let r = self.child(parent, name).and_then(|rel| {
+                let logical = self.logical(&rel);
+                self.plfs.mkdir(&logical, mode).map_err(|e| errno(&e))?;
+                self.give_to_caller(&logical, req)?;
+                self.entry_for(&rel)
+            });
+            match r {
+                Ok((a, _)) => reply.entry(&TTL, &a, Generation(GENERATION)),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        guard("unlink", || {
+            let r = self.child(parent, name).and_then(|rel| {
+                self.plfs.unlink(&self.logical(&rel)).map_err(|e| errno(&e))?;
+                lock(&self.inodes).detach(&rel);
+                Ok(())
+            });
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        guard("rmdir", || {
+            let r = self.child(parent, name).and_then(|rel| {
+                self.plfs.rmdir(&self.logical(&rel)).map_err(|e| errno(&e))?;
+                lock(&self.inodes).detach(&rel);
+                Ok(())
+            });
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn symlink(&self, req: &Request, parent: INodeNo, link_name: &OsStr, target: &Path, reply: ReplyEntry) {
+        guard("symlink", || {
+            let r = self.child(parent, link_name).and_then(|rel| {
+                let logical = self.logical(&rel);
+                self.plfs.symlink(target, &logical).map_err(|e| errno(&e))?;
+                self.give_to_caller(&logical, req)?;
+                self.entry_for(&rel)
+            });
+            match r {
+                Ok((a, _)) => reply.entry(&TTL, &a, Generation(GENERATION)),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        guard("rename", || {
+            let r = (|| {
+                let from = self.child(parent, name)?;
+                let to = self.child(newparent, newname)?;
+                if flags.contains(RenameFlags::RENAME_EXCHANGE) || flags.contains(RenameFlags::RENAME_WHITEOUT) {
+                    return Err(Errno::EINVAL);
+                }
+                if flags.contains(RenameFlags::RENAME_NOREPLACE) && self.stat_rel(&to).is_ok() {
+                    return Err(Errno::EEXIST);
+                }
+                self.plfs
+                    .rename(&self.logical(&from), &self.logical(&to))
+                    .map_err(|e| errno(&e))?;
+                lock(&self.inodes).rename(&from, &to);
+                Ok(())
+            })();
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn link(&self, _req: &Request, _ino: INodeNo, _newparent: INodeNo, _newname: &OsStr, reply: ReplyEntry) {
+        // PLFS has no hard links (a container has one name).
+        reply.error(Errno::EPERM);
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        guard("open", || {
+            let r = (|| {
+                let logical = self.logical(&self.rel(ino)?);
+                let mut of = Self::open_flags(flags.0)?;
+                of.create = false;
+                of.excl = false;
+                let file = self.plfs.open(&logical, of, 0, req.pid()).map_err(|e| errno(&e))?;
+                Ok(self.new_fh(file))
+            })();
+            match r {
+                Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        guard("read", || {
+            let r = self.handle(fh).and_then(|h| {
+                let mut buf = vec![0u8; size as usize];
+                let n = h.file.read(&mut buf, offset).map_err(|e| errno(&e))?;
+                buf.truncate(n);
+                Ok(buf)
+            });
+            match r {
+                Ok(b) => reply.data(&b),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn write(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        guard("write", || {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+            self.max_write_seen.fetch_max(data.len() as u64, Ordering::Relaxed);
+            let r = self
+                .handle(fh)
+                .and_then(|h| h.file.write_as(data, offset, req.pid()).map_err(|e| errno(&e)));
+            match r {
+                Ok(n) => reply.written(n as u32),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        // close(2) of a descriptor: make its writes visible to (and durable for) readers outside
+        // this daemon before close returns; RELEASE arrives asynchronously later.
+        guard("flush", || {
+            match self.handle(fh).and_then(|h| h.file.sync().map_err(|e| errno(&e))) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        guard("release", || {
+            let h = lock(&self.handles).remove(&fh.0);
+            match h.map(close_handle) {
+                Some(Err(e)) => reply.error(e),
+                _ => reply.ok(),
+            }
+        })
+    }
+
+    fn fsync(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        guard("fsync", || {
+            match self.handle(fh).and_then(|h| h.file.sync().map_err(|e| errno(&e))) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        guard("opendir", || match self.list_dir(ino) {
+            Ok(list) => {
+                let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+                lock(&self.dirs).insert(fh, Arc::new(list));
+                reply.opened(FileHandle(fh), FopenFlags::empty())
+            }
+            Err(e) => reply.error(e),
+        })
+    }
+
+    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        guard("readdir", || {
+            let Some(list) = lock(&self.dirs).get(&fh.0).cloned() else {
+                return reply.error(Errno::EBADF);
+            };
+            for (i, (ino, kind, name)) in list.iter().enumerate().skip(offset as usize) {
+                // The offset of an entry is that of the next one.
+                if reply.add(INodeNo(*ino), i as u64 + 1, file_type(*kind), name) {
+                    break;
+                }
+            }
+            reply.ok()
+        })
+    }
+
+    fn releasedir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _flags: OpenFlags, reply: ReplyEmpty) {
+        guard("releasedir", || {
+            lock(&self.dirs).remove(&fh.0);
+            reply.ok()
+        })
+    }
+
+    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        reply.ok()
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        guard("statfs", || match self.plfs.statvfs(&self.mount_point) {
+            Ok(s) => reply.statfs(
+                s.f_blocks,
+                s.f_bfree,
+                s.f_bavail,
+                s.f_files,
+                s.f_ffree,
+                s.f_bsize as u32,
+                s.f_namemax as u32,
+                s.f_frsize as u32,
+            ),
+            Err(e) => reply.error(errno(&e)),
+        })
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        // Only reached without default_permissions; kept for completeness.
+        guard("access", || {
+            match self.rel(ino).and_then(|r| {
+                self.plfs
+                    .access(&self.logical(&r), mask.bits() as u32)
+                    .map_err(|e| errno(&e))
+            }) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        })
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        guard("create", || match self.create_inner(req, parent, name, mode, flags) {
+            Ok((a, fh)) => reply.created(&TTL, &a, Generation(GENERATION), FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
+        })
+    }
+}
