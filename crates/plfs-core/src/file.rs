@@ -637,6 +637,18 @@ impl OpenFile {
         }
     }
 
+    /// Closes the writer of one pid (its records reach the index log and its close dropping is
+    /// written, so other processes see its data), keeping the handle open for the others.
+    /// A no-op for pids that never wrote and for N-N and 1-N files.
+    pub fn close_writer(&self, pid: u32) -> Result<()> {
+        let Backing::Container { shared, writers, .. } = &self.backing else { return Ok(()) };
+        let w = lock(writers).remove(&pid);
+        match w {
+            Some(w) => shared.close_writer(&w),
+            None => Ok(()),
+        }
+    }
+
     /// Writes this handle's droppings and releases it.
     pub fn close(mut self) -> Result<()> {
         self.close_inner()

@@ -1120,11 +1120,11 @@ impl Plfs {
     pub fn container(&self, path: &Path) -> Result<Container> {
         let loc = self.resolve(path)?;
         let (b, p) = loc.find()?;
-        if p != Probe::Container {
-            return Err(Error::errno(
-                Errno::INVAL,
-                format!("{}: not a PLFS file", loc.logical.display()),
-            ));
+        match p {
+            Probe::Container => {}
+            Probe::Missing if self.small_lookup(&loc, p)?.is_none() => return Err(Error::NotFound(loc.logical.clone())),
+            Probe::Dir => return Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", loc.logical.display()))),
+            _ => return Err(Error::errno(Errno::INVAL, format!("{}: not a PLFS container (it is stored as a plain or packed file)", loc.logical.display()))),
         }
         Container::open(&loc.mount, b, &loc.on(b))?.ok_or_else(|| Error::NotFound(loc.logical.clone()))
     }
