@@ -1,1 +1,41 @@
-//! ldplfs: LD_PRELOAD front end.
+//! ldplfs: the LD_PRELOAD front end. `LD_PRELOAD=libldplfs.so` plus a plfsrc makes every path
+//! under a PLFS mount point a PLFS file for an unmodified dynamically linked program; every
+//! other call passes straight through to libc.
+//!
+//! Layout: [`real`] (libc's own functions), [`guard`] (reentrancy and the FFI boundary),
+//! [`state`] (configuration, instance, open-file table, fork), [`paths`] (what is ours),
+//! [`placeholder`] (memfd descriptors, exec adoption), then the interposed entry points:
+//! [`open`], [`io`], [`stat`], [`ns`], [`dirs`], [`stdio`], [`locks`], [`process`].
+//! `README.md` in this crate describes the design and its limits.
+
+pub mod dirs;
+pub mod guard;
+pub mod io;
+pub mod locks;
+pub mod log;
+pub mod ns;
+pub mod open;
+pub mod paths;
+pub mod placeholder;
+pub mod process;
+pub mod real;
+pub mod stat;
+pub mod state;
+pub mod stdio;
+
+extern "C" fn constructor() {
+    // Initialises (configuration, adoption of inherited placeholders, cwd) before main.
+    let _busy = guard::enter();
+}
+
+extern "C" fn destructor() {
+    process::at_exit();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+#[used]
+#[link_section = ".fini_array"]
+static DESTRUCTOR: extern "C" fn() = destructor;

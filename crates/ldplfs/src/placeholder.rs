@@ -1,0 +1,128 @@
+//! Placeholder descriptors: one sealed memfd per open PLFS file or directory.
+//!
+//! The memfd holds a small record describing the open, then is sealed (no write, grow, shrink or
+//! further seals) and reopened write-only through /proc/self/fd, so a call we failed to
+//! intercept fails loudly (read: EBADF, write: EPERM) instead of touching another file. Its
+//! kernel offset is the file position (lseek past the end works on a sealed memfd), shared by
+//! dups and across fork as POSIX requires. The record survives exec: the library's constructor
+//! in the new image finds placeholders in /proc/self/fd and re-adopts them.
+//!
+//! Format of the record: `{ "LDPLFS1\n" | kind u8 ('F','D','P') | flags i32 le | path bytes }`.
+
+use crate::guard::{Errno, Res};
+use crate::state::{self, Entry, Kind};
+use rustix::fd::{AsRawFd, IntoRawFd};
+use rustix::fs::{MemfdFlags, Mode, OFlags, SealFlags};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const MAGIC: &[u8; 8] = b"LDPLFS1\n";
+const NAME: &str = "ldplfs";
+/// readlink of a placeholder in /proc/self/fd starts with this.
+const LINK_PREFIX: &[u8] = b"/memfd:ldplfs";
+
+fn encode(kind: Kind, flags: i32, path: &Path) -> Vec<u8> {
+    let mut v = Vec::with_capacity(16 + path.as_os_str().len());
+    v.extend_from_slice(MAGIC);
+    v.push(kind.code());
+    v.extend_from_slice(&flags.to_le_bytes());
+    v.extend_from_slice(path.as_os_str().as_bytes());
+    v
+}
+
+fn decode(b: &[u8]) -> Option<(Kind, i32, PathBuf)> {
+    if b.len() < 13 || &b[..8] != MAGIC {
+        return None;
+    }
+    let kind = Kind::from_code(b[8])?;
+    let flags = i32::from_le_bytes(b[9..13].try_into().ok()?);
+    Some((kind, flags, PathBuf::from(OsStr::from_bytes(&b[13..]))))
+}
+
+fn errno(e: rustix::io::Errno) -> Errno {
+    Errno(e.raw_os_error())
+}
+
+/// Creates a placeholder for an open of `path` and registers it. Returns the descriptor (the
+/// lowest free number, as open(2) would) and its entry. `flags` are the open(2) flags.
+pub fn create(kind: Kind, flags: i32, path: &Path) -> Res<(i32, Arc<Entry>)> {
+    let mfd = rustix::fs::memfd_create(NAME, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING).map_err(errno)?;
+    let rec = encode(kind, flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_TRUNC), path);
+    let mut done = 0;
+    while done < rec.len() {
+        done += rustix::io::write(&mfd, &rec[done..]).map_err(errno)?;
+    }
+    rustix::fs::fcntl_add_seals(&mfd, SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL).map_err(errno)?;
+    let proc_path = format!("/proc/self/fd/{}", mfd.as_raw_fd());
+    let wfd = rustix::fs::open(proc_path.as_str(), OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty()).map_err(errno)?;
+    // Put the write-only description on the memfd's number (the lowest free one).
+    let num = mfd.into_raw_fd();
+    let cloexec = if flags & libc::O_CLOEXEC != 0 { libc::O_CLOEXEC } else { 0 };
+    let wraw = wfd.into_raw_fd();
+    let r = crate::real::sys::dup3(wraw, num, cloexec);
+    let _ = crate::real::sys::close(wraw);
+    if let Err(e) = r {
+        let _ = crate::real::sys::close(num);
+        return Err(e);
+    }
+    let key = match crate::real::sys::fstat_key(num) {
+        Ok(k) => k,
+        Err(e) => {
+            let _ = crate::real::sys::close(num);
+            return Err(e);
+        }
+    };
+    let entry = Arc::new(Entry::new(key, kind, path.to_path_buf(), flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_TRUNC | libc::O_CLOEXEC)));
+    if let Some(orphan) = state::insert_fd(num, &entry) {
+        let _ = state::close_file(&mut orphan.lock());
+    }
+    Ok((num, entry))
+}
+
+/// Reads the record of descriptor `fd` if it is a placeholder.
+fn read_record(fd: i32) -> Option<(Kind, i32, PathBuf)> {
+    let link = rustix::fs::readlinkat(rustix::fs::CWD, format!("/proc/self/fd/{fd}").as_str(), Vec::new()).ok()?;
+    if !link.as_bytes().starts_with(LINK_PREFIX) {
+        return None;
+    }
+    let rfd = rustix::fs::open(format!("/proc/self/fd/{fd}").as_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let mut buf = vec![0u8; 8192];
+    let mut n = 0;
+    while n < buf.len() {
+        match rustix::io::pread(&rfd, &mut buf[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(_) => return None,
+        }
+    }
+    decode(&buf[..n])
+}
+
+/// Constructor: re-adopts every placeholder inherited through exec.
+pub fn adopt_all() {
+    let Ok(dir) = rustix::fs::open("/proc/self/fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else { return };
+    let dirfd = dir.as_raw_fd();
+    let Ok(mut d) = rustix::fs::Dir::read_from(&dir) else { return };
+    let mut fds = Vec::new();
+    while let Some(Ok(ent)) = d.read() {
+        if let Some(fd) = std::str::from_utf8(ent.file_name().to_bytes()).ok().and_then(|s| s.parse::<i32>().ok()) {
+            if fd != dirfd {
+                fds.push(fd);
+            }
+        }
+    }
+    drop(d);
+    drop(dir);
+    for fd in fds {
+        let Some((kind, flags, path)) = read_record(fd) else { continue };
+        let Ok(key) = crate::real::sys::fstat_key(fd) else { continue };
+        let entry = state::entry_for_key(key).unwrap_or_else(|| Arc::new(Entry::new(key, kind, path, flags)));
+        state::insert_fd(fd, &entry);
+        crate::log::debug(format_args!("adopted fd {fd} -> {}", entry.path.display()));
+        if fd <= 2 {
+            crate::stdio::std_stream_is_plfs(fd);
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The real libc functions, found with `dlsym(RTLD_NEXT, name)` once per symbol and cached, and
+//! the few raw system calls the library makes on its own descriptors (never through an
+//! interposable symbol, so bookkeeping never re-enters the wrappers).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Resolves `name` (NUL-terminated) with `dlsym(RTLD_NEXT)` and caches it in `slot`.
+/// Returns 0 when libc has no such symbol.
+pub fn resolve(slot: &AtomicUsize, name: &'static str) -> usize {
+    let p = slot.load(Ordering::Acquire);
+    if p != 0 {
+        return p;
+    }
+    // SAFETY: `name` is a NUL-terminated literal (built by the `real!` macro with concat!).
+    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) } as usize;
+    slot.store(p, Ordering::Release);
+    p
+}
+
+/// The value a failed call returns (-1 or NULL); errno says why.
+pub trait Fail {
+    /// The failure value.
+    fn fail() -> Self;
+}
+impl Fail for i32 {
+    fn fail() -> Self {
+        -1
+    }
+}
+impl Fail for i64 {
+    fn fail() -> Self {
+        -1
+    }
+}
+impl Fail for isize {
+    fn fail() -> Self {
+        -1
+    }
+}
+impl Fail for () {
+    fn fail() -> Self {}
+}
+impl<T> Fail for *mut T {
+    fn fail() -> Self {
+        std::ptr::null_mut()
+    }
+}
+
+/// Calls the real libc function `name` with the given C signature:
+/// `real!(read(fd, buf, n): fn(c_int, *mut c_void, size_t) -> ssize_t)`.
+/// A symbol libc lacks fails with ENOSYS.
+#[macro_export]
+macro_rules! real {
+    ($name:ident ($($arg:expr),* $(,)?) : fn($($t:ty),* $(,)?) -> $r:ty) => {{
+        static SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        match $crate::real::resolve(&SLOT, concat!(stringify!($name), "\0")) {
+            0 => {
+                $crate::guard::set_errno(libc::ENOSYS);
+                <$r as $crate::real::Fail>::fail()
+            }
+            p => {
+                // SAFETY: `p` is glibc's definition of this symbol, whose C prototype is the
+                // signature written at the call site (checked against the glibc headers).
+                let f = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($t),*) -> $r>(p) };
+                // SAFETY: the arguments are the caller's, passed through unchanged.
+                unsafe { f($($arg),*) }
+            }
+        }
+    }};
+}
+
+/// Raw system calls on descriptors, returning `Err(errno)` on failure.
+pub mod sys {
+    use crate::guard::Errno;
+
+    fn check(r: libc::c_long) -> Result<libc::c_long, Errno> {
+        if r < 0 {
+            Err(Errno(crate::guard::errno()))
+        } else {
+            Ok(r)
+        }
+    }
+
+    /// lseek(2).
+    pub fn lseek(fd: i32, off: i64, whence: i32) -> Result<i64, Errno> {
+        // SAFETY: plain system call with integer arguments.
+        check(unsafe { libc::syscall(libc::SYS_lseek, fd, off, whence) }).map(|v| v as i64)
+    }
+
+    /// fstat(2): the (st_dev, st_ino) of a descriptor.
+    pub fn fstat_key(fd: i32) -> Result<(u64, u64), Errno> {
+        // SAFETY: `st` is a valid, writable stat buffer for the duration of the call.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: see above.
+        check(unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) })?;
+        Ok((st.st_dev, st.st_ino))
+    }
+
+    /// close(2).
+    pub fn close(fd: i32) -> Result<(), Errno> {
+        // SAFETY: plain system call with an integer argument.
+        check(unsafe { libc::syscall(libc::SYS_close, fd) }).map(drop)
+    }
+
+    /// dup3(2).
+    pub fn dup3(old: i32, new: i32, flags: i32) -> Result<i32, Errno> {
+        // SAFETY: plain system call with integer arguments.
+        check(unsafe { libc::syscall(libc::SYS_dup3, old, new, flags) }).map(|v| v as i32)
+    }
+
+    /// fcntl(2) with an integer argument.
+    pub fn fcntl_int(fd: i32, cmd: i32, arg: libc::c_long) -> Result<i32, Errno> {
+        // SAFETY: plain system call with integer arguments.
+        check(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) }).map(|v| v as i32)
+    }
+
+    /// getpid(2), never cached.
+    pub fn getpid() -> u32 {
+        // SAFETY: getpid cannot fail.
+        unsafe { libc::syscall(libc::SYS_getpid) as u32 }
+    }
+}
