@@ -1,0 +1,253 @@
+//! Multi-process tests of live and failing processes (this binary re-executes itself as the
+//! children, see `multiprocess.rs`): a reader that refreshes while a writer is still appending, a
+//! writer killed before it closed, and a race of exclusive creates.
+
+mod common;
+
+use common::{arg, arg_u64, assert_child_ok, child_command, child_lines, Fixture, CHILD_TAG};
+use plfs_core::config::GlobalParams;
+use plfs_core::{Config, OpenFlags, Plfs};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const ENTRY: &str = "child_entry";
+const SEED: u64 = 0xfeed;
+
+/// Entry point of child processes; does nothing in a normal test run.
+#[test]
+fn child_entry() {
+    let Some(role) = common::child_role() else { return };
+    match role.as_str() {
+        "appender" => child_appender(),
+        "excl" => child_excl(),
+        r => panic!("unknown child role {r}"),
+    }
+}
+
+fn plfs_from_rc() -> Plfs {
+    let rc = PathBuf::from(arg("RC"));
+    Plfs::new(Config::from_file(&rc).unwrap_or_else(|e| panic!("{}: {e}", rc.display()))).expect("Plfs::new")
+}
+
+/// Writes `NRECS` records of `RECSIZE` bytes one after the other; syncs after `SYNC_AT` records;
+/// with `CRASH=1` aborts after the last record instead of closing.
+fn child_appender() {
+    let plfs = plfs_from_rc();
+    let path = PathBuf::from(arg("PATH"));
+    let (recsize, nrecs, sync_at) = (arg_u64("RECSIZE"), arg_u64("NRECS"), arg_u64("SYNC_AT"));
+    let f = plfs
+        .open(&path, common::wo_create(), 0o644, std::process::id())
+        .expect("open");
+    for i in 0..nrecs {
+        let off = i * recsize;
+        f.write(&common::pattern(SEED, off, recsize as usize), off)
+            .expect("write");
+        let pause = arg_u64("PAUSE_US");
+        if pause > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(pause));
+        }
+        if i + 1 == sync_at {
+            f.sync().expect("sync");
+            println!("{CHILD_TAG} synced {}", (i + 1) * recsize);
+        }
+    }
+    if arg("CRASH") == "1" {
+        std::process::abort();
+    }
+    f.close().expect("close");
+}
+
+/// Waits for the start file, then races to create the file exclusively.
+fn child_excl() {
+    let plfs = plfs_from_rc();
+    let start = PathBuf::from(arg("START"));
+    while !start.exists() {
+        std::thread::yield_now();
+    }
+    let flags = OpenFlags {
+        write: true,
+        create: true,
+        excl: true,
+        ..Default::default()
+    };
+    match plfs.open(Path::new(&arg("PATH")), flags, 0o644, std::process::id()) {
+        Ok(f) => {
+            f.write(format!("{}", std::process::id()).as_bytes(), 0).expect("write");
+            f.close().expect("close");
+            println!("{CHILD_TAG} excl won");
+        }
+        Err(e) => println!("{CHILD_TAG} excl errno {}", e.raw_errno()),
+    }
+}
+
+fn appender_args(
+    fx: &Fixture,
+    name: &str,
+    recsize: u64,
+    nrecs: u64,
+    sync_at: u64,
+    crash: bool,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("RC", fx.rc.display().to_string()),
+        ("PATH", fx.path(name).display().to_string()),
+        ("RECSIZE", recsize.to_string()),
+        ("NRECS", nrecs.to_string()),
+        ("SYNC_AT", sync_at.to_string()),
+        ("CRASH", if crash { "1" } else { "0" }.to_string()),
+        ("PAUSE_US", if crash { "0" } else { "300" }.to_string()),
+    ]
+}
+
+#[test]
+fn reader_refreshes_while_a_writer_appends() {
+    // Every record is appended to the index log at once, so the reader sees the file grow record
+    // by record, sometimes with a torn record at the tail of the log.
+    let fx = Fixture::new(
+        "mp-live",
+        2,
+        0,
+        GlobalParams {
+            index_buffer_records: 1,
+            ..GlobalParams::default()
+        },
+    );
+    let (recsize, nrecs) = (4097u64, 400u64);
+    let path = fx.path("live");
+    let p = fx.plfs();
+    p.open(&path, common::wo_create(), 0o644, 1).unwrap().close().unwrap();
+    let r = p.open(&path, common::ro(), 0, 2).unwrap();
+    let mut child = child_command(ENTRY, "appender", &appender_args(&fx, "live", recsize, nrecs, 0, false))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut sizes = Vec::new();
+    let mut check = |final_check: bool| {
+        r.refresh().unwrap();
+        let size = r.size().unwrap();
+        assert_eq!(
+            size % recsize,
+            0,
+            "the visible size is always a whole number of records"
+        );
+        let got = common::read_all(&r).unwrap();
+        assert_eq!(got.len() as u64, size);
+        common::assert_bytes_eq(&got, &common::pattern(SEED, 0, size as usize), "visible prefix");
+        if sizes.last() != Some(&size) {
+            sizes.push(size);
+        }
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]), "sizes never shrink: {sizes:?}");
+        if final_check {
+            assert_eq!(size, recsize * nrecs);
+        }
+    };
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "writer did not finish");
+        check(false);
+    }
+    check(true);
+    let out = child.wait_with_output().unwrap();
+    assert_child_ok(&out, "appender");
+    eprintln!("reader saw {} distinct sizes while the writer ran", sizes.len());
+}
+
+#[test]
+fn killed_writer_keeps_what_it_synced() {
+    // The writer syncs after 30 records, writes 20 more (their index records stay in its buffer),
+    // then dies without closing.
+    let fx = Fixture::new("mp-crash", 1, 0, GlobalParams::default());
+    let (recsize, nrecs, sync_at) = (10_000u64, 50u64, 30u64);
+    let out = child_command(
+        ENTRY,
+        "appender",
+        &appender_args(&fx, "crash", recsize, nrecs, sync_at, true),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .output()
+    .unwrap();
+    assert!(!out.status.success(), "the writer was meant to abort");
+    assert_eq!(child_lines(&out, "synced"), vec![(recsize * sync_at).to_string()]);
+    let path = fx.path("crash");
+    let synced = (recsize * sync_at) as usize;
+    // Its open dropping stays behind: stat takes the slow path and is still exact.
+    let p = fx.plfs();
+    assert_eq!(p.stat(&path).unwrap().size, synced as u64);
+    common::assert_bytes_eq(
+        &common::read_fresh(&fx, &path).unwrap(),
+        &common::pattern(SEED, 0, synced),
+        "synced data",
+    );
+    // The file stays usable: another writer extends it, and a truncate to zero works.
+    let w = p.open(&path, common::wo_create(), 0, 9).unwrap();
+    w.write(b"tail", synced as u64 + 6).unwrap();
+    w.close().unwrap();
+    let mut want = common::pattern(SEED, 0, synced);
+    want.extend_from_slice(&[0; 6]);
+    want.extend_from_slice(b"tail");
+    assert_eq!(fx.plfs().stat(&path).unwrap().size, want.len() as u64);
+    common::assert_bytes_eq(&common::read_fresh(&fx, &path).unwrap(), &want, "after a later writer");
+    fx.plfs().truncate(&path, 0).unwrap();
+    assert_eq!(fx.plfs().stat(&path).unwrap().size, 0);
+    assert!(common::read_fresh(&fx, &path).unwrap().is_empty());
+}
+
+#[test]
+fn exclusive_create_race_has_one_winner() {
+    let fx = Fixture::new("mp-excl", 3, 0, GlobalParams::default());
+    let start = fx.dir.path().join("go");
+    for round in 0..3 {
+        let name = format!("race{round}");
+        let args = [
+            ("RC", fx.rc.display().to_string()),
+            ("PATH", fx.path(&name).display().to_string()),
+            ("START", start.display().to_string()),
+        ];
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                child_command(ENTRY, "excl", &args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::write(&start, b"").unwrap();
+        let mut won = Vec::new();
+        let mut lost = 0;
+        for c in children {
+            let pid = c.id();
+            let out = c.wait_with_output().unwrap();
+            assert_child_ok(&out, "excl");
+            match child_lines(&out, "excl").pop().as_deref() {
+                Some("won") => won.push(pid),
+                Some(e) => {
+                    assert_eq!(e, format!("errno {}", rustix::io::Errno::EXIST.raw_os_error()));
+                    lost += 1;
+                }
+                None => panic!("child said nothing"),
+            }
+        }
+        assert_eq!(
+            (won.len(), lost),
+            (1, 5),
+            "round {round}: exactly one exclusive create wins"
+        );
+        let got = common::read_fresh(&fx, &fx.path(&name)).unwrap();
+        assert_eq!(got, won[0].to_string().as_bytes(), "the winner's data");
+        std::fs::remove_file(&start).unwrap();
+        // No temporary debris is visible.
+        let names: Vec<_> = fx
+            .plfs()
+            .readdir(Path::new(common::MOUNT))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names.len(), round + 1, "{names:?}");
+    }
+}
