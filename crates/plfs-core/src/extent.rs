@@ -5,11 +5,20 @@
 //! keeps the newer key, and each truncate clips older pieces beyond its size. That makes the merge
 //! commutative, so index logs can be merged in parallel, incrementally, and in any order.
 //!
-//! Invariants: pieces never overlap and have `len > 0`; every piece older than the newest
-//! truncate ends at or below that truncate's size. Hence `size = max(last_trunc.size, end of the
-//! last piece)`.
+//! Regular runs of writes (constant length, constant logical stride, contiguous in the data log)
+//! are kept as one compressed [`Pattern`] each, answered by arithmetic without expansion, as long
+//! as none of their elements overlaps anything else in the map. A pattern that would overlap is
+//! expanded into exact pieces, which needs its per-element timestamps; [`ExtentMap::compact`]
+//! drops those to bound memory, and an expansion that then lacks them marks the map
+//! [`ExtentMap::is_stale`] so that the caller rebuilds it from the logs.
+//!
+//! Invariants: pieces never overlap each other and have `len > 0`; no element of a pattern
+//! overlaps a piece or an element of another pattern; every piece or element older than the
+//! newest truncate ends at or below that truncate's size. Hence `size = max(last_trunc.size, end
+//! of the last piece, end of the last pattern)`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Ordering key of a write or truncate: timestamp first, then writer id (the documented
 /// tie-break for equal timestamps from different processes).
@@ -32,6 +41,87 @@ pub struct Piece {
     pub phys: u64,
     /// The write this piece came from.
     pub key: Key,
+}
+
+/// A run of `count` writes by one writer: element `i` is `len` bytes at logical
+/// `start + i*stride`, stored at `phys + i*len` in data log `chunk`, written at `ts[i]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    /// Logical offset of element 0.
+    pub start: u64,
+    /// Length of every element (> 0).
+    pub len: u64,
+    /// Logical distance between elements (>= len, so elements never overlap each other).
+    pub stride: u64,
+    /// Number of elements (> 0).
+    pub count: u64,
+    /// Data log.
+    pub chunk: u32,
+    /// Physical offset of element 0; element i is at `phys + i*len`.
+    pub phys: u64,
+    /// Writer id.
+    pub writer: u64,
+    /// Timestamp of element 0.
+    pub ts_first: u64,
+    /// Timestamp of the last element.
+    pub ts_last: u64,
+    /// Exact timestamp of every element, while known (see [`ExtentMap::compact`]).
+    pub ts: Option<Arc<[u64]>>,
+}
+
+impl Pattern {
+    /// One past the last byte.
+    pub fn end(&self) -> u64 {
+        self.start + (self.count - 1) * self.stride + self.len
+    }
+
+    fn elem(&self, i: u64) -> u64 {
+        self.start + i * self.stride
+    }
+
+    /// Index range of the elements that intersect `[a, b)`.
+    fn elems_in(&self, a: u64, b: u64) -> std::ops::Range<u64> {
+        if b <= self.start || a >= self.end() {
+            return 0..0;
+        }
+        // First element whose end > a.
+        let lo = if a < self.start + self.len {
+            0
+        } else {
+            (a - self.start - self.len) / self.stride + 1
+        };
+        // Last element whose start < b.
+        let hi = ((b - 1 - self.start) / self.stride + 1).min(self.count);
+        lo.min(hi)..hi
+    }
+
+    fn key(&self, i: u64) -> Option<Key> {
+        let ts = if i == 0 {
+            self.ts_first
+        } else if i == self.count - 1 {
+            self.ts_last
+        } else {
+            *self.ts.as_ref()?.get(i as usize)?
+        };
+        Some(Key {
+            ts,
+            writer: self.writer,
+        })
+    }
+
+    fn first_key(&self) -> Key {
+        Key {
+            ts: self.ts_first,
+            writer: self.writer,
+        }
+    }
+
+    fn last_key(&self) -> Key {
+        Key {
+            ts: self.ts_last,
+            writer: self.writer,
+        }
+    }
 }
 
 /// One segment of a lookup.
@@ -57,8 +147,14 @@ pub enum Segment {
 #[derive(Debug, Clone, Default)]
 pub struct ExtentMap {
     pieces: BTreeMap<u64, Piece>,
+    /// Compressed runs keyed by (start, sequence number).
+    patterns: BTreeMap<(u64, u64), Pattern>,
+    pattern_seq: u64,
+    /// Longest span (end - start) of any pattern, to find candidates by start offset.
+    max_span: u64,
     /// Truncates, sorted by key.
     truncs: Vec<(Key, u64)>,
+    stale: bool,
 }
 
 impl ExtentMap {
@@ -67,30 +163,183 @@ impl ExtentMap {
         Self::default()
     }
 
-    /// Number of pieces (memory is proportional to it).
+    /// Number of pieces plus compressed patterns (memory is proportional to it).
     pub fn len(&self) -> usize {
-        self.pieces.len()
+        self.pieces.len() + self.patterns.len()
     }
 
-    /// True when there are no pieces.
+    /// Number of compressed patterns.
+    pub fn pattern_count(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// True when there are no pieces and no patterns.
     pub fn is_empty(&self) -> bool {
-        self.pieces.is_empty()
+        self.pieces.is_empty() && self.patterns.is_empty()
+    }
+
+    /// True when an expansion needed timestamps that [`ExtentMap::compact`] had dropped: the map
+    /// is then no longer exact and must be rebuilt from the logs.
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+
+    /// Approximate heap bytes used.
+    pub fn mem_bytes(&self) -> usize {
+        let ts: usize = self
+            .patterns
+            .values()
+            .map(|p| p.ts.as_ref().map_or(0, |t| t.len() * 8))
+            .sum();
+        self.pieces.len() * 72 + self.patterns.len() * 128 + self.truncs.len() * 24 + ts
+    }
+
+    /// Drops the per-element timestamps of compressed patterns (after a full load).
+    pub fn compact(&mut self) {
+        for p in self.patterns.values_mut() {
+            p.ts = None;
+        }
     }
 
     /// Logical file size.
     pub fn size(&self) -> u64 {
         let t = self.truncs.last().map_or(0, |&(_, s)| s);
         let p = self.pieces.iter().next_back().map_or(0, |(&o, p)| o + p.len);
-        t.max(p)
+        let q = self.patterns.values().map(Pattern::end).max().unwrap_or(0);
+        t.max(p).max(q)
     }
 
-    /// Iterates over the pieces in logical order: (logical offset, piece).
-    pub fn pieces(&self) -> impl Iterator<Item = (u64, &Piece)> {
+    /// Every stretch of data in logical order, patterns expanded: (logical offset, piece).
+    pub fn pieces(&self) -> Vec<(u64, Piece)> {
+        let mut v: Vec<(u64, Piece)> = self.pieces.iter().map(|(&o, p)| (o, *p)).collect();
+        for p in self.patterns.values() {
+            for i in 0..p.count {
+                let key = p.key(i).unwrap_or(p.last_key());
+                v.push((
+                    p.elem(i),
+                    Piece {
+                        len: p.len,
+                        chunk: p.chunk,
+                        phys: p.phys + i * p.len,
+                        key,
+                    },
+                ));
+            }
+        }
+        v.sort_by_key(|e| e.0);
+        v
+    }
+
+    /// The compressed patterns, by start.
+    pub fn patterns(&self) -> impl Iterator<Item = &Pattern> {
+        self.patterns.values()
+    }
+
+    /// The uncompressed pieces only: (logical offset, piece).
+    pub fn raw_pieces(&self) -> impl Iterator<Item = (u64, &Piece)> {
         self.pieces.iter().map(|(&o, p)| (o, p))
+    }
+
+    /// Keys of the patterns whose elements intersect `[a, b)`.
+    fn patterns_touching(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        let lo = a.saturating_sub(self.max_span);
+        self.patterns
+            .range((lo, 0)..(b, 0))
+            .filter(|(_, p)| {
+                !p.elems_in(a, b).is_empty() && {
+                    let r = p.elems_in(a, b);
+                    // An element in range may still miss [a, b) only at the edges; check both.
+                    r.clone().any(|i| p.elem(i) < b && p.elem(i) + p.len > a)
+                }
+            })
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    /// Removes a pattern and inserts its elements as exact pieces.
+    fn expand(&mut self, k: (u64, u64)) {
+        let Some(p) = self.patterns.remove(&k) else { return };
+        for i in 0..p.count {
+            let key = match p.key(i) {
+                Some(key) => key,
+                None => {
+                    self.stale = true;
+                    p.last_key()
+                }
+            };
+            self.insert_piece(p.elem(i), p.len, p.chunk, p.phys + i * p.len, key);
+        }
     }
 
     /// Inserts a write of `len` bytes at logical `off`, stored at `phys` in `chunk`.
     pub fn insert_write(&mut self, off: u64, len: u64, chunk: u32, phys: u64, key: Key) {
+        if len == 0 {
+            return;
+        }
+        for k in self.patterns_touching(off, off.saturating_add(len)) {
+            self.expand(k);
+        }
+        self.insert_piece(off, len, chunk, phys, key);
+    }
+
+    /// Inserts a run of writes, kept compressed unless it overlaps something.
+    pub fn insert_pattern(&mut self, p: Pattern) {
+        if p.count == 0 || p.len == 0 {
+            return;
+        }
+        if p.stride < p.len || p.count == 1 {
+            self.insert_expanded(p);
+            return;
+        }
+        let (a, b) = (p.start, p.end());
+        // A truncate after any of its elements: only the exact pieces can be clipped right.
+        let clipped = self.truncs.iter().any(|&(tk, s)| tk > p.first_key() && s < b);
+        let mut conflict = clipped;
+        if !conflict {
+            // Any piece overlapping an element?
+            let start = match self.pieces.range(..a).next_back() {
+                Some((&o, q)) if o + q.len > a => o,
+                _ => a,
+            };
+            conflict = self.pieces.range(start..b).any(|(&o, q)| {
+                !p.elems_in(o, o + q.len).is_empty() && {
+                    let r = p.elems_in(o, o + q.len);
+                    r.clone().any(|i| p.elem(i) < o + q.len && p.elem(i) + p.len > o)
+                }
+            });
+        }
+        let touching: Vec<(u64, u64)> = self
+            .patterns
+            .range((a.saturating_sub(self.max_span), 0)..(b, 0))
+            .filter(|(_, q)| q.end() > a && patterns_overlap(&p, q))
+            .map(|(k, _)| *k)
+            .collect();
+        if conflict || !touching.is_empty() {
+            for k in touching {
+                self.expand(k);
+            }
+            self.insert_expanded(p);
+            return;
+        }
+        self.max_span = self.max_span.max(b - a);
+        self.pattern_seq += 1;
+        self.patterns.insert((a, self.pattern_seq), p);
+    }
+
+    fn insert_expanded(&mut self, p: Pattern) {
+        for i in 0..p.count {
+            let key = match p.key(i) {
+                Some(key) => key,
+                None => {
+                    self.stale = true;
+                    p.last_key()
+                }
+            };
+            self.insert_write(p.elem(i), p.len, p.chunk, p.phys + i * p.len, key);
+        }
+    }
+
+    fn insert_piece(&mut self, off: u64, len: u64, chunk: u32, phys: u64, key: Key) {
         // Clip by every truncate that happened after this write.
         let mut end = off.saturating_add(len);
         for &(tk, s) in self.truncs.iter().rev() {
@@ -185,6 +434,16 @@ impl ExtentMap {
     pub fn insert_trunc(&mut self, size: u64, key: Key) {
         let pos = self.truncs.partition_point(|&(k, _)| k < key);
         self.truncs.insert(pos, (key, size));
+        // Patterns reaching beyond `size` with an element older than the truncate become pieces.
+        let hit: Vec<(u64, u64)> = self
+            .patterns
+            .iter()
+            .filter(|(_, p)| p.end() > size && p.first_key() < key)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in hit {
+            self.expand(k);
+        }
         // Clip pieces older than the truncate that extend beyond `size`.
         let mut victims: Vec<(u64, Piece)> = Vec::new();
         if let Some((&o, p)) = self.pieces.range(..size).next_back() {
@@ -214,31 +473,62 @@ impl ExtentMap {
         if off >= end {
             return out;
         }
-        let mut cur = off;
+        // Data stretches from pieces and pattern elements, in logical order.
+        let mut spans: Vec<(u64, u64, u32, u64)> = Vec::new();
         let start = match self.pieces.range(..=off).next_back() {
             Some((&o, p)) if o + p.len > off => o,
             _ => off,
         };
         for (&o, p) in self.pieces.range(start..end) {
-            if o > cur {
-                out.push(Segment::Hole { len: o - cur });
-                cur = o;
+            spans.push((o, p.len, p.chunk, p.phys));
+        }
+        if !self.patterns.is_empty() {
+            for (_, p) in self.patterns.range((off.saturating_sub(self.max_span), 0)..(end, 0)) {
+                for i in p.elems_in(off, end) {
+                    spans.push((p.elem(i), p.len, p.chunk, p.phys + i * p.len));
+                }
             }
-            let pend = (o + p.len).min(end);
-            if pend > cur {
-                out.push(Segment::Data {
-                    len: pend - cur,
-                    chunk: p.chunk,
-                    phys: p.phys + (cur - o),
-                });
-                cur = pend;
+            spans.sort_unstable_by_key(|s| s.0);
+        }
+        let mut cur = off;
+        for (o, l, chunk, phys) in spans {
+            let (s, e) = (o.max(cur), (o + l).min(end));
+            if e <= s {
+                continue;
             }
+            if s > cur {
+                out.push(Segment::Hole { len: s - cur });
+            }
+            out.push(Segment::Data {
+                len: e - s,
+                chunk,
+                phys: phys + (s - o),
+            });
+            cur = e;
         }
         if cur < end {
             out.push(Segment::Hole { len: end - cur });
         }
         out
     }
+}
+
+/// True if any element of `p` overlaps any element of `q`.
+fn patterns_overlap(p: &Pattern, q: &Pattern) -> bool {
+    let (a, b) = (p.start.max(q.start), p.end().min(q.end()));
+    if a >= b {
+        return false;
+    }
+    // Walk the elements of the pattern with fewer elements in the common range.
+    let (x, y) = if p.elems_in(a, b).count() <= q.elems_in(a, b).count() {
+        (p, q)
+    } else {
+        (q, p)
+    };
+    x.elems_in(a, b).any(|i| {
+        let (s, e) = (x.elem(i), x.elem(i) + x.len);
+        y.elems_in(s, e).any(|j| y.elem(j) < e && y.elem(j) + y.len > s)
+    })
 }
 
 #[cfg(test)]
@@ -348,6 +638,134 @@ mod tests {
         g.insert_trunc(100, k(1));
         assert_eq!(g.size(), 100);
         assert_eq!(g.lookup(90, 50), vec![Segment::Hole { len: 10 }]);
+    }
+
+    /// A generated event: a write, a truncate, or a pattern run of `count` writes.
+    #[derive(Debug, Clone)]
+    enum Gen {
+        W(u64, u64),
+        T(u64),
+        P {
+            start: u64,
+            len: u64,
+            stride: u64,
+            count: u64,
+        },
+    }
+
+    fn gen() -> impl proptest::strategy::Strategy<Value = Gen> {
+        use proptest::prelude::*;
+        prop_oneof![
+            5 => (0u64..64, 1u64..24).prop_map(|(o, l)| Gen::W(o, l)),
+            1 => (0u64..80).prop_map(Gen::T),
+            3 => (0u64..64, 1u64..8, 0u64..8, 1u64..7).prop_map(|(start, len, extra, count)| Gen::P { start, len, stride: len + extra, count }),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn patterns_in_any_order_match_model(evs in proptest::collection::vec(gen(), 1..30), seed in 0u64..1000, compact_at in 0usize..40) {
+            // Build the model's flat event list and the map's insertable items.
+            let mut model_events: Vec<Event> = Vec::new();
+            let mut items: Vec<Gen> = Vec::new();
+            let mut keys: Vec<u64> = Vec::new();
+            for (i, e) in evs.iter().enumerate() {
+                let base = i as u64 * 100 + 1;
+                let writer = i as u64 % 3;
+                match *e {
+                    Gen::W(o, l) => model_events.push((Key { ts: base, writer }, Some((o, l, i as u32, 1000 * i as u64)), 0)),
+                    Gen::T(sz) => model_events.push((Key { ts: base, writer }, None, sz)),
+                    Gen::P { start, len, stride, count } => {
+                        for j in 0..count {
+                            model_events.push((Key { ts: base + j, writer }, Some((start + j * stride, len, i as u32, 1000 * i as u64 + j * len)), 0));
+                        }
+                    }
+                }
+                items.push(e.clone());
+                keys.push(base);
+            }
+            let want = model(&model_events);
+            let mut order: Vec<usize> = (0..items.len()).collect();
+            let mut s = seed;
+            for i in (1..order.len()).rev() {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                order.swap(i, (s >> 33) as usize % (i + 1));
+            }
+            let mut m = ExtentMap::new();
+            for (n, &i) in order.iter().enumerate() {
+                if n == compact_at {
+                    m.compact();
+                }
+                let writer = i as u64 % 3;
+                let base = keys[i];
+                match items[i] {
+                    Gen::W(o, l) => m.insert_write(o, l, i as u32, 1000 * i as u64, Key { ts: base, writer }),
+                    Gen::T(sz) => m.insert_trunc(sz, Key { ts: base, writer }),
+                    Gen::P { start, len, stride, count } => {
+                        let ts: Vec<u64> = (0..count).map(|j| base + j).collect();
+                        m.insert_pattern(Pattern { start, len, stride, count, chunk: i as u32, phys: 1000 * i as u64, writer, ts_first: base, ts_last: base + count - 1, ts: Some(ts.into()) });
+                    }
+                }
+            }
+            if !m.is_stale() {
+                proptest::prop_assert_eq!(m.size() as usize, want.len());
+                proptest::prop_assert_eq!(flatten(&m), want);
+            }
+        }
+    }
+
+    #[test]
+    fn strided_writers_stay_compressed() {
+        // 4 writers, 1000 records each, N-1 strided: 4 patterns, no pieces, exact lookups.
+        let mut m = ExtentMap::new();
+        let (n, rec) = (4u64, 100u64);
+        for w in 0..n {
+            let ts: Vec<u64> = (0..1000).map(|i| 10 + i * 4 + w).collect();
+            m.insert_pattern(Pattern {
+                start: w * rec,
+                len: rec,
+                stride: n * rec,
+                count: 1000,
+                chunk: w as u32,
+                phys: 64,
+                writer: w,
+                ts_first: ts[0],
+                ts_last: ts[999],
+                ts: Some(ts.into()),
+            });
+        }
+        m.compact();
+        assert_eq!((m.pattern_count(), m.raw_pieces().count()), (4, 0));
+        assert_eq!(m.size(), 4000 * rec);
+        assert!(m.mem_bytes() < 4096);
+        assert_eq!(
+            m.lookup(150, 100),
+            vec![
+                Segment::Data {
+                    len: 50,
+                    chunk: 1,
+                    phys: 64 + 50
+                },
+                Segment::Data {
+                    len: 50,
+                    chunk: 2,
+                    phys: 64
+                }
+            ]
+        );
+        // An overwrite by another writer expands only the patterns it touches; without
+        // timestamps after compaction the map says it is stale instead of guessing.
+        m.insert_write(
+            0,
+            10,
+            9,
+            0,
+            Key {
+                ts: 1_000_000,
+                writer: 9,
+            },
+        );
+        assert!(m.is_stale());
     }
 
     proptest::proptest! {

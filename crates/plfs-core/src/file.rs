@@ -90,8 +90,8 @@ struct Writer {
     open_ts: u64,
     logs: Option<WriterLogs>,
     /// Encoded records not yet appended to the index log.
-    buf: Vec<u8>,
-    buffered: u32,
+    /// Records not yet appended to the index log.
+    pending: Vec<WriteRecord>,
     eof: u64,
     bytes: u64,
     mtime_ns: u64,
@@ -151,11 +151,17 @@ impl Shared {
     /// this process's buffered records.
     pub(crate) fn with_index<R>(&self, refresh: bool, f: impl FnOnce(&mut IndexState) -> Result<R>) -> Result<R> {
         let mut g = lock(&self.index);
-        if g.is_none() || refresh {
+        let stale = g.as_ref().is_some_and(|s| s.map.is_stale());
+        if g.is_none() || refresh || stale {
             self.flush_all()?;
             match g.as_mut() {
-                Some(s) => s.refresh(&self.c)?,
-                None => *g = Some(IndexState::load(&self.c, &self.logical)?),
+                Some(s) if !stale => s.refresh(&self.c)?,
+                _ => *g = Some(IndexState::load(&self.c, &self.logical)?),
+            }
+            // Drop pattern timestamps unless this process writes the file too (its own writes
+            // could overlap a pattern and would then need them).
+            if lock(&self.writers).is_empty() {
+                g.as_mut().expect("index loaded").map.compact();
             }
         }
         f(g.as_mut().expect("index loaded"))
@@ -181,8 +187,7 @@ impl Shared {
             host,
             open_ts,
             logs: None,
-            buf: Vec::new(),
-            buffered: 0,
+            pending: Vec::new(),
             eof: 0,
             bytes: 0,
             mtime_ns: 0,
@@ -260,12 +265,11 @@ impl Shared {
             ts,
             data_crc,
         };
-        rec.encode_into(&mut wg.buf);
-        wg.buffered += 1;
+        wg.pending.push(rec);
         wg.eof = wg.eof.max(off + buf.len() as u64);
         wg.bytes += buf.len() as u64;
         wg.mtime_ns = clock::now_ns();
-        if wg.buffered >= self.c.mount.global.index_buffer_records {
+        if wg.pending.len() >= self.c.mount.global.index_buffer_records as usize {
             flush_index(&mut wg)?;
         }
         let (id, pid, host) = (wg.id, wg.pid, wg.host.clone());
@@ -400,15 +404,16 @@ impl Shared {
 
 /// Appends a writer's buffered records to its index log.
 fn flush_index(w: &mut Writer) -> Result<()> {
-    if w.buf.is_empty() {
+    if w.pending.is_empty() {
         return Ok(());
     }
     let l = w.logs.as_mut().expect("records imply logs");
     let p = l.dir_path.join(format::index_log_name(w.id, w.pid, &w.host));
-    sys::pwrite_all(&l.index, &p, &w.buf, l.index_off)?;
-    l.index_off += w.buf.len() as u64;
-    w.buf.clear();
-    w.buffered = 0;
+    let mut bytes = Vec::with_capacity(w.pending.len() * format::WRITE_REC_LEN);
+    format::encode_records(&w.pending, &mut bytes);
+    sys::pwrite_all(&l.index, &p, &bytes, l.index_off)?;
+    l.index_off += bytes.len() as u64;
+    w.pending.clear();
     Ok(())
 }
 
@@ -641,7 +646,9 @@ impl OpenFile {
     /// written, so other processes see its data), keeping the handle open for the others.
     /// A no-op for pids that never wrote and for N-N and 1-N files.
     pub fn close_writer(&self, pid: u32) -> Result<()> {
-        let Backing::Container { shared, writers, .. } = &self.backing else { return Ok(()) };
+        let Backing::Container { shared, writers, .. } = &self.backing else {
+            return Ok(());
+        };
         let w = lock(writers).remove(&pid);
         match w {
             Some(w) => shared.close_writer(&w),

@@ -6,11 +6,13 @@
 //! path is unchanged; any later write, truncate or rename makes readers ignore it.
 //!
 //! Format: { magic [8] = "PLFSFLT\0" | version u32 | flags u32 | signature u64 | path_len u32 |
-//!           nchunks u32 | ntruncs u32 | reserved u32 | npieces u64 | path bytes |
+//!           nchunks u32 | ntruncs u32 | npatterns u32 | npieces u64 | path bytes |
 //!           chunks: { writer_id u64 | pid u32 | dir_kind u8 | pad u8 | dir_len u16 | name_len u16 |
 //!                     host_len u16 | dir | name | host } |
 //!           truncs: { ts u64 | writer u64 | size u64 } |
 //!           pieces: { logical u64 | len u64 | phys u64 | ts u64 | writer u64 | chunk u32 } |
+//!           patterns: { start u64 | len u64 | stride u64 | count u64 | phys u64 | ts_first u64 |
+//!                       ts_last u64 | writer u64 | chunk u32 } |
 //!           crc32c u32 over every preceding byte }
 
 use crate::error::{Error, Result};
@@ -23,6 +25,11 @@ pub const FLAT_MAGIC: [u8; 8] = *b"PLFSFLT\0";
 pub const FLAT_HEADER_LEN: usize = 48;
 /// Length of one encoded piece.
 pub const FLAT_PIECE_LEN: usize = 44;
+/// Length of one encoded pattern.
+pub const FLAT_PATTERN_LEN: usize = 68;
+
+/// A compressed run: (start, len, stride, count, phys, ts_first, ts_last, writer, chunk).
+pub type FlatPattern = (u64, u64, u64, u64, u64, u64, u64, u64, u32);
 
 /// Where a chunk's hostdir is: inside the container (relative name) or on a shadow (absolute).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +61,8 @@ pub struct Flat {
     pub truncs: Vec<(u64, u64, u64)>,
     /// Pieces: (logical, len, phys, ts, writer, chunk).
     pub pieces: Vec<(u64, u64, u64, u64, u64, u32)>,
+    /// Compressed runs.
+    pub patterns: Vec<FlatPattern>,
 }
 
 /// The signature of a container's droppings, or `None` when a writer is open (then no flattened
@@ -87,7 +96,7 @@ impl Flat {
         b.extend_from_slice(&(path.len() as u32).to_le_bytes());
         b.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
         b.extend_from_slice(&(self.truncs.len() as u32).to_le_bytes());
-        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(self.patterns.len() as u32).to_le_bytes());
         b.extend_from_slice(&(self.pieces.len() as u64).to_le_bytes());
         put_str(&mut b, path);
         for c in &self.chunks {
@@ -110,6 +119,12 @@ impl Flat {
         }
         for &(l, len, phys, ts, w, chunk) in &self.pieces {
             for v in [l, len, phys, ts, w] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend_from_slice(&chunk.to_le_bytes());
+        }
+        for &(a, l, st, n, ph, t0, t1, w, chunk) in &self.patterns {
+            for v in [a, l, st, n, ph, t0, t1, w] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
             b.extend_from_slice(&chunk.to_le_bytes());
@@ -139,7 +154,7 @@ impl Flat {
         let path_len = r.u32()? as usize;
         let nchunks = r.u32()? as usize;
         let ntruncs = r.u32()? as usize;
-        r.u32()?;
+        let npatterns = r.u32()? as usize;
         let npieces = r.u64()? as usize;
         let logical = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(path_len)?));
         let mut f = Flat {
@@ -179,6 +194,32 @@ impl Flat {
                 return Err(bad("piece refers to an unknown data log"));
             }
             f.pieces.push(p);
+        }
+        if npatterns.checked_mul(FLAT_PATTERN_LEN).is_none_or(|n| n > body.len()) {
+            return Err(bad("pattern count exceeds file size"));
+        }
+        for _ in 0..npatterns {
+            let p = (
+                r.u64()?,
+                r.u64()?,
+                r.u64()?,
+                r.u64()?,
+                r.u64()?,
+                r.u64()?,
+                r.u64()?,
+                r.u64()?,
+                r.u32()?,
+            );
+            let (start, len, stride, count) = (p.0, p.1, p.2, p.3);
+            let fits = (count.checked_sub(1))
+                .and_then(|c| c.checked_mul(stride))
+                .and_then(|x| x.checked_add(start))
+                .and_then(|x| x.checked_add(len))
+                .is_some();
+            if p.8 as usize >= f.chunks.len() || count == 0 || len == 0 || stride < len || !fits {
+                return Err(bad("invalid pattern"));
+            }
+            f.patterns.push(p);
         }
         if r.pos != body.len() {
             return Err(bad("trailing bytes in flattened index"));
@@ -233,6 +274,7 @@ mod tests {
             }],
             truncs: vec![(1, 2, 3)],
             pieces: vec![(0, 10, 64, 5, 1, 0)],
+            patterns: vec![(100, 10, 40, 3, 74, 6, 9, 1, 0)],
         };
         let b = f.encode();
         assert_eq!(Flat::decode(Path::new("x"), &b).unwrap(), f);

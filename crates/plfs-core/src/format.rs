@@ -26,6 +26,14 @@ pub const DATA_HEADER_LEN: usize = 64;
 
 /// Index record kind: a write of `length` bytes.
 pub const REC_WRITE: u16 = 1;
+/// Index record kind: a run of equally sized writes at a constant logical stride.
+pub const REC_PATTERN: u16 = 2;
+/// Fixed part of a [`REC_PATTERN`] body; per-element timestamp deltas follow as LEB128 varints.
+pub const PATTERN_FIXED_LEN: usize = 60;
+/// Shortest run a writer compresses into a pattern record.
+pub const PATTERN_MIN_RUN: usize = 8;
+/// Longest run in one pattern record (keeps the body under 64 KiB).
+pub const PATTERN_MAX_RUN: usize = 4096;
 /// Length of a framed record: kind u16, body_len u16, body, crc32c u32.
 pub const REC_FRAME_OVERHEAD: usize = 8;
 /// Body length of a [`REC_WRITE`] record.
@@ -197,11 +205,163 @@ impl WriteRecord {
     }
 }
 
+/// A run of writes by one writer: element `i` is `length` bytes at logical
+/// `logical_start + i*stride`, stored at `physical_start + i*length`, written at `ts[i]`.
+///
+/// Format: { kind u16 = 2 | body_len u16 | logical_start u64 | length u64 | stride u64 | count u64 |
+///           physical_start u64 | ts_first u64 | ts_last u64 | flags u32 = 0 |
+///           (count-1) × varint(ts[i] - ts[i-1]) | crc32c u32 }
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatternRecord {
+    /// Logical offset of element 0.
+    pub logical_start: u64,
+    /// Length of each element.
+    pub length: u64,
+    /// Logical distance between elements (>= length).
+    pub stride: u64,
+    /// Physical offset of element 0.
+    pub physical_start: u64,
+    /// Timestamp of every element (non-decreasing).
+    pub ts: Vec<u64>,
+}
+
+impl PatternRecord {
+    /// Appends the encoded record to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&REC_PATTERN.to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        let first = self.ts.first().copied().unwrap_or(0);
+        let last = self.ts.last().copied().unwrap_or(0);
+        for v in [
+            self.logical_start,
+            self.length,
+            self.stride,
+            self.ts.len() as u64,
+            self.physical_start,
+            first,
+            last,
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&0u32.to_le_bytes());
+        for w in self.ts.windows(2) {
+            let mut d = w[1] - w[0];
+            loop {
+                let b = (d & 0x7f) as u8;
+                d >>= 7;
+                if d == 0 {
+                    out.push(b);
+                    break;
+                }
+                out.push(b | 0x80);
+            }
+        }
+        let blen = (out.len() - start - 4) as u16;
+        out[start + 2..start + 4].copy_from_slice(&blen.to_le_bytes());
+        let crc = crc32c::crc32c(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+    }
+
+    fn decode(b: &[u8]) -> Option<PatternRecord> {
+        if b.len() < PATTERN_FIXED_LEN {
+            return None;
+        }
+        let (start, length, stride, count, phys, first, last) = (
+            le_u64(&b[0..]),
+            le_u64(&b[8..]),
+            le_u64(&b[16..]),
+            le_u64(&b[24..]),
+            le_u64(&b[32..]),
+            le_u64(&b[40..]),
+            le_u64(&b[48..]),
+        );
+        if count == 0 || length == 0 || stride < length || count as usize > PATTERN_MAX_RUN {
+            return None;
+        }
+        // The whole run must fit in u64 offsets.
+        start
+            .checked_add((count - 1).checked_mul(stride)?)?
+            .checked_add(length)?;
+        phys.checked_add(count.checked_mul(length)?)?;
+        let mut ts = Vec::with_capacity(count as usize);
+        ts.push(first);
+        let mut pos = PATTERN_FIXED_LEN;
+        for _ in 1..count {
+            let (mut d, mut shift) = (0u64, 0u32);
+            loop {
+                let byte = *b.get(pos)?;
+                pos += 1;
+                if shift > 63 {
+                    return None;
+                }
+                d |= u64::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte & 0x80 == 0 {
+                    break;
+                }
+            }
+            ts.push(ts.last()?.checked_add(d)?);
+        }
+        if pos != b.len() || *ts.last()? != last {
+            return None;
+        }
+        Some(PatternRecord {
+            logical_start: start,
+            length,
+            stride,
+            physical_start: phys,
+            ts,
+        })
+    }
+}
+
+/// Encodes a writer's buffered records, turning runs of at least [`PATTERN_MIN_RUN`] writes of
+/// one length at a constant logical stride (>= length) that are contiguous in the data log and
+/// carry no data checksum into pattern records.
+pub fn encode_records(recs: &[WriteRecord], out: &mut Vec<u8>) {
+    let mut i = 0;
+    while i < recs.len() {
+        let r = recs[i];
+        let mut j = i + 1;
+        if r.data_crc == 0 && j < recs.len() && recs[j].logical_off > r.logical_off {
+            let stride = recs[j].logical_off - r.logical_off;
+            while j < recs.len()
+                && j - i < PATTERN_MAX_RUN
+                && stride >= r.length
+                && recs[j].length == r.length
+                && recs[j].data_crc == 0
+                && recs[j].logical_off.checked_sub(recs[j - 1].logical_off) == Some(stride)
+                && recs[j].physical_off == recs[j - 1].physical_off + r.length
+                && recs[j].ts >= recs[j - 1].ts
+            {
+                j += 1;
+            }
+            if j - i >= PATTERN_MIN_RUN {
+                let p = PatternRecord {
+                    logical_start: r.logical_off,
+                    length: r.length,
+                    stride,
+                    physical_start: r.physical_off,
+                    ts: recs[i..j].iter().map(|x| x.ts).collect(),
+                };
+                p.encode_into(out);
+                i = j;
+                continue;
+            }
+        }
+        r.encode_into(out);
+        i += 1;
+    }
+}
+
 /// Outcome of decoding the records of an index log body.
 #[derive(Debug, Default)]
 pub struct DecodedRecords {
-    /// Every valid record, in log order.
+    /// Every valid plain write record, in log order.
     pub records: Vec<WriteRecord>,
+    /// Every valid pattern record, in log order.
+    pub patterns: Vec<PatternRecord>,
     /// Bytes of the body consumed by valid records.
     pub valid_len: usize,
     /// Why decoding stopped before the end of the input, if it did (a torn or corrupt tail).
@@ -233,6 +393,18 @@ pub fn decode_records(body: &[u8]) -> DecodedRecords {
         if crc != crc32c::crc32c(&rest[..4 + blen]) {
             out.tail_error = Some(format!("record checksum mismatch at body offset {pos}"));
             break;
+        }
+        if kind == REC_PATTERN {
+            match PatternRecord::decode(&rest[4..4 + blen]) {
+                Some(p) => out.patterns.push(p),
+                None => {
+                    out.tail_error = Some(format!("invalid pattern record at body offset {pos}"));
+                    break;
+                }
+            }
+            pos += total;
+            out.valid_len = pos;
+            continue;
         }
         if kind != REC_WRITE || blen != WRITE_BODY_LEN {
             out.tail_error = Some(format!("unknown record kind {kind} (len {blen}) at body offset {pos}"));
@@ -450,6 +622,16 @@ mod tests {
         assert_eq!(INDEX_HEADER_LEN, 64);
         assert_eq!(DATA_HEADER_LEN, 64);
         assert_eq!(WRITE_REC_LEN, 48);
+        assert_eq!(
+            (
+                REC_WRITE,
+                REC_PATTERN,
+                PATTERN_FIXED_LEN,
+                PATTERN_MIN_RUN,
+                PATTERN_MAX_RUN
+            ),
+            (1, 2, 60, 8, 4096)
+        );
         assert_eq!(MARKER_NAME, ".plfscontainer");
         assert_eq!(hash_str(""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(hash_str("a"), 0xaf63_dc4c_8601_ec8c);
@@ -491,6 +673,38 @@ mod tests {
         let d = decode_records(&bad);
         assert_eq!(d.records.len(), 1);
         assert!(d.tail_error.unwrap().contains("checksum"));
+    }
+
+    #[test]
+    fn runs_become_patterns() {
+        let mk = |i: u64, off: u64, len: u64, phys: u64| WriteRecord {
+            logical_off: off,
+            length: len,
+            physical_off: phys,
+            ts: 100 + i * 7 + i * i * 1013,
+            data_crc: 0,
+        };
+        let mut recs: Vec<WriteRecord> = (0..20).map(|i| mk(i, i * 400, 100, 64 + i * 100)).collect();
+        recs.push(mk(20, 5, 3, 64 + 2000)); // irregular
+        recs.extend((21..26).map(|i| mk(i, i * 10_000, 50, 64 + 2003 + (i - 21) * 50))); // too short a run
+        let mut buf = Vec::new();
+        encode_records(&recs, &mut buf);
+        let d = decode_records(&buf);
+        assert!(d.tail_error.is_none());
+        assert_eq!(d.patterns.len(), 1);
+        let p = &d.patterns[0];
+        assert_eq!(
+            (p.logical_start, p.length, p.stride, p.physical_start, p.ts.len()),
+            (0, 100, 400, 64, 20)
+        );
+        assert_eq!(p.ts, recs[..20].iter().map(|r| r.ts).collect::<Vec<_>>());
+        assert_eq!(d.records, recs[20..].to_vec());
+        assert!(buf.len() < 20 * WRITE_REC_LEN);
+        // Every truncation of the encoding decodes to a prefix, never panics.
+        for cut in 0..buf.len() {
+            let d = decode_records(&buf[..cut]);
+            assert!(d.patterns.len() + d.records.len() <= 7);
+        }
     }
 
     #[test]

@@ -1122,9 +1122,24 @@ impl Plfs {
         let (b, p) = loc.find()?;
         match p {
             Probe::Container => {}
-            Probe::Missing if self.small_lookup(&loc, p)?.is_none() => return Err(Error::NotFound(loc.logical.clone())),
-            Probe::Dir => return Err(Error::errno(Errno::ISDIR, format!("{}: is a directory", loc.logical.display()))),
-            _ => return Err(Error::errno(Errno::INVAL, format!("{}: not a PLFS container (it is stored as a plain or packed file)", loc.logical.display()))),
+            Probe::Missing if self.small_lookup(&loc, p)?.is_none() => {
+                return Err(Error::NotFound(loc.logical.clone()))
+            }
+            Probe::Dir => {
+                return Err(Error::errno(
+                    Errno::ISDIR,
+                    format!("{}: is a directory", loc.logical.display()),
+                ))
+            }
+            _ => {
+                return Err(Error::errno(
+                    Errno::INVAL,
+                    format!(
+                        "{}: not a PLFS container (it is stored as a plain or packed file)",
+                        loc.logical.display()
+                    ),
+                ))
+            }
         }
         Container::open(&loc.mount, b, &loc.on(b))?.ok_or_else(|| Error::NotFound(loc.logical.clone()))
     }
@@ -1155,7 +1170,11 @@ mod tests {
                 index_buffer_records: 3,
                 ..GlobalParams::default()
             },
-            mounts: vec![MountConfig { mount_point: "/mnt/plfs".into(), workload, backends: specs }],
+            mounts: vec![MountConfig {
+                mount_point: "/mnt/plfs".into(),
+                workload,
+                backends: specs,
+            }],
             warnings: Vec::new(),
         };
         Plfs::new(cfg).unwrap()
@@ -1301,11 +1320,26 @@ mod tests {
     }
 
     fn rw() -> OpenFlags {
-        OpenFlags { read: true, write: true, create: true, ..Default::default() }
+        OpenFlags {
+            read: true,
+            write: true,
+            create: true,
+            ..Default::default()
+        }
     }
 
     fn read_all(p: &Plfs, f: &Path) -> Vec<u8> {
-        let h = p.open(f, OpenFlags { read: true, ..Default::default() }, 0, 1).unwrap();
+        let h = p
+            .open(
+                f,
+                OpenFlags {
+                    read: true,
+                    ..Default::default()
+                },
+                0,
+                1,
+            )
+            .unwrap();
         let mut v = vec![0u8; p.stat(f).unwrap().size as usize];
         assert_eq!(h.read(&mut v, 0).unwrap(), v.len());
         v
@@ -1323,19 +1357,25 @@ mod tests {
             h.close().unwrap();
         }
         // Files are plain files spread over more than one backend.
-        let used = (0..3).filter(|b| std::fs::read_dir(d.join(format!("b{b}/dir"))).unwrap().count() > 0).count();
+        let used = (0..3)
+            .filter(|b| std::fs::read_dir(d.join(format!("b{b}/dir"))).unwrap().count() > 0)
+            .count();
         assert!(used > 1, "files on {used} backend(s)");
         let names = p.readdir(Path::new("/mnt/plfs/dir")).unwrap();
         assert_eq!(names.len(), 12);
         assert!(names.iter().all(|e| e.kind == FileKind::File));
         assert_eq!(read_all(&p, Path::new("/mnt/plfs/dir/rank7")), b"data of rank 7");
-        p.rename(Path::new("/mnt/plfs/dir/rank7"), Path::new("/mnt/plfs/dir/seven")).unwrap();
+        p.rename(Path::new("/mnt/plfs/dir/rank7"), Path::new("/mnt/plfs/dir/seven"))
+            .unwrap();
         assert_eq!(read_all(&p, Path::new("/mnt/plfs/dir/seven")), b"data of rank 7");
         p.truncate(Path::new("/mnt/plfs/dir/seven"), 4).unwrap();
         assert_eq!(p.stat(Path::new("/mnt/plfs/dir/seven")).unwrap().size, 4);
         p.unlink(Path::new("/mnt/plfs/dir/seven")).unwrap();
         assert_eq!(p.readdir(Path::new("/mnt/plfs/dir")).unwrap().len(), 11);
-        assert_eq!(p.rmdir(Path::new("/mnt/plfs/dir")).unwrap_err().raw_errno(), Errno::NOTEMPTY.raw_os_error());
+        assert_eq!(
+            p.rmdir(Path::new("/mnt/plfs/dir")).unwrap_err().raw_errno(),
+            Errno::NOTEMPTY.raw_os_error()
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -1351,7 +1391,9 @@ mod tests {
             h.close().unwrap();
         }
         // One log per writer, not one file per logical file.
-        let logs: usize = (0..2).map(|b| std::fs::read_dir(d.join(format!("b{b}/d/.plfs_small"))).map_or(0, |r| r.count())).sum();
+        let logs: usize = (0..2)
+            .map(|b| std::fs::read_dir(d.join(format!("b{b}/d/.plfs_small"))).map_or(0, |r| r.count()))
+            .sum();
         assert_eq!(logs, 1);
         // Another process sees every file after close, with no explicit flush.
         let q = plfs_mode(&d, 2, Workload::SmallFile);
@@ -1359,7 +1401,10 @@ mod tests {
         assert_eq!(names.len(), 200);
         assert_eq!(read_all(&q, Path::new("/mnt/plfs/d/f17")), vec![17u8; 1017]);
         let st = q.stat(Path::new("/mnt/plfs/d/f17")).unwrap();
-        assert_eq!((st.size, st.mode & 0o777, st.kind), (1017, 0o640 & !read_umask(), FileKind::File));
+        assert_eq!(
+            (st.size, st.mode & 0o777, st.kind),
+            (1017, 0o640 & !read_umask(), FileKind::File)
+        );
         // Both processes write into the same directory at once.
         let hq = q.open(Path::new("/mnt/plfs/d/from_q"), rw(), 0o644, 2).unwrap();
         hq.write(b"qq", 0).unwrap();
@@ -1370,16 +1415,29 @@ mod tests {
         assert_eq!(read_all(&p, Path::new("/mnt/plfs/d/from_q")), b"qq");
         assert_eq!(read_all(&q, Path::new("/mnt/plfs/d/from_p")), b"pp");
         // Overwrite, truncate, rename (same and other directory), unlink.
-        let h = p.open(Path::new("/mnt/plfs/d/f1"), OpenFlags { read: true, write: true, ..Default::default() }, 0, 1).unwrap();
+        let h = p
+            .open(
+                Path::new("/mnt/plfs/d/f1"),
+                OpenFlags {
+                    read: true,
+                    write: true,
+                    ..Default::default()
+                },
+                0,
+                1,
+            )
+            .unwrap();
         h.write(b"XY", 500).unwrap();
         h.truncate(600).unwrap();
         h.close().unwrap();
         let mut want = vec![1u8; 600];
         want[500..502].copy_from_slice(b"XY");
         assert_eq!(read_all(&q, Path::new("/mnt/plfs/d/f1")), want);
-        p.rename(Path::new("/mnt/plfs/d/f1"), Path::new("/mnt/plfs/d/g1")).unwrap();
+        p.rename(Path::new("/mnt/plfs/d/f1"), Path::new("/mnt/plfs/d/g1"))
+            .unwrap();
         p.mkdir(Path::new("/mnt/plfs/e"), 0o755).unwrap();
-        p.rename(Path::new("/mnt/plfs/d/f2"), Path::new("/mnt/plfs/e/h2")).unwrap();
+        p.rename(Path::new("/mnt/plfs/d/f2"), Path::new("/mnt/plfs/e/h2"))
+            .unwrap();
         p.unlink(Path::new("/mnt/plfs/d/f3")).unwrap();
         let q2 = plfs_mode(&d, 2, Workload::SmallFile);
         assert_eq!(read_all(&q2, Path::new("/mnt/plfs/d/g1")), want);
@@ -1390,9 +1448,118 @@ mod tests {
         assert_eq!(q2.readdir(Path::new("/mnt/plfs/d")).unwrap().len(), 200);
         // Names cannot escape the directory; rmdir needs an empty directory.
         assert!(q2.create(Path::new("/mnt/plfs/d/.plfs_small"), 0o644, false).is_err());
-        assert_eq!(q2.rmdir(Path::new("/mnt/plfs/e")).unwrap_err().raw_errno(), Errno::NOTEMPTY.raw_os_error());
+        assert_eq!(
+            q2.rmdir(Path::new("/mnt/plfs/e")).unwrap_err().raw_errno(),
+            Errno::NOTEMPTY.raw_os_error()
+        );
         q2.unlink(Path::new("/mnt/plfs/e/h2")).unwrap();
         q2.rmdir(Path::new("/mnt/plfs/e")).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn strided_writers_load_compressed_and_overwrites_stay_exact() {
+        let d = tmpdir("pat");
+        std::fs::create_dir_all(d.join("b0")).unwrap();
+        let cfg = || Config {
+            files: vec![d.join("plfsrc")],
+            global: GlobalParams::default(),
+            mounts: vec![MountConfig {
+                mount_point: "/mnt/plfs".into(),
+                workload: Workload::SharedFile,
+                backends: vec![BackendSpec {
+                    location: d.join("b0"),
+                    role: BackendRole::Both,
+                }],
+            }],
+            warnings: Vec::new(),
+        };
+        let f = Path::new("/mnt/plfs/ckpt");
+        let (n, rec, per) = (4u64, 100usize, 500u64);
+        let p = Plfs::new(cfg()).unwrap();
+        let hs: Vec<OpenFile> = (0..n)
+            .map(|w| {
+                p.open(
+                    f,
+                    OpenFlags {
+                        write: true,
+                        create: true,
+                        ..Default::default()
+                    },
+                    0o644,
+                    w as u32,
+                )
+                .unwrap()
+            })
+            .collect();
+        let mut want = vec![0u8; (n * per) as usize * rec];
+        for i in 0..per {
+            for (w, h) in hs.iter().enumerate() {
+                let off = ((i * n + w as u64) as usize) * rec;
+                let data: Vec<u8> = (0..rec).map(|k| (off + k) as u8 ^ w as u8).collect();
+                h.write(&data, off as u64).unwrap();
+                want[off..off + rec].copy_from_slice(&data);
+            }
+        }
+        for h in hs {
+            h.close().unwrap();
+        }
+        let check = |p: &Plfs, want: &[u8]| {
+            let r = p
+                .open(
+                    f,
+                    OpenFlags {
+                        read: true,
+                        ..Default::default()
+                    },
+                    0,
+                    99,
+                )
+                .unwrap();
+            let mut got = vec![0u8; want.len()];
+            assert_eq!(r.read(&mut got, 0).unwrap(), want.len());
+            assert!(got == want, "content differs");
+            r
+        };
+        let p2 = Plfs::new(cfg()).unwrap();
+        let r = check(&p2, &want);
+        let (patterns, pieces, mem) = r
+            .shared()
+            .unwrap()
+            .with_index(false, |s| {
+                Ok((s.map.pattern_count(), s.map.raw_pieces().count(), s.map.mem_bytes()))
+            })
+            .unwrap();
+        assert_eq!(pieces, 0);
+        assert!(patterns >= 4 && patterns <= 8, "{patterns} patterns");
+        assert!(mem < 4096, "{mem} bytes");
+        drop(r);
+        assert_eq!(crate::tools::flatten(&p2, f).unwrap().extents, patterns);
+        check(&Plfs::new(cfg()).unwrap(), &want);
+        // Overwrite across writers' records after flattening: the flattened index is ignored and
+        // the compressed patterns expand exactly where the new write lands.
+        let p3 = Plfs::new(cfg()).unwrap();
+        let h = p3
+            .open(
+                f,
+                OpenFlags {
+                    read: true,
+                    write: true,
+                    ..Default::default()
+                },
+                0,
+                7,
+            )
+            .unwrap();
+        let mut got = vec![0u8; 10];
+        h.read(&mut got, 0).unwrap();
+        h.write(&[0xEE; 250], 150).unwrap();
+        want[150..400].fill(0xEE);
+        let mut got = vec![0u8; 1000];
+        h.read(&mut got, 0).unwrap();
+        assert!(got[..] == want[..1000]);
+        h.close().unwrap();
+        check(&Plfs::new(cfg()).unwrap(), &want);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

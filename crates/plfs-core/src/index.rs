@@ -143,7 +143,21 @@ impl IndexState {
         for &(l, len, phys, ts, writer, chunk) in &f.pieces {
             self.map.insert_write(l, len, chunk, phys, Key { ts, writer });
         }
-        self.records_read = f.pieces.len() as u64;
+        for &(start, len, stride, count, phys, ts_first, ts_last, writer, chunk) in &f.patterns {
+            self.map.insert_pattern(crate::extent::Pattern {
+                start,
+                len,
+                stride,
+                count,
+                chunk,
+                phys,
+                writer,
+                ts_first,
+                ts_last,
+                ts: None,
+            });
+        }
+        self.records_read = (f.pieces.len() + f.patterns.len()) as u64;
         self.flat_sig = Some(sig);
         Ok(true)
     }
@@ -174,8 +188,17 @@ impl IndexState {
         truncs.sort();
         let pieces = self
             .map
-            .pieces()
+            .raw_pieces()
             .map(|(o, p)| (o, p.len, p.phys, p.key.ts, p.key.writer, p.chunk))
+            .collect();
+        let patterns = self
+            .map
+            .patterns()
+            .map(|p| {
+                (
+                    p.start, p.len, p.stride, p.count, p.phys, p.ts_first, p.ts_last, p.writer, p.chunk,
+                )
+            })
             .collect();
         flat::Flat {
             signature,
@@ -183,6 +206,7 @@ impl IndexState {
             chunks,
             truncs,
             pieces,
+            patterns,
         }
     }
 
@@ -302,6 +326,30 @@ impl IndexState {
                 crate::warn!("{}: {err}; ignoring the rest of this index log", f.path.display());
             }
             let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
+            for pr in &dec.patterns {
+                let n = pr.ts.len() as u64;
+                if data_len.is_some_and(|dl| pr.physical_start.saturating_add(n.saturating_mul(pr.length)) > dl) {
+                    crate::warn!(
+                        "{}: pattern at logical offset {} points past the end of its data log; skipped",
+                        f.path.display(),
+                        pr.logical_start
+                    );
+                    continue;
+                }
+                self.map.insert_pattern(crate::extent::Pattern {
+                    start: pr.logical_start,
+                    len: pr.length,
+                    stride: pr.stride,
+                    count: n,
+                    chunk,
+                    phys: pr.physical_start,
+                    writer: f.info.writer_id,
+                    ts_first: pr.ts[0],
+                    ts_last: pr.ts[pr.ts.len() - 1],
+                    ts: Some(pr.ts.clone().into()),
+                });
+                self.records_read += n;
+            }
             for r in &dec.records {
                 if data_len.is_some_and(|dl| r.physical_off.saturating_add(r.length) > dl) {
                     crate::warn!(

@@ -40,6 +40,7 @@ pub fn map(plfs: &Plfs, path: &Path) -> Result<Vec<MapEntry>> {
     let s = IndexState::load(&c, &loc.logical)?;
     Ok(s.map
         .pieces()
+        .into_iter()
         .map(|(o, p)| {
             let ch = &s.chunks[p.chunk as usize];
             MapEntry {
@@ -211,7 +212,7 @@ fn find_cid(dir: &Path, cid_name: &str) -> Result<Option<PathBuf>> {
 /// Result of [`flatten`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlattenReport {
-    /// Extents in the flattened index.
+    /// Extents in the flattened index (plain pieces plus compressed patterns).
     pub extents: usize,
     /// Data logs it refers to.
     pub chunks: usize,
@@ -245,7 +246,7 @@ pub fn flatten(plfs: &Plfs, path: &Path) -> Result<FlattenReport> {
     let out = c.current_path().join(FLAT_NAME);
     sys::write_atomic(&out, &f.encode(), 0o644)?;
     Ok(FlattenReport {
-        extents: f.pieces.len(),
+        extents: f.pieces.len() + f.patterns.len(),
         chunks: f.chunks.len(),
         path: out,
     })
