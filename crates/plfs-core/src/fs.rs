@@ -1531,7 +1531,7 @@ mod tests {
             })
             .unwrap();
         assert_eq!(pieces, 0);
-        assert!(patterns >= 4 && patterns <= 8, "{patterns} patterns");
+        assert!((4..=8).contains(&patterns), "{patterns} patterns");
         assert!(mem < 4096, "{mem} bytes");
         drop(r);
         assert_eq!(crate::tools::flatten(&p2, f).unwrap().extents, patterns);
