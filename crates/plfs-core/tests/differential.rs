@@ -98,8 +98,11 @@ enum Op {
     Stat {
         inst: usize,
     },
-    /// Close everything, check with a fresh instance, and go on with fresh instances.
-    Remount,
+    /// Close everything (and optionally flatten the index), check with a fresh instance, and go
+    /// on with fresh instances.
+    Remount {
+        flatten: bool,
+    },
 }
 
 fn offset() -> impl Strategy<Value = u64> {
@@ -137,7 +140,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => slot.clone().prop_map(|slot| Op::Sync { slot }),
         2 => slot.clone().prop_map(|slot| Op::Close { slot }),
         2 => (0..2usize).prop_map(|inst| Op::Stat { inst }),
-        1 => Just(Op::Remount),
+        1 => any::<bool>().prop_map(|flatten| Op::Remount { flatten }),
     ]
 }
 
@@ -332,11 +335,14 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// Closes every handle and checks stat and the whole contents with a fresh instance; fresh
-    /// instances then replace the current ones.
-    fn remount(&mut self) -> Result<(), TestCaseError> {
+    /// Closes every handle (then writes a flattened index if `flatten`) and checks stat and the
+    /// whole contents with a fresh instance; fresh instances then replace the current ones.
+    fn remount(&mut self, flatten: bool) -> Result<(), TestCaseError> {
         for s in 0..SLOTS {
             self.close_slot(s)?;
+        }
+        if flatten {
+            ok(plfs_core::tools::flatten(&self.fx.plfs(), &self.path), "flatten")?;
         }
         let fresh = self.fx.plfs();
         let want_len = self.plain_len();
@@ -403,7 +409,7 @@ impl<'a> Run<'a> {
             }
             Op::Close { slot } => self.close_slot(slot)?,
             Op::Stat { inst } => self.stat(inst)?,
-            Op::Remount => self.remount()?,
+            Op::Remount { flatten } => self.remount(flatten)?,
         }
         Ok(())
     }
@@ -418,7 +424,7 @@ fn run_case(fx: &Fixture, instances: usize, ops: &[Op]) -> Result<(), TestCaseEr
     for i in 0..instances {
         run.stat(i)?;
     }
-    run.remount()
+    run.remount(false)
 }
 
 /// Runs the property with a fresh fixture per case.
@@ -510,7 +516,7 @@ fn differential_fixed_sequence() {
             len: 33,
             seed: 5,
         },
-        Op::Remount,
+        Op::Remount { flatten: true },
         open(2, WriteOnly, true),
         write(2, 3, 3, 6, false),
         Op::Stat { inst: 1 },

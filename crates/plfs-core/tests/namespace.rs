@@ -1,47 +1,20 @@
 //! The logical namespace through the public API, with one and with three canonical backends:
-//! directories, listings, renames (files, directories, over existing targets, while a writer has
-//! the file open), unlink, symbolic links, permissions and times, access, statvfs, and the errno
-//! of every error case.
+//! directories, listings, renames (files, directories, over existing targets), unlink, symbolic
+//! links, permissions and times, access, statvfs, and the errno of every error case. Renames and
+//! unlinks of open files are in `open_handles.rs`.
 
 mod common;
 
-use common::{assert_bytes_eq, pattern, ro, rw_create, wo_create, Fixture};
+use common::{assert_bytes_eq, assert_errno, get, pattern, put, ro, wo_create, Fixture};
 use plfs_core::config::GlobalParams;
 use plfs_core::fs::DirEntry;
-use plfs_core::{Error, FileKind, OpenFlags, Plfs};
+use plfs_core::{FileKind, OpenFlags, Plfs};
 use rustix::io::Errno;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 fn fixture(tag: &str, backends: usize) -> Fixture {
     Fixture::new(tag, backends, 0, GlobalParams::default())
-}
-
-/// Asserts that `r` failed with errno `want`.
-#[track_caller]
-fn assert_errno<T: std::fmt::Debug>(r: Result<T, Error>, want: Errno, what: &str) {
-    match r {
-        Ok(v) => panic!("{what}: succeeded ({v:?}), expected {want:?}"),
-        Err(e) => assert_eq!(
-            e.raw_errno(),
-            want.raw_os_error(),
-            "{what}: got `{e}`, expected {want:?}"
-        ),
-    }
-}
-
-/// Writes `data` to a new file `path` and closes it.
-fn put(p: &Plfs, path: &Path, data: &[u8]) {
-    let f = p.open(path, wo_create(), 0o644, 1).unwrap();
-    f.write(data, 0).unwrap();
-    f.close().unwrap();
-}
-
-fn get(p: &Plfs, path: &Path) -> Vec<u8> {
-    let f = p.open(path, ro(), 0, 2).unwrap();
-    let v = common::read_all(&f).unwrap();
-    f.close().unwrap();
-    v
 }
 
 fn listing(p: &Plfs, path: &Path) -> Vec<(String, FileKind)> {
@@ -260,125 +233,6 @@ fn renames_one_backend() {
 #[test]
 fn renames_three_backends() {
     renames(&fixture("ns-ren3", 3));
-}
-
-/// A chain of renames through many names, so the file's home backend changes every way.
-fn rename_chain(fx: &Fixture) {
-    let p = fx.plfs();
-    let a = pattern(1, 0, 5000);
-    let mut cur = fx.path("c");
-    put(&p, &cur, &a);
-    for i in 0..8 {
-        let next = fx.path(&format!("n{i}"));
-        p.rename(&cur, &next).unwrap();
-        assert_bytes_eq(
-            &get(&fx.plfs(), &next),
-            &a,
-            &format!("after rename to {}", next.display()),
-        );
-        cur = next;
-    }
-}
-
-#[test]
-fn rename_chain_one_backend() {
-    rename_chain(&fixture("ns-chain1", 1));
-}
-
-#[test]
-#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
-fn rename_chain_three_backends() {
-    rename_chain(&fixture("ns-chain3", 3));
-}
-
-/// Names whose home is (`true`) or is not (`false`) canonical backend `b` of `n`.
-fn name_with_home(n: u64, b: u64, at_home: bool, tag: &str) -> String {
-    (0..)
-        .map(|i| format!("{tag}{i}"))
-        .find(|s| (plfs_core::format::hash_str(s) % n == b) == at_home)
-        .unwrap()
-}
-
-/// Open for writing, write, rename, keep writing through the same handle, close: every byte must
-/// be at the new name (the handle works through a directory descriptor, not a path).
-fn rename_while_open(fx: &Fixture, from: &str, to: &str) {
-    let p = fx.plfs();
-    let f = p.open(&fx.path(from), rw_create(), 0o644, 77).unwrap();
-    let first = pattern(3, 0, 70_000);
-    f.write(&first, 0).unwrap();
-    f.sync().unwrap();
-    p.rename(&fx.path(from), &fx.path(to)).unwrap();
-    let second = pattern(4, 70_000, 30_000);
-    f.write(&second, 70_000).unwrap();
-    f.write(b"HEAD", 0).unwrap();
-    let mut want = first.clone();
-    want.extend_from_slice(&second);
-    want[..4].copy_from_slice(b"HEAD");
-    assert_bytes_eq(&common::read_all(&f).unwrap(), &want, "read through the renamed handle");
-    f.close().unwrap();
-    assert_errno(p.stat(&fx.path(from)), Errno::NOENT, "old name");
-    assert_eq!(
-        fx.plfs().stat(&fx.path(to)).unwrap().size,
-        100_000,
-        "size at the new name"
-    );
-    assert_bytes_eq(
-        &get(&fx.plfs(), &fx.path(to)),
-        &want,
-        &format!("{from} -> {to}: contents at the new name"),
-    );
-}
-
-#[test]
-fn rename_while_open_one_backend() {
-    rename_while_open(&fixture("ns-ren-open1", 1), "w", "w2");
-}
-
-/// Three backends: the writer's host picks shadow backend `s`; the source's home is (or not) `s`,
-/// and so is the target's.
-fn rename_open_homes(tag: &str, from_home: bool, to_home: bool) {
-    let s = plfs_core::format::hash_str(&plfs_core::clock::hostname()) % 3;
-    let fx = fixture(tag, 3);
-    let from = name_with_home(3, s, from_home, "src");
-    let to = name_with_home(3, s, to_home, "dst");
-    rename_while_open(&fx, &from, &to);
-}
-
-#[test]
-fn rename_while_open_three_backends_shadow_to_shadow() {
-    rename_open_homes("ns-ren-open-ss", true, true);
-}
-
-#[test]
-fn rename_while_open_three_backends_shadow_to_other() {
-    rename_open_homes("ns-ren-open-so", true, false);
-}
-
-#[test]
-#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
-fn rename_while_open_three_backends_other_to_shadow() {
-    rename_open_homes("ns-ren-open-os", false, true);
-}
-
-#[test]
-fn rename_while_open_three_backends_other_to_other() {
-    rename_open_homes("ns-ren-open-oo", false, false);
-}
-
-#[test]
-#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
-fn rename_closed_file_onto_the_writers_shadow_backend() {
-    // The file was written where its logs went to the shadow backend's .plfs_shadow; the new
-    // name's home is that backend.
-    let s = plfs_core::format::hash_str(&plfs_core::clock::hostname()) % 3;
-    let fx = fixture("ns-ren-shadow", 3);
-    let (from, to) = (name_with_home(3, s, false, "src"), name_with_home(3, s, true, "dst"));
-    let p = fx.plfs();
-    let data = pattern(9, 0, 12_345);
-    put(&p, &fx.path(&from), &data);
-    p.rename(&fx.path(&from), &fx.path(&to)).unwrap();
-    assert_eq!(fx.plfs().stat(&fx.path(&to)).unwrap().size, data.len() as u64);
-    assert_bytes_eq(&get(&fx.plfs(), &fx.path(&to)), &data, "contents after the rename");
 }
 
 fn attributes(fx: &Fixture) {

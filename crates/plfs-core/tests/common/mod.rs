@@ -317,6 +317,36 @@ pub fn assert_bytes_eq(got: &[u8], want: &[u8], what: &str) {
     }
 }
 
+// ---- Namespace helpers --------------------------------------------------------------------
+
+/// Asserts that `r` failed with errno `want`.
+#[track_caller]
+pub fn assert_errno<T: std::fmt::Debug>(r: Result<T, plfs_core::Error>, want: rustix::io::Errno, what: &str) {
+    match r {
+        Ok(v) => panic!("{what}: succeeded ({v:?}), expected {want:?}"),
+        Err(e) => assert_eq!(
+            e.raw_errno(),
+            want.raw_os_error(),
+            "{what}: got `{e}`, expected {want:?}"
+        ),
+    }
+}
+
+/// Writes `data` to a new file `path` (as pid 1) and closes it.
+pub fn put(p: &Plfs, path: &Path, data: &[u8]) {
+    let f = p.open(path, wo_create(), 0o644, 1).unwrap();
+    f.write(data, 0).unwrap();
+    f.close().unwrap();
+}
+
+/// Reads a whole file (as pid 2).
+pub fn get(p: &Plfs, path: &Path) -> Vec<u8> {
+    let f = p.open(path, ro(), 0, 2).unwrap();
+    let v = read_all(&f).unwrap();
+    f.close().unwrap();
+    v
+}
+
 // ---- Child processes --------------------------------------------------------------------------
 
 /// Environment variable naming the role a re-executed test binary plays.

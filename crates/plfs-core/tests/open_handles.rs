@@ -1,0 +1,230 @@
+//! Renames and unlinks of files, also while a writer has them open and across canonical and
+//! shadow backends: every byte must stay readable at the new name (open handles work through
+//! directory descriptors, not paths), and an unlinked file must vanish with its logs.
+
+mod common;
+
+use common::{assert_bytes_eq, assert_errno, get, pattern, put, rw_create, Fixture};
+use plfs_core::config::GlobalParams;
+use rustix::io::Errno;
+
+fn fixture(tag: &str, backends: usize) -> Fixture {
+    Fixture::new(tag, backends, 0, GlobalParams::default())
+}
+
+/// A chain of renames through many names, so the file's home backend changes every way.
+fn rename_chain(fx: &Fixture) {
+    let p = fx.plfs();
+    let a = pattern(1, 0, 5000);
+    let mut cur = fx.path("c");
+    put(&p, &cur, &a);
+    for i in 0..8 {
+        let next = fx.path(&format!("n{i}"));
+        p.rename(&cur, &next).unwrap();
+        assert_bytes_eq(
+            &get(&fx.plfs(), &next),
+            &a,
+            &format!("after rename to {}", next.display()),
+        );
+        cur = next;
+    }
+}
+
+#[test]
+fn rename_chain_one_backend() {
+    rename_chain(&fixture("ns-chain1", 1));
+}
+
+#[test]
+#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
+fn rename_chain_three_backends() {
+    rename_chain(&fixture("ns-chain3", 3));
+}
+
+/// Names whose home is (`true`) or is not (`false`) canonical backend `b` of `n`.
+fn name_with_home(n: u64, b: u64, at_home: bool, tag: &str) -> String {
+    (0..)
+        .map(|i| format!("{tag}{i}"))
+        .find(|s| (plfs_core::format::hash_str(s) % n == b) == at_home)
+        .unwrap()
+}
+
+/// Open for writing, write, rename, keep writing through the same handle, close: every byte must
+/// be at the new name (the handle works through a directory descriptor, not a path).
+fn rename_while_open(fx: &Fixture, from: &str, to: &str) {
+    let p = fx.plfs();
+    let f = p.open(&fx.path(from), rw_create(), 0o644, 77).unwrap();
+    let first = pattern(3, 0, 70_000);
+    f.write(&first, 0).unwrap();
+    f.sync().unwrap();
+    p.rename(&fx.path(from), &fx.path(to)).unwrap();
+    let second = pattern(4, 70_000, 30_000);
+    f.write(&second, 70_000).unwrap();
+    f.write(b"HEAD", 0).unwrap();
+    let mut want = first.clone();
+    want.extend_from_slice(&second);
+    want[..4].copy_from_slice(b"HEAD");
+    assert_bytes_eq(&common::read_all(&f).unwrap(), &want, "read through the renamed handle");
+    // Same process, new name: the same open container, so the unsynced writes are visible.
+    assert_eq!(
+        p.stat(&fx.path(to)).unwrap().size,
+        100_000,
+        "stat of the new name while open"
+    );
+    assert_bytes_eq(
+        &get(&p, &fx.path(to)),
+        &want,
+        "read at the new name while the writer is open",
+    );
+    f.close().unwrap();
+    assert_errno(p.stat(&fx.path(from)), Errno::NOENT, "old name");
+    assert_eq!(
+        fx.plfs().stat(&fx.path(to)).unwrap().size,
+        100_000,
+        "size at the new name"
+    );
+    assert_bytes_eq(
+        &get(&fx.plfs(), &fx.path(to)),
+        &want,
+        &format!("{from} -> {to}: contents at the new name"),
+    );
+}
+
+#[test]
+fn rename_while_open_one_backend() {
+    rename_while_open(&fixture("ns-ren-open1", 1), "w", "w2");
+}
+
+/// Three backends: the writer's host picks shadow backend `s`; the source's home is (or not) `s`,
+/// and so is the target's.
+fn rename_open_homes(tag: &str, from_home: bool, to_home: bool) {
+    let s = plfs_core::format::hash_str(&plfs_core::clock::hostname()) % 3;
+    let fx = fixture(tag, 3);
+    let from = name_with_home(3, s, from_home, "src");
+    let to = name_with_home(3, s, to_home, "dst");
+    rename_while_open(&fx, &from, &to);
+}
+
+#[test]
+fn rename_while_open_three_backends_shadow_to_shadow() {
+    rename_open_homes("ns-ren-open-ss", true, true);
+}
+
+#[test]
+fn rename_while_open_three_backends_shadow_to_other() {
+    rename_open_homes("ns-ren-open-so", true, false);
+}
+
+#[test]
+#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
+fn rename_while_open_three_backends_other_to_shadow() {
+    rename_open_homes("ns-ren-open-os", false, true);
+}
+
+#[test]
+fn rename_while_open_three_backends_other_to_other() {
+    rename_open_homes("ns-ren-open-oo", false, false);
+}
+
+#[test]
+#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
+fn rename_closed_file_onto_the_writers_shadow_backend() {
+    // The file was written where its logs went to the shadow backend's .plfs_shadow; the new
+    // name's home is that backend.
+    let s = plfs_core::format::hash_str(&plfs_core::clock::hostname()) % 3;
+    let fx = fixture("ns-ren-shadow", 3);
+    let (from, to) = (name_with_home(3, s, false, "src"), name_with_home(3, s, true, "dst"));
+    let p = fx.plfs();
+    let data = pattern(9, 0, 12_345);
+    put(&p, &fx.path(&from), &data);
+    p.rename(&fx.path(&from), &fx.path(&to)).unwrap();
+    assert_eq!(fx.plfs().stat(&fx.path(&to)).unwrap().size, data.len() as u64);
+    assert_bytes_eq(&get(&fx.plfs(), &fx.path(&to)), &data, "contents after the rename");
+}
+
+#[test]
+fn rename_while_open_with_a_shadow_only_backend() {
+    for (from, to) in [("a", "b"), ("c", "d"), ("e", "f"), ("g", "h")] {
+        let fx = Fixture::new("ns-ren-open-sh", 2, 1, GlobalParams::default());
+        rename_while_open(&fx, from, to);
+        assert!(!fx.logs(to, "index.").is_empty());
+    }
+}
+
+/// Every regular file left on the backends.
+fn files_on(fx: &Fixture) -> Vec<std::path::PathBuf> {
+    fn walk(d: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&e.path(), out);
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for b in fx.canonical.iter().chain(&fx.shadows) {
+        walk(b, &mut out);
+    }
+    out
+}
+
+fn unlink_while_open(fx: &Fixture) {
+    let p = fx.plfs();
+    let path = fx.path("doomed");
+    let f = p.open(&path, rw_create(), 0o644, 5).unwrap();
+    f.write(&pattern(1, 0, 50_000), 0).unwrap();
+    f.sync().unwrap();
+    p.unlink(&path).unwrap();
+    assert_errno(p.stat(&path), Errno::NOENT, "stat after unlink");
+    // The open handle keeps working, as on POSIX, and closing it is not an error.
+    f.write(b"more", 50_000).unwrap();
+    let mut want = pattern(1, 0, 50_000);
+    want.extend_from_slice(b"more");
+    assert_bytes_eq(
+        &common::read_all(&f).unwrap(),
+        &want,
+        "read through the unlinked handle",
+    );
+    f.close().unwrap();
+    assert_errno(p.stat(&path), Errno::NOENT, "stat after close");
+    assert!(p.readdir(std::path::Path::new(common::MOUNT)).unwrap().is_empty());
+    assert_eq!(
+        files_on(fx),
+        Vec::<std::path::PathBuf>::new(),
+        "nothing left on the backends"
+    );
+    // The name is free again.
+    put(&p, &path, b"reborn");
+    assert_eq!(get(&fx.plfs(), &path), b"reborn");
+}
+
+#[test]
+#[ignore = "core bug B5 (notes/core-bugs.md): unlinking a file open for writing breaks its handle"]
+fn unlink_while_open_one_backend() {
+    unlink_while_open(&fixture("ns-unl-open1", 1));
+}
+
+#[test]
+#[ignore = "core bug B5 (notes/core-bugs.md): unlinking a file open for writing breaks its handle"]
+fn unlink_while_open_shadow_backend() {
+    unlink_while_open(&Fixture::new("ns-unl-open-sh", 2, 1, GlobalParams::default()));
+}
+
+#[test]
+fn reader_keeps_reading_an_unlinked_file() {
+    let fx = fixture("ns-unl-read", 1);
+    let data = pattern(2, 0, 30_000);
+    let path = fx.path("f");
+    put(&fx.plfs(), &path, &data);
+    let other = fx.plfs(); // another process
+    let r = other.open(&path, common::ro(), 0, 9).unwrap();
+    assert_bytes_eq(&common::read_all(&r).unwrap(), &data, "before unlink");
+    fx.plfs().unlink(&path).unwrap();
+    assert_bytes_eq(
+        &common::read_all(&r).unwrap(),
+        &data,
+        "after unlink, through the open handle",
+    );
+    r.close().unwrap();
+}
