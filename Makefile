@@ -50,8 +50,16 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/plfs $(DESTDIR)$(PREFIX)/lib/libplfs.so $(DESTDIR)$(PREFIX)/lib/libplfs.a \
 	      $(DESTDIR)$(PREFIX)/lib/libldplfs.so $(DESTDIR)$(PREFIX)/include/plfs.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
 
+# The benchmark suite (bench/, docs/performance.md): CSVs, figures and summary.md in
+# bench/results/latest/. `bench` takes under 10 minutes on 2 cores; `bench-full` longer.
 bench: build
-	@echo "the benchmark suite arrives with issue 5; the UNIX tools table: crates/ldplfs/bench/"
+	bench/install-deps.sh
+	$(MAKE) -C bench quick
+
+.PHONY: bench-full
+bench-full: build
+	bench/install-deps.sh
+	$(MAKE) -C bench full
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,227 @@
+"""The PNG figures (matplotlib, Agg backend). Each returns the file name it wrote, or None when
+there is nothing to plot."""
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from .goals import METHOD_LABELS, TOOL_ORDER, fig3  # noqa: E402
+from .util import human_bytes  # noqa: E402
+
+STYLE = {
+    "plain": dict(color="black", marker="o"),
+    "nn": dict(color="gray", marker="s", linestyle="--"),
+    "ldplfs": dict(color="tab:blue", marker="^"),
+    "fuse": dict(color="tab:red", marker="v"),
+    "api": dict(color="tab:green", marker="D"),
+    "ldplfs_nn": dict(color="tab:cyan", marker="x"),
+}
+FIG3_METHODS = ["plain", "nn", "ldplfs", "fuse", "api"]
+
+
+def _save(fig, outdir, name):
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, name), dpi=110)
+    plt.close(fig)
+    return name
+
+
+def fig3_plot(cells, profile, phase, outdir):
+    """Bandwidth against processes, one line per access method, one panel per record size."""
+    records = profile["records"]
+    nprocs = profile["nprocs"]
+    fig, axes = plt.subplots(1, len(records), figsize=(4.2 * len(records), 3.8), squeeze=False)
+    any_line = False
+    for ax, rec in zip(axes[0], records):
+        for m in FIG3_METHODS:
+            xs, ys = [], []
+            for n in nprocs:
+                c = fig3(cells, m, n, rec, phase)
+                if c is not None and c.value is not None:
+                    xs.append(n)
+                    ys.append(c.value)
+            if xs:
+                any_line = True
+                ax.plot(xs, ys, label=METHOD_LABELS[m], **STYLE[m])
+        ax.set_title(f"{phase}, N-1 strided, {human_bytes(rec)} records")
+        ax.set_xlabel("processes")
+        ax.set_ylabel("MiB/s")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(nprocs)
+        ax.set_xticklabels([str(n) for n in nprocs])
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    if not any_line:
+        plt.close(fig)
+        return None
+    axes[0][0].legend(fontsize=8)
+    return _save(fig, outdir, f"fig3_{phase}.png")
+
+
+def layouts_plot(cells, profile, outdir):
+    n = max(profile["nprocs"])
+    rec = 47008
+    methods = ["plain", "ldplfs", "fuse", "api", "ldplfs_nn"]
+    layouts = ["strided", "segmented", "nn"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    plotted = False
+    for ax, phase in zip(axes, ("write", "read")):
+        width = 0.8 / len(methods)
+        for j, m in enumerate(methods):
+            ys = []
+            for i, lay in enumerate(layouts):
+                mode = "plfs" if m == "api" else "posix"
+                if lay == "strided":
+                    c = fig3(cells, m, n, rec, phase)
+                else:
+                    c = cells.get(("layouts", m, mode, lay, n, rec, phase))
+                ys.append(c.value if c is not None and c.value is not None else 0)
+            if any(ys):
+                plotted = True
+                ax.bar([i + j * width for i in range(len(layouts))], ys, width,
+                       label=METHOD_LABELS[m], color=STYLE[m]["color"])
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(layouts))])  # group centres
+        ax.set_xticklabels(["N-1 strided", "N-1 segmented", "N-N"])
+        ax.set_ylabel("MiB/s")
+        ax.set_title(f"{phase}, {n} processes, {rec} B records")
+        ax.grid(axis="y", alpha=0.3)
+    if not plotted:
+        plt.close(fig)
+        return None
+    axes[0].legend(fontsize=8)
+    return _save(fig, outdir, "fig_layouts.png")
+
+
+def mpiio_plot(cells, profile, outdir):
+    nprocs = profile["nprocs"]
+    fig, axes = plt.subplots(2, 2, figsize=(9, 7), squeeze=False)
+    plotted = False
+    for col, mode in enumerate(("mpi-ind", "mpi-coll")):
+        for row, phase in enumerate(("write", "read")):
+            ax = axes[row][col]
+            for m in ("plain", "ldplfs", "fuse"):
+                xs, ys = [], []
+                for n in nprocs:
+                    c = cells.get(("mpiio", m, mode, "strided", n, 47008, phase))
+                    if c is not None and c.value is not None:
+                        xs.append(n)
+                        ys.append(c.value)
+                if xs:
+                    plotted = True
+                    ax.plot(xs, ys, label=METHOD_LABELS[m], **STYLE[m])
+            kind = "independent" if mode == "mpi-ind" else "collective"
+            ax.set_title(f"MPI-IO {kind} {phase}, 47008 B")
+            ax.set_xlabel("processes")
+            ax.set_ylabel("MiB/s")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(nprocs)
+            ax.set_xticklabels([str(n) for n in nprocs])
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+    if not plotted:
+        plt.close(fig)
+        return None
+    axes[0][0].legend(fontsize=8)
+    return _save(fig, outdir, "fig_mpiio.png")
+
+
+def tools_plot(tcells, outdir):
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    width = 0.38
+    plotted = False
+    for j, m in enumerate(("plain", "ldplfs")):
+        ys = []
+        for tool in TOOL_ORDER:
+            c = tcells.get(("tools", tool, m))
+            ys.append(c.value if c is not None and c.value is not None else 0)
+        if any(ys):
+            plotted = True
+            bars = ax.bar([i + j * width for i in range(len(TOOL_ORDER))], ys, width,
+                          label="plain file" if m == "plain" else "plfs via ldplfs",
+                          color=STYLE[m]["color"] if m != "plain" else "0.4")
+            ax.bar_label(bars, fmt="%.2f", fontsize=7)
+    if not plotted:
+        plt.close(fig)
+        return None
+    ax.set_xticks([i + width / 2 for i in range(len(TOOL_ORDER))])
+    ax.set_xticklabels(TOOL_ORDER)
+    ax.set_ylabel("seconds (median)")
+    ax.set_title("UNIX tools on a 1 GiB file (Table II)")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, outdir, "fig_tools.png")
+
+
+def seqwrite_plot(tcells, outdir):
+    items = [("dd plain file", ("seqwrite", "dd", "plain"), "0.4"),
+             ("dd via ldplfs", ("seqwrite", "dd", "ldplfs"), STYLE["ldplfs"]["color"]),
+             ("dd via FUSE", ("seqwrite", "dd", "fuse"), STYLE["fuse"]["color"]),
+             ("C API (1 MiB writes)", ("seqwrite", "pio", "api"), STYLE["api"]["color"])]
+    labels, ys, colors = [], [], []
+    for label, key, color in items:
+        c = tcells.get(key)
+        if c is not None and c.value:
+            labels.append(label)
+            ys.append(1024.0 / c.value)  # 1 GiB in MiB / seconds
+            colors.append(color)
+    if not ys:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    bars = ax.bar(labels, ys, color=colors)
+    ax.bar_label(bars, fmt="%.0f", fontsize=8)
+    ax.set_ylabel("MiB/s (median)")
+    ax.set_title("1 GiB sequential write, 1 MiB pieces, one process")
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, outdir, "fig_seqwrite.png")
+
+
+def stat_plot(mcells, outdir):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    plotted = False
+    for iface, state, style in (("plfs", "open", dict(color="tab:blue", marker="^")),
+                                ("plfs", "closed", dict(color="tab:blue", marker="o", linestyle="--")),
+                                ("plain", "open", dict(color="black", marker="^")),
+                                ("plain", "closed", dict(color="black", marker="o", linestyle="--"))):
+        pts = sorted((int(k[3]), c.value) for k, c in mcells.items()
+                     if k[0] == "stat" and k[1] == iface and k[2] == state and c.value)
+        if pts:
+            plotted = True
+            ax.plot([p[0] for p in pts], [p[1] * 1e3 for p in pts], label=f"{iface}, {state}", **style)
+    if not plotted:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("writer processes")
+    ax.set_ylabel("stat latency, ms (median)")
+    ax.set_title("stat of a file open for writing vs closed")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return _save(fig, outdir, "fig_stat.png")
+
+
+def index_plot(mcells, outdir):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    plotted = False
+    for flat, style in (("0", dict(color="tab:blue", marker="o")),
+                        ("1", dict(color="tab:green", marker="s", linestyle="--"))):
+        pts = sorted((int(k[3]), c.value) for k, c in mcells.items()
+                     if k[0] == "index" and k[4] == flat and c.value)
+        if pts:
+            plotted = True
+            ax.plot([p[0] for p in pts], [p[1] / 1e6 for p in pts],
+                    label="flattened index" if flat == "1" else "merging every index log", **style)
+    if not plotted:
+        plt.close(fig)
+        return None
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("writers (index logs)")
+    ax.set_ylabel("million index records / s (median)")
+    ax.set_title("reader open + first read: index merge rate")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, outdir, "fig_index.png")
