@@ -38,7 +38,10 @@ fn lock_fd(e: &Entry) -> Res<c_int> {
         rustix::fs::Mode::from_raw_mode(0o600),
     )
     .map_err(|e| Errno(e.raw_os_error()))?;
-    st.lock_fd = rustix::fd::IntoRawFd::into_raw_fd(fd);
+    // Far from the numbers programs manage themselves (0-9, dup2 targets).
+    let high = rustix::io::fcntl_dupfd_cloexec(&fd, 700).map_err(|e| Errno(e.raw_os_error()))?;
+    drop(fd);
+    st.lock_fd = rustix::fd::IntoRawFd::into_raw_fd(high);
     Ok(st.lock_fd)
 }
 

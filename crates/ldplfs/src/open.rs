@@ -196,6 +196,11 @@ fn close_impl(fd: c_int) -> c_int {
                 r.map(|()| 0)
             });
         }
+        if state::core_fd(fd) && !state::foreign_child() {
+            // Not the program's descriptor (it never opened this number): leave it to the core.
+            crate::log::debug(format_args!("close({fd}) of a core descriptor ignored"));
+            return 0;
+        }
     }
     crate::real!(close(fd): fn(c_int) -> c_int)
 }
@@ -214,6 +219,9 @@ pub extern "C" fn __close(fd: c_int) -> c_int {
 /// close_range(2).
 #[no_mangle]
 pub extern "C" fn close_range(lo: c_uint, hi: c_uint, flags: c_int) -> c_int {
+    if flags & (libc::CLOSE_RANGE_CLOEXEC as c_int) == 0 {
+        release_core_fds();
+    }
     let r = crate::real!(close_range(lo, hi, flags): fn(c_uint, c_uint, c_int) -> c_int);
     if r == 0 && flags & (libc::CLOSE_RANGE_CLOEXEC as c_int) == 0 {
         if let Some(_busy) = enter() {
@@ -230,6 +238,7 @@ pub extern "C" fn close_range(lo: c_uint, hi: c_uint, flags: c_int) -> c_int {
 /// closefrom(3).
 #[no_mangle]
 pub extern "C" fn closefrom(lo: c_int) {
+    release_core_fds();
     crate::real!(closefrom(lo): fn(c_int) -> ());
     if let Some(_busy) = enter() {
         if !state::foreign_child() && lo >= 0 {
@@ -270,7 +279,25 @@ pub extern "C" fn dup(old: c_int) -> c_int {
     r
 }
 
+/// Before a program closes descriptors wholesale, or dup2s onto a number the core holds: close
+/// every open PLFS file of this process so the core holds no descriptors (files reopen lazily).
+fn release_core_fds() {
+    if let Some(_busy) = enter() {
+        if state::plfs_active() && !state::foreign_child() {
+            state::close_all();
+        }
+    }
+}
+
 fn dup3_impl(old: c_int, new: c_int, flags: c_int, two: bool) -> c_int {
+    let clash = match enter() {
+        Some(_busy) => old != new && state::core_fd(new) && !state::foreign_child(),
+        None => false,
+    };
+    if clash {
+        crate::log::debug(format_args!("dup2 onto core descriptor {new}: closing open files first"));
+        release_core_fds();
+    }
     let r = if two {
         crate::real!(dup2(old, new): fn(c_int, c_int) -> c_int)
     } else {

@@ -295,6 +295,8 @@ pub struct Conf {
     pub mounts: Vec<Vec<u8>>,
     /// (canonical backend directory, its mount point), to map a kernel cwd back to a logical one.
     pub backends: Vec<(PathBuf, PathBuf)>,
+    /// Every backend directory (canonical and shadow), as bytes: the core's descriptors point here.
+    pub roots: Vec<Vec<u8>>,
 }
 
 static CONF: OnceLock<Option<Conf>> = OnceLock::new();
@@ -309,12 +311,16 @@ pub fn conf() -> Option<&'static Conf> {
         Ok(cfg) => {
             let mounts = cfg.mounts.iter().map(|m| m.mount_point.as_os_str().as_encoded_bytes().to_vec()).collect();
             let mut backends = Vec::new();
+            let mut roots = Vec::new();
             for m in &cfg.mounts {
                 for b in m.canonical() {
                     backends.push((b.to_path_buf(), m.mount_point.clone()));
                 }
+                for b in &m.backends {
+                    roots.push(b.location.as_os_str().as_encoded_bytes().to_vec());
+                }
             }
-            Some(Conf { cfg, mounts, backends })
+            Some(Conf { cfg, mounts, backends, roots })
         }
         Err(e) => {
             crate::log::always(format_args!("PLFS disabled, every call passes through to libc: {e}"));
@@ -350,6 +356,23 @@ pub fn plfs() -> Res<&'static Plfs> {
             Err(Errno::from(e))
         }
     }
+}
+
+/// True once this process built its PLFS instance (so the core may hold descriptors).
+pub fn plfs_active() -> bool {
+    !PLFS.load(Ordering::Relaxed).is_null()
+}
+
+/// True if `fd` is a descriptor the core holds (it points into a backend directory). Programs
+/// do not know about these: a dup2 onto one or a close of one must not pull it from the core.
+pub fn core_fd(fd: i32) -> bool {
+    if fd < 0 || !plfs_active() || maybe_ours(fd) {
+        return false;
+    }
+    let Some(c) = conf() else { return false };
+    let Ok(link) = rustix::fs::readlinkat(rustix::fs::CWD, format!("/proc/self/fd/{fd}").as_str(), Vec::new()) else { return false };
+    let b = link.as_bytes();
+    c.roots.iter().any(|r| b.starts_with(r) && (b.len() == r.len() || b[r.len()] == b'/'))
 }
 
 /// This process's id as seen by the library (updated in a forked child).
