@@ -456,13 +456,32 @@ fn differential_two_canonical_one_shadow() {
 }
 
 #[test]
-fn differential_three_backends_few_hostdirs() {
-    check("diff3", 3, 0, 1, params(|g| g.num_hostdirs = 2));
+fn differential_three_backends_few_hostdirs_few_descriptors() {
+    check(
+        "diff3",
+        3,
+        0,
+        1,
+        params(|g| {
+            g.num_hostdirs = 2;
+            g.max_open_data_logs = 1;
+            g.threadpool_size = 3;
+        }),
+    );
 }
 
 #[test]
 fn differential_index_buffer_one_record() {
-    check("diff-buf1", 1, 0, 1, params(|g| g.index_buffer_records = 1));
+    check(
+        "diff-buf1",
+        1,
+        0,
+        1,
+        params(|g| {
+            g.index_buffer_records = 1;
+            g.threadpool_size = 1;
+        }),
+    );
 }
 
 #[test]
