@@ -380,9 +380,6 @@ impl Container {
             }
         }
         for shadow in &self.mount.shadows {
-            if *shadow == self.mount.canonical[self.backend] {
-                continue;
-            }
             let sdir = self.shadow_dir(shadow);
             for name in sys::read_dir_opt(&sdir)? {
                 if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
@@ -411,10 +408,10 @@ impl Container {
                 sys::remove_tree(&self.path_of_fd_entry(&name))?;
             }
         }
+        // Every shadow backend, the container's own included: a rename may have moved the
+        // container onto the backend that holds its shadow logs.
         for shadow in &self.mount.shadows {
-            if *shadow != self.mount.canonical[self.backend] {
-                sys::remove_tree(&self.shadow_dir(shadow))?;
-            }
+            sys::remove_tree(&self.shadow_dir(shadow))?;
         }
         for d in self.list_meta()? {
             if !matches!(d, MetaDropping::Open { .. }) {

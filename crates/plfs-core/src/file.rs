@@ -118,6 +118,18 @@ pub(crate) struct Shared {
     writers: Mutex<HashMap<u64, Arc<Mutex<Writer>>>>,
     /// Merged index, loaded at the first read.
     index: Mutex<Option<IndexState>>,
+    /// Set when the file was unlinked while open here: trees to delete at the last close.
+    doomed: Mutex<Vec<PathBuf>>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        for p in self.doomed.get_mut().map(std::mem::take).unwrap_or_default() {
+            if let Err(e) = sys::remove_tree(&p) {
+                crate::warn!("{e}: could not remove an unlinked file's data");
+            }
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -126,12 +138,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub(crate) fn new(c: Container, logical: PathBuf) -> Self {
-        Shared {
-            c,
-            logical,
-            writers: Mutex::new(HashMap::new()),
-            index: Mutex::new(None),
-        }
+        Shared { c, logical, writers: Mutex::new(HashMap::new()), index: Mutex::new(None), doomed: Mutex::new(Vec::new()) }
     }
 
     fn data_crc(&self) -> bool {
@@ -165,6 +172,12 @@ impl Shared {
             }
         }
         f(g.as_mut().expect("index loaded"))
+    }
+
+    /// Defers deleting `paths` until the last handle in this process is closed (unlink of an
+    /// open file: its handles keep working, as POSIX requires).
+    pub(crate) fn doom(&self, paths: Vec<PathBuf>) {
+        self.doomed.lock().unwrap_or_else(|p| p.into_inner()).extend(paths);
     }
 
     /// Drops the merged index (after a wipe); the next read reloads it.

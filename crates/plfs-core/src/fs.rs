@@ -117,6 +117,14 @@ impl Loc {
     /// Where this name exists: its home backend first, then any other (after a backend list
     /// change). Returns (backend index, what is there).
     pub fn find(&self) -> Result<(usize, Probe)> {
+        let (b, p) = self.find_raw()?;
+        if self.inside_container(b)? {
+            return Err(Error::errno(Errno::NOTDIR, format!("{}: a path component is a file", self.logical.display())));
+        }
+        Ok((b, p))
+    }
+
+    fn find_raw(&self) -> Result<(usize, Probe)> {
         let h = self.home();
         let p = container::probe(&self.on(h))?;
         if p != Probe::Missing || self.mount.canonical.len() == 1 {
@@ -131,6 +139,31 @@ impl Loc {
             }
         }
         Ok((h, Probe::Missing))
+    }
+
+    /// True if this path on backend `b` goes through a file: its parent or grandparent is a
+    /// container (nothing inside a container is deeper than two levels).
+    fn inside_container(&self, b: usize) -> Result<bool> {
+        let depth = self.rel.components().count();
+        let mut p = self.on(b);
+        for _ in 1..depth.min(3) {
+            if !p.pop() {
+                break;
+            }
+            if sys::lstat_opt(&p.join(format::MARKER_NAME))?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The parent directory's location ("" = the mount point).
+    pub fn parent(&self) -> Loc {
+        Loc {
+            mount: self.mount.clone(),
+            rel: self.rel.parent().unwrap_or(Path::new("")).to_path_buf(),
+            logical: self.logical.parent().unwrap_or(Path::new("/")).to_path_buf(),
+        }
     }
 }
 
@@ -370,18 +403,26 @@ impl Plfs {
         }
     }
 
+    /// Checks that the parent of `loc` is a logical directory, and that it exists on the backend
+    /// where `loc` will be created (directories are replicated; a missing replica is recreated).
     fn check_parent(&self, loc: &Loc) -> Result<()> {
-        let parent = loc.on(loc.home());
-        let parent = parent.parent().unwrap_or(Path::new("/"));
-        match container::probe(parent)? {
-            Probe::Dir => Ok(()),
-            Probe::Missing => Err(Error::NotFound(
-                loc.logical.parent().unwrap_or(Path::new("/")).to_path_buf(),
-            )),
-            _ => Err(Error::errno(
-                Errno::NOTDIR,
-                format!("{}: a path component is not a directory", loc.logical.display()),
-            )),
+        let parent = loc.parent();
+        if parent.rel.as_os_str().is_empty() {
+            return Ok(());
+        }
+        let notdir = || Error::errno(Errno::NOTDIR, format!("{}: a path component is not a directory", loc.logical.display()));
+        match parent.find()? {
+            (b, Probe::Dir) => {
+                let here = parent.on(loc.home());
+                if loc.home() != b && sys::lstat_opt(&here)?.is_none() {
+                    let mode = sys::lstat(&parent.on(b))?.st_mode & 0o7777;
+                    sys::mkdir_all(&here, mode)?;
+                }
+                Ok(())
+            }
+            (_, Probe::Missing) if self.small_lookup(&parent, Probe::Missing)?.is_some() => Err(notdir()),
+            (_, Probe::Missing) => Err(Error::NotFound(parent.logical)),
+            _ => Err(notdir()),
         }
     }
 
@@ -685,12 +726,19 @@ impl Plfs {
         let c = Container::open(mount, b, bp)?.ok_or_else(|| Error::NotFound(bp.to_path_buf()))?;
         let trash = bp.with_file_name(format!("{}rm.{:016x}", format::TMP_PREFIX, crate::clock::random_u64()));
         sys::rename(bp, &trash)?;
-        for s in &mount.shadows {
-            if *s != mount.canonical[b] {
-                sys::remove_tree(&c.shadow_dir(s))?;
+        let mut doomed: Vec<PathBuf> = mount.shadows.iter().map(|s| c.shadow_dir(s)).collect();
+        doomed.push(trash);
+        let open_here = {
+            let t = self.open.lock().unwrap_or_else(|p| p.into_inner());
+            t.get(&c.ident).and_then(Weak::upgrade)
+        };
+        match open_here {
+            Some(shared) => {
+                shared.doom(doomed);
+                Ok(())
             }
+            None => doomed.iter().try_for_each(|p| sys::remove_tree(p)),
         }
-        sys::remove_tree(&trash)
     }
 
     /// Renames a file, symlink or directory within one mount point.
@@ -926,6 +974,9 @@ impl Plfs {
     /// `.`/`..`. Containers list as files.
     pub fn readdir(&self, path: &Path) -> Result<Vec<DirEntry>> {
         let loc = self.resolve(path)?;
+        if !loc.rel.as_os_str().is_empty() {
+            loc.find()?; // ENOTDIR for a path through a file
+        }
         let mut seen: BTreeMap<OsString, FileKind> = BTreeMap::new();
         let mut any = false;
         for i in 0..loc.mount.canonical.len() {

@@ -273,6 +273,18 @@ impl IndexState {
             *self = IndexState::empty(self.max_fds);
             return self.refresh(c);
         }
+        // A known truncate that vanished means the container was wiped: start again.
+        let current: HashSet<(u64, u64, u64)> = meta
+            .iter()
+            .filter_map(|d| match *d {
+                MetaDropping::Trunc { ts, size, writer_id } => Some((ts, size, writer_id)),
+                _ => None,
+            })
+            .collect();
+        if self.truncs.iter().any(|t| !current.contains(t)) {
+            *self = IndexState::empty(self.max_fds);
+            return self.refresh(c);
+        }
         for d in &meta {
             if let MetaDropping::Trunc { ts, size, writer_id } = *d {
                 if self.truncs.insert((ts, size, writer_id)) {

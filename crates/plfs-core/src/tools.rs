@@ -124,9 +124,6 @@ pub fn query(plfs: &Plfs, path: &Path) -> Result<Vec<Physical>> {
         }
     }
     for s in &c.mount.shadows {
-        if *s == c.mount.canonical[c.backend] {
-            continue;
-        }
         let sd = c.shadow_dir(s);
         if sys::lstat_opt(&sd)?.is_none() {
             continue;

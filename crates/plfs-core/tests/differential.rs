@@ -558,7 +558,6 @@ fn differential_fixed_sequence() {
 /// Cross-instance truncates: an instance that loaded a truncate-only index must notice when a
 /// truncate to zero by another instance wipes the container.
 #[test]
-#[ignore = "core bug B4 (notes/core-bugs.md): a wipe is not seen by a process whose index holds only truncates"]
 fn differential_wipe_seen_by_other_instance() {
     let seq = vec![
         Op::Open {

@@ -146,13 +146,11 @@ fn through_a_file(fx: &Fixture) {
 }
 
 #[test]
-#[ignore = "core bug B2/B3 (notes/core-bugs.md): paths through a file reach into its container"]
 fn paths_through_a_file_one_backend() {
     through_a_file(&fixture("ns-through1", 1));
 }
 
 #[test]
-#[ignore = "core bug B2/B3 (notes/core-bugs.md): paths through a file reach into its container"]
 fn paths_through_a_file_three_backends() {
     through_a_file(&fixture("ns-through3", 3));
 }

@@ -36,7 +36,6 @@ fn rename_chain_one_backend() {
 }
 
 #[test]
-#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
 fn rename_chain_three_backends() {
     rename_chain(&fixture("ns-chain3", 3));
 }
@@ -116,7 +115,6 @@ fn rename_while_open_three_backends_shadow_to_other() {
 }
 
 #[test]
-#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
 fn rename_while_open_three_backends_other_to_shadow() {
     rename_open_homes("ns-ren-open-os", false, true);
 }
@@ -127,7 +125,6 @@ fn rename_while_open_three_backends_other_to_other() {
 }
 
 #[test]
-#[ignore = "core bug B1 (notes/core-bugs.md): rename onto the writer's shadow backend hides its logs"]
 fn rename_closed_file_onto_the_writers_shadow_backend() {
     // The file was written where its logs went to the shadow backend's .plfs_shadow; the new
     // name's home is that backend.
@@ -200,13 +197,11 @@ fn unlink_while_open(fx: &Fixture) {
 }
 
 #[test]
-#[ignore = "core bug B5 (notes/core-bugs.md): unlinking a file open for writing breaks its handle"]
 fn unlink_while_open_one_backend() {
     unlink_while_open(&fixture("ns-unl-open1", 1));
 }
 
 #[test]
-#[ignore = "core bug B5 (notes/core-bugs.md): unlinking a file open for writing breaks its handle"]
 fn unlink_while_open_shadow_backend() {
     unlink_while_open(&Fixture::new("ns-unl-open-sh", 2, 1, GlobalParams::default()));
 }
