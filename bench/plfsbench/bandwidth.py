@@ -114,7 +114,7 @@ def cases(profile):
     for mode in ("mpi-ind", "mpi-coll"):
         for n in profile["nprocs"]:
             out.append({"section": "mpiio", "layout": "strided", "mode": mode, "nprocs": n,
-                        "record": 47008, "per_proc": profile["mpiio_per_proc"]})
+                        "record": 47008, "per_proc": profile["mpiio_per_proc"][mode]})
     for extra in profile.get("extra_cases", []):
         out.append(dict(extra))
     return out

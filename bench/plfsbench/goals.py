@@ -90,7 +90,8 @@ class Goal:
         if not vals:
             return
         if not have:
-            self.status = "not available"
+            notes = {n for l, _, n in self.details if applicable is None or applicable(l)}
+            self.status = "not run" if notes == {"not run"} else "not available"
             self.measured = self.details[0][2] or "-"
             return
         met = sum(1 for _, r in have if ok_fn(r))

@@ -5,7 +5,8 @@
   and small_file (1-N) modes (a mode the build does not support shows "not available" with the
   configuration error);
 - index merge: how long a fresh reader needs to merge W writers' index logs, and after
-  flattening (records merged per second)."""
+  flattening (records merged per second), for constant-stride writes (which the index may keep
+  as patterns) and irregular ones (which it cannot)."""
 
 import os
 
@@ -69,10 +70,12 @@ def run_meta(ws, api, bindir, profile, log, timeout):
         else:
             rows.append(_na("create", iface, f"{iface[5:]} mode: " + res.why()))
         log(f"meta create {iface}: {rows[-1].get('per_s') or rows[-1]['note']}")
-    for w in profile["index_writers"]:
-        per = max(1, profile["index_records"] // w)
-        got = collect([metab, "index", os.path.join(pdir, f"idx-{w}"), str(w), str(per),
-                       str(profile["meta_reps"])], "index")
-        log(f"meta index writers={w:3}: " +
-            ", ".join(f"flat={g.get('flattened')} {float(g.get('seconds', 0)) * 1e3:.1f} ms" for g in got))
+    for kind in ("strided", "irregular"):
+        for w in profile["index_writers"]:
+            per = max(1, profile["index_records"] // w)
+            got = collect([metab, "index", os.path.join(pdir, f"idx-{w}"), str(w), str(per),
+                           str(profile["meta_reps"])] + (["irregular"] if kind == "irregular" else []),
+                          "index")
+            log(f"meta index {kind:9} writers={w:3}: " + ", ".join(
+                f"flat={g.get('flattened')} {float(g.get('seconds', 0)) * 1e3:.1f} ms" for g in got))
     return rows

@@ -193,7 +193,7 @@ def stat_plot(mcells, outdir):
     if not plotted:
         plt.close(fig)
         return None
-    ax.set_xscale("log", base=2)
+    _plain_log2_ticks(ax, sorted({int(k[3]) for k in mcells if k[0] == "stat" and k[3]}))
     ax.set_yscale("log")
     ax.set_xlabel("writer processes")
     ax.set_ylabel("stat latency, ms (median)")
@@ -203,21 +203,32 @@ def stat_plot(mcells, outdir):
     return _save(fig, outdir, "fig_stat.png")
 
 
-def index_plot(mcells, outdir):
+def _plain_log2_ticks(ax, xs):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(x) for x in xs])
+    ax.minorticks_off()
+
+
+def index_plot(rcells, outdir):
+    """rcells: index records merged per second, keyed like the metadata cells."""
     fig, ax = plt.subplots(figsize=(7, 4))
     plotted = False
-    for flat, style in (("0", dict(color="tab:blue", marker="o")),
-                        ("1", dict(color="tab:green", marker="s", linestyle="--"))):
-        pts = sorted((int(k[3]), c.value) for k, c in mcells.items()
-                     if k[0] == "index" and k[4] == flat and c.value)
+    for kind, flat, style, label in (
+            ("strided", "0", dict(color="tab:blue", marker="o"), "strided writes, merged"),
+            ("strided", "1", dict(color="tab:blue", marker="s", linestyle="--"), "strided writes, flattened"),
+            ("irregular", "0", dict(color="tab:orange", marker="o"), "irregular writes, merged"),
+            ("irregular", "1", dict(color="tab:orange", marker="s", linestyle="--"),
+             "irregular writes, flattened")):
+        pts = sorted((int(k[3]), c.value) for k, c in rcells.items()
+                     if k[0] == "index" and k[2] == kind and k[4] == flat and c.value)
         if pts:
             plotted = True
-            ax.plot([p[0] for p in pts], [p[1] / 1e6 for p in pts],
-                    label="flattened index" if flat == "1" else "merging every index log", **style)
+            ax.plot([p[0] for p in pts], [p[1] / 1e6 for p in pts], label=label, **style)
     if not plotted:
         plt.close(fig)
         return None
-    ax.set_xscale("log", base=2)
+    _plain_log2_ticks(ax, sorted({int(k[3]) for k in rcells if k[0] == "index" and k[3]}))
     ax.set_xlabel("writers (index logs)")
     ax.set_ylabel("million index records / s (median)")
     ax.set_title("reader open + first read: index merge rate")

@@ -36,7 +36,9 @@ def make(outdir, log=print):
     meta_rows = read_csv(os.path.join(outdir, "meta.csv"))
     notes = {k: v for k, v in fronts.items() if not v.startswith("available")}
     cells, tcells, goals = compute(bw_rows, tool_rows, notes, profile)
-    mcells = simple_cells(meta_rows, ("test", "iface", "state", "writers", "flattened"), "seconds")
+    mkey = ("test", "iface", "state", "writers", "flattened")
+    mcells = simple_cells(meta_rows, mkey, "seconds")
+    rcells = simple_cells(meta_rows, mkey, "per_s")
     medians_csv(os.path.join(outdir, "medians.csv"), cells, tcells, mcells)
     figures = {}
     try:
@@ -53,7 +55,7 @@ def make(outdir, log=print):
             "tools": plots.tools_plot(tcells, outdir),
             "seqwrite": plots.seqwrite_plot(tcells, outdir),
             "stat": plots.stat_plot(mcells, outdir),
-            "index": plots.index_plot(mcells, outdir),
+            "index": plots.index_plot(rcells, outdir),
         }
         figures = {k: v for k, v in figures.items() if v}
     all_rows = bw_rows + tool_rows + meta_rows

@@ -127,16 +127,22 @@ def _meta_tables(mcells, meta_rows):
         if r.get("test") == "create":
             per = r.get("per_s") if r.get("status") == "ok" else r.get("status")
             out.append(f"| {r.get('iface')} | {per} | {r.get('note', '') or ''} |")
-    out += ["", "| writers | index records | merge (ms) | flattened (ms) | records/s merged | records/s flattened |",
-            "|---|---|---|---|---|---|"]
-    for w in sorted({int(k[3]) for k in mcells if k[0] == "index" and k[3]}):
-        a, b = mcells.get(("index", "plfs", "", str(w), "0")), mcells.get(("index", "plfs", "", str(w), "1"))
-        recs = next((r.get("records") for r in meta_rows if r.get("test") == "index" and r.get("writers") == str(w)), "?")
-        fa = f"{a.value * 1e3:.1f}" if a and a.value else "-"
-        fb = f"{b.value * 1e3:.1f}" if b and b.value else "-"
-        ra = f"{int(recs) / a.value / 1e6:.2f} M" if a and a.value and recs != "?" else "-"
-        rb = f"{int(recs) / b.value / 1e6:.2f} M" if b and b.value and recs != "?" else "-"
-        out.append(f"| {w} | {recs} | {fa} | {fb} | {ra} | {rb} |")
+    out += ["", "| writes | writers | index records | merge (ms) | flattened (ms) | merged records/s | "
+            "flattened records/s |", "|---|---|---|---|---|---|---|"]
+    for kind in ("strided", "irregular"):
+        for w in sorted({int(k[3]) for k in mcells if k[0] == "index" and k[2] == kind and k[3]}):
+            a = mcells.get(("index", "plfs", kind, str(w), "0"))
+            b = mcells.get(("index", "plfs", kind, str(w), "1"))
+            recs = next((int(r["records"]) for r in meta_rows if r.get("test") == "index"
+                         and r.get("state") == kind and r.get("writers") == str(w)
+                         and r.get("records")), None)
+
+            def ms(c):
+                return f"{c.value * 1e3:.1f}" if c and c.value else (c.text() if c else "-")
+
+            def rate(c):
+                return f"{recs / c.value / 1e6:.2f} M" if c and c.value and recs else "-"
+            out.append(f"| {kind} | {w} | {recs} | {ms(a)} | {ms(b)} | {rate(a)} | {rate(b)} |")
     return "\n".join(out) + "\n"
 
 
