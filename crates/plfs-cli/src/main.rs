@@ -7,6 +7,7 @@
 mod config_cmd;
 mod demo;
 mod files;
+mod fsck_cmd;
 mod pattern;
 mod tools_cmd;
 mod util;
@@ -53,6 +54,11 @@ enum Cmd {
     /// Run the N-1 demo: N writers, a different number of readers, verified byte for byte and
     /// compared with a plain shared file.
     Demo(demo::DemoArgs),
+    /// Check a file or directory tree for crash debris and damage; --repair fixes what is safe.
+    /// Exit codes: 0 clean, 1 all repaired, 4 problems left, 8 could not run.
+    Fsck(fsck_cmd::FsckArgs),
+    /// Check every write of a file against its data checksum. Exit codes: 0 ok, 4 mismatch, 8 error.
+    Verify(fsck_cmd::VerifyArgs),
     /// One process of the demo (spawned by `plfs demo`).
     #[command(hide = true)]
     DemoWorker(worker::WorkerArgs),
@@ -72,6 +78,8 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Cmd::Export(a) => files::export(cli, a),
         Cmd::Demo(a) => demo::demo(cli, a),
         Cmd::DemoWorker(a) => worker::worker(cli, a),
+        Cmd::Fsck(a) => fsck_cmd::fsck(cli, a),
+        Cmd::Verify(a) => fsck_cmd::verify(cli, a),
     }
 }
 

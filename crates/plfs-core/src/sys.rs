@@ -14,6 +14,9 @@ pub use rustix::fs::Stat as RawStat;
 
 /// Opens a file.
 pub fn open(path: &Path, flags: OFlags, mode: u32) -> Result<OwnedFd> {
+    if flags.contains(OFlags::CREATE) {
+        crate::failpoint::hit("sys::create", "open", path)?;
+    }
     fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(mode)).map_err(|e| Error::io(path, "open", e))
 }
 
@@ -58,6 +61,7 @@ pub fn pread_full(fd: impl AsFd, path: &Path, buf: &mut [u8], off: u64) -> Resul
 
 /// Positional write of all of `data`.
 pub fn pwrite_all(fd: impl AsFd, path: &Path, data: &[u8], off: u64) -> Result<()> {
+    crate::failpoint::hit("sys::pwrite_all", "pwrite", path)?;
     let mut done = 0;
     while done < data.len() {
         match rustix::io::pwrite(fd.as_fd(), &data[done..], off + done as u64) {
@@ -72,6 +76,7 @@ pub fn pwrite_all(fd: impl AsFd, path: &Path, data: &[u8], off: u64) -> Result<(
 
 /// fsync.
 pub fn fsync(fd: impl AsFd, path: &Path) -> Result<()> {
+    crate::failpoint::hit("sys::fsync", "fsync", path)?;
     fs::fsync(fd).map_err(|e| Error::io(path, "fsync", e))
 }
 
@@ -102,11 +107,13 @@ pub fn fstat(fd: impl AsFd, path: &Path) -> Result<RawStat> {
 
 /// mkdir; EEXIST is reported as an error (callers decide).
 pub fn mkdir(path: &Path, mode: u32) -> Result<()> {
+    crate::failpoint::hit("sys::mkdir", "mkdir", path)?;
     fs::mkdir(path, Mode::from_raw_mode(mode)).map_err(|e| Error::io(path, "mkdir", e))
 }
 
 /// mkdir that treats an existing directory as success.
 pub fn mkdir_exist_ok(path: &Path, mode: u32) -> Result<()> {
+    crate::failpoint::hit("sys::mkdir", "mkdir", path)?;
     match fs::mkdir(path, Mode::from_raw_mode(mode)) {
         Ok(()) | Err(Errno::EXIST) => Ok(()),
         Err(e) => Err(Error::io(path, "mkdir", e)),
@@ -115,6 +122,7 @@ pub fn mkdir_exist_ok(path: &Path, mode: u32) -> Result<()> {
 
 /// mkdir -p.
 pub fn mkdir_all(path: &Path, mode: u32) -> Result<()> {
+    crate::failpoint::hit("sys::mkdir", "mkdir", path)?;
     match fs::mkdir(path, Mode::from_raw_mode(mode)) {
         Ok(()) | Err(Errno::EXIST) => Ok(()),
         Err(Errno::NOENT) => {
@@ -134,11 +142,13 @@ pub fn rmdir(path: &Path) -> Result<()> {
 
 /// unlink.
 pub fn unlink(path: &Path) -> Result<()> {
+    crate::failpoint::hit("sys::unlink", "unlink", path)?;
     fs::unlink(path).map_err(|e| Error::io(path, "unlink", e))
 }
 
 /// unlink that treats a missing file as success.
 pub fn unlink_missing_ok(path: &Path) -> Result<()> {
+    crate::failpoint::hit("sys::unlink", "unlink", path)?;
     match fs::unlink(path) {
         Ok(()) | Err(Errno::NOENT) => Ok(()),
         Err(e) => Err(Error::io(path, "unlink", e)),
@@ -147,16 +157,19 @@ pub fn unlink_missing_ok(path: &Path) -> Result<()> {
 
 /// rename(2).
 pub fn rename(from: &Path, to: &Path) -> Result<()> {
+    crate::failpoint::hit("sys::rename", "rename", from)?;
     fs::rename(from, to).map_err(|e| Error::io(from, "rename", e))
 }
 
 /// rename without replacing an existing target (EEXIST if `to` exists).
 pub fn rename_noreplace(from: &Path, to: &Path) -> Result<()> {
+    crate::failpoint::hit("sys::rename", "rename", from)?;
     fs::renameat_with(fs::CWD, from, fs::CWD, to, fs::RenameFlags::NOREPLACE).map_err(|e| Error::io(from, "rename", e))
 }
 
 /// ftruncate.
 pub fn ftruncate(fd: impl AsFd, path: &Path, len: u64) -> Result<()> {
+    crate::failpoint::hit("sys::ftruncate", "ftruncate", path)?;
     fs::ftruncate(fd, len).map_err(|e| Error::io(path, "ftruncate", e))
 }
 

@@ -1,0 +1,257 @@
+//! Fault injection: named failpoints in the backend layer ([`crate::sys`]) that make a chosen call
+//! fail with a chosen errno, or kill the process, after a chosen number of passes.
+//!
+//! Always compiled in. When no failpoint is configured, [`hit`] costs one relaxed atomic load (the
+//! table is only consulted once [`set`] or `$PLFS_FAILPOINTS` armed it), so production builds keep
+//! the hooks. Points are named `module::function`: `sys::pwrite_all`, `sys::fsync`, `sys::create`
+//! (an open with `O_CREAT`), `sys::mkdir`, `sys::rename`, `sys::unlink`, `sys::ftruncate`.
+//!
+//! Configuration, in-process ([`set`], [`Spec`]) or through the environment for processes that
+//! cannot be driven through the API (ldplfs, FUSE, the CLI), read at the first hit:
+//!
+//! ```text
+//! PLFS_FAILPOINTS="sys::pwrite_all=ENOSPC@3,sys::fsync=EIO@0*1,sys::pwrite_all[index.]=kill@10"
+//! ```
+//!
+//! `NAME[FILTER]=ACTION[@AFTER][*TIMES]`: `ACTION` is an errno name (`ENOSPC`, `EIO`, `EACCES`,
+//! `EDQUOT`, `EROFS`, `EPERM`, `ENOENT`, `EEXIST`) or `kill` (SIGKILL to the calling process, a
+//! crash at exactly that call); the first `AFTER` hits pass (default 0); then `TIMES` hits fire
+//! (default: every later hit); `FILTER` restricts the point to paths containing that text.
+
+use crate::error::{Error, Result};
+use rustix::io::Errno;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// What a failpoint does when it fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// The call fails with this errno (nothing is done).
+    Errno(Errno),
+    /// The process is killed with SIGKILL before the call is made.
+    Kill,
+}
+
+/// One armed failpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    /// Point name, e.g. `sys::pwrite_all`.
+    pub name: String,
+    /// Only paths containing this text match (empty: every path).
+    pub filter: String,
+    /// What happens when it fires.
+    pub action: Action,
+    /// Matching hits that pass before it fires.
+    pub after: u64,
+    /// How many times it fires (`None`: every matching hit after `after`).
+    pub times: Option<u64>,
+}
+
+#[derive(Debug)]
+struct Armed {
+    spec: Spec,
+    seen: u64,
+    fired: u64,
+}
+
+/// 0 = the environment was not read yet, 1 = nothing armed, 2 = something armed.
+static STATE: AtomicU8 = AtomicU8::new(0);
+static TABLE: Mutex<Vec<Armed>> = Mutex::new(Vec::new());
+static INJECTED: AtomicU64 = AtomicU64::new(0);
+
+fn table() -> MutexGuard<'static, Vec<Armed>> {
+    TABLE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Called at the top of every hooked backend call. `Ok(())` unless an armed point fires; the
+/// error names `path` and `op` exactly like the real call's error would.
+#[inline]
+pub fn hit(name: &'static str, op: &'static str, path: &Path) -> Result<()> {
+    match STATE.load(Ordering::Relaxed) {
+        1 => Ok(()),
+        0 => {
+            init_from_env();
+            hit(name, op, path)
+        }
+        _ => hit_slow(name, op, path),
+    }
+}
+
+#[cold]
+fn hit_slow(name: &str, op: &'static str, path: &Path) -> Result<()> {
+    let action = {
+        let mut t = table();
+        let mut fire = None;
+        for a in t.iter_mut() {
+            if a.spec.name != name {
+                continue;
+            }
+            if !a.spec.filter.is_empty() && !path.to_string_lossy().contains(a.spec.filter.as_str()) {
+                continue;
+            }
+            a.seen += 1;
+            if a.seen > a.spec.after && a.spec.times.is_none_or(|n| a.fired < n) {
+                a.fired += 1;
+                fire = Some(a.spec.action);
+                break;
+            }
+        }
+        fire
+    };
+    match action {
+        None => Ok(()),
+        Some(Action::Errno(e)) => {
+            INJECTED.fetch_add(1, Ordering::Relaxed);
+            Err(Error::io(path, op, e))
+        }
+        Some(Action::Kill) => {
+            let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+            // SIGKILL cannot be caught; this is only reached if the kernel refused it.
+            std::process::abort()
+        }
+    }
+}
+
+fn init_from_env() {
+    let mut t = table();
+    if STATE.load(Ordering::Acquire) != 0 {
+        return;
+    }
+    if let Ok(text) = std::env::var("PLFS_FAILPOINTS") {
+        match parse(&text) {
+            Ok(specs) => t.extend(specs.into_iter().map(|spec| Armed {
+                spec,
+                seen: 0,
+                fired: 0,
+            })),
+            Err(e) => crate::warn!("PLFS_FAILPOINTS: {e}; ignored"),
+        }
+    }
+    STATE.store(if t.is_empty() { 1 } else { 2 }, Ordering::Release);
+}
+
+/// Arms a failpoint (in addition to any already armed; the first matching one fires).
+pub fn set(spec: Spec) {
+    let mut t = table();
+    if STATE.load(Ordering::Acquire) == 0 {
+        drop(t);
+        init_from_env();
+        t = table();
+    }
+    t.push(Armed {
+        spec,
+        seen: 0,
+        fired: 0,
+    });
+    STATE.store(2, Ordering::Release);
+}
+
+/// Shorthand: `name` fails with `errno` on every hit after the first `after` ones.
+pub fn fail(name: &str, errno: Errno, after: u64) {
+    set(Spec {
+        name: name.to_string(),
+        filter: String::new(),
+        action: Action::Errno(errno),
+        after,
+        times: None,
+    });
+}
+
+/// Disarms every failpoint.
+pub fn clear() {
+    let mut t = table();
+    t.clear();
+    STATE.store(1, Ordering::Release);
+}
+
+/// Matching hits counted so far by each armed point named `name` (summed), whether it fired or
+/// not. Arm a point with a huge `after` to count the calls a workload makes.
+pub fn hits(name: &str) -> u64 {
+    table().iter().filter(|a| a.spec.name == name).map(|a| a.seen).sum()
+}
+
+/// Errors injected by this process since it started.
+pub fn injected() -> u64 {
+    INJECTED.load(Ordering::Relaxed)
+}
+
+/// Parses the `$PLFS_FAILPOINTS` syntax (see the module documentation).
+pub fn parse(text: &str) -> std::result::Result<Vec<Spec>, String> {
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (lhs, rhs) = item
+            .split_once('=')
+            .ok_or_else(|| format!("{item:?}: expected NAME=ACTION"))?;
+        let (name, filter) = match lhs.split_once('[') {
+            Some((n, f)) => (
+                n,
+                f.strip_suffix(']')
+                    .ok_or_else(|| format!("{item:?}: unclosed [ in the point name"))?,
+            ),
+            None => (lhs, ""),
+        };
+        if name.is_empty() {
+            return Err(format!("{item:?}: empty point name"));
+        }
+        let (rest, times) = match rhs.split_once('*') {
+            Some((r, n)) => (r, Some(n.parse().map_err(|e| format!("{item:?}: bad *TIMES: {e}"))?)),
+            None => (rhs, None),
+        };
+        let (act, after) = match rest.split_once('@') {
+            Some((a, n)) => (a, n.parse().map_err(|e| format!("{item:?}: bad @AFTER: {e}"))?),
+            None => (rest, 0),
+        };
+        let action = if act.eq_ignore_ascii_case("kill") {
+            Action::Kill
+        } else {
+            Action::Errno(errno_by_name(act).ok_or_else(|| format!("{item:?}: unknown action {act:?}"))?)
+        };
+        out.push(Spec {
+            name: name.to_string(),
+            filter: filter.to_string(),
+            action,
+            after,
+            times,
+        });
+    }
+    Ok(out)
+}
+
+/// The errno of a symbolic name (`ENOSPC`...), for the errnos a storage layer meets.
+pub fn errno_by_name(name: &str) -> Option<Errno> {
+    Some(match name.to_ascii_uppercase().as_str() {
+        "ENOSPC" => Errno::NOSPC,
+        "EIO" => Errno::IO,
+        "EACCES" => Errno::ACCESS,
+        "EDQUOT" => Errno::DQUOT,
+        "EROFS" => Errno::ROFS,
+        "EPERM" => Errno::PERM,
+        "ENOENT" => Errno::NOENT,
+        "EEXIST" => Errno::EXIST,
+        "EINTR" => Errno::INTR,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_syntax() {
+        let v = parse("sys::pwrite_all=ENOSPC@3, sys::fsync=eio*1,sys::pwrite_all[index.]=kill@10*2").unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[0].action, Action::Errno(Errno::NOSPC));
+        assert_eq!((v[0].after, v[0].times), (3, None));
+        assert_eq!((v[1].after, v[1].times), (0, Some(1)));
+        assert_eq!(v[2].filter, "index.");
+        assert_eq!(v[2].action, Action::Kill);
+        assert_eq!((v[2].after, v[2].times), (10, Some(2)));
+        assert!(parse("x").is_err());
+        assert!(parse("x=EWHAT").is_err());
+        assert!(parse("x=EIO@z").is_err());
+        assert!(parse("x[abc=EIO").is_err());
+        assert_eq!(parse(" ,").unwrap(), Vec::new());
+    }
+}
