@@ -36,6 +36,10 @@ pub fn read_at(e: &Entry, fd: i32, buf: &mut [u8], at: Option<u64>) -> Res<usize
     check_read(e)?;
     let mut st = e.lock();
     let f = file_of(e, &mut st)?;
+    let epoch = state::EPOCH.load(Ordering::Relaxed);
+    if e.seen.swap(epoch, Ordering::Relaxed) != epoch {
+        f.refresh()?;
+    }
     let off = match at {
         Some(o) => o,
         None => sys::lseek(fd, 0, libc::SEEK_CUR)? as u64,
@@ -282,6 +286,8 @@ fn sync_entry(e: &Entry) -> Res<c_int> {
     }
     let mut st = e.lock();
     file_of(e, &mut st)?.sync()?;
+    // A sync point (MPI_File_sync): later reads look for other processes' writes.
+    state::bump_epoch();
     Ok(0)
 }
 

@@ -72,6 +72,14 @@ pub fn fcntl_lock(e: &Entry, fd: c_int, cmd: c_int, arg: *mut libc::flock) -> Re
         }
     }
     let lfd = lock_fd(e)?;
+    let unlock = fl.l_type as c_int == libc::F_UNLCK;
+    if unlock && cmd != libc::F_GETLK && cmd != libc::F_OFD_GETLK {
+        // Publish our writes before another process can take the range.
+        let st = e.lock();
+        if let Some(f) = st.file.as_ref() {
+            f.refresh()?;
+        }
+    }
     let r = crate::real!(fcntl(lfd, cmd, &mut fl as *mut libc::flock): fn(c_int, c_int, *mut libc::flock) -> c_int);
     if r < 0 {
         return Err(Errno(crate::guard::errno()));
@@ -79,6 +87,9 @@ pub fn fcntl_lock(e: &Entry, fd: c_int, cmd: c_int, arg: *mut libc::flock) -> Re
     if cmd == libc::F_GETLK || cmd == libc::F_OFD_GETLK {
         // SAFETY: as above.
         unsafe { *arg = fl };
+    } else if !unlock {
+        // We now hold the range: see what the previous holder wrote.
+        crate::state::bump_epoch();
     }
     Ok(r)
 }

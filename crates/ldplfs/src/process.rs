@@ -152,3 +152,29 @@ fn at_exit_raw() {
         let _ = std::panic::catch_unwind(state::close_all);
     }
 }
+
+macro_rules! wait_wrapper {
+    ($($(#[$m:meta])* fn $name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {$(
+        $(#[$m])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> $r {
+            let r = crate::real!($name($($a),*): fn($($t),*) -> $r);
+            // A child finished: its writes must be visible to our next reads.
+            state::bump_epoch();
+            r
+        }
+    )*};
+}
+
+wait_wrapper! {
+    /// wait(2).
+    fn wait(st: *mut c_int) -> pid_t;
+    /// waitpid(2).
+    fn waitpid(pid: pid_t, st: *mut c_int, o: c_int) -> pid_t;
+    /// wait3(2).
+    fn wait3(st: *mut c_int, o: c_int, ru: *mut libc::rusage) -> pid_t;
+    /// wait4(2).
+    fn wait4(pid: pid_t, st: *mut c_int, o: c_int, ru: *mut libc::rusage) -> pid_t;
+    /// waitid(2).
+    fn waitid(t: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, o: c_int) -> c_int;
+}

@@ -79,7 +79,14 @@ pub fn stat_entry(e: &Entry) -> Res<Stat> {
         Kind::File => {
             let mut st = e.lock();
             let f = file_of(e, &mut st)?;
-            Ok(plfs.fstat(f)?)
+            let mut s = plfs.fstat(f)?;
+            // Plfs::stat reports the marker file's inode, Plfs::fstat the container's: use the
+            // marker's for both, so tools (cp) that compare stat with fstat see one file.
+            if let Ok(m) = rustix::fs::stat(f.container_path().join(plfs_core::format::MARKER_NAME)) {
+                s.ino = m.st_ino;
+                s.dev = m.st_dev;
+            }
+            Ok(s)
         }
         Kind::Dir | Kind::Path => Ok(plfs.stat(&e.path)?),
     }

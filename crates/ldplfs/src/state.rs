@@ -80,12 +80,31 @@ pub struct Entry {
     pub flags: AtomicI32,
     /// I/O state; held across read/write so the offset update is atomic per description.
     pub state: Mutex<FileState>,
+    /// The [`EPOCH`] this entry's index was last refreshed in.
+    pub seen: AtomicU64,
+}
+
+/// Consistency epoch: bumped at points where another process's writes must become visible
+/// (our fork returned, a child was waited for, a lock was taken, fsync). A read in an entry
+/// that has not seen the current epoch refreshes the index first.
+pub static EPOCH: AtomicU64 = AtomicU64::new(1);
+
+/// Starts a new consistency epoch.
+pub fn bump_epoch() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
 }
 
 impl Entry {
     /// A new entry without an open file.
     pub fn new(key: Key, kind: Kind, path: PathBuf, flags: i32) -> Entry {
-        Entry { key, kind, path, flags: AtomicI32::new(flags), state: Mutex::new(FileState { file: None, pid: 0, lock_fd: -1 }) }
+        Entry {
+            key,
+            kind,
+            path,
+            flags: AtomicI32::new(flags),
+            state: Mutex::new(FileState { file: None, pid: 0, lock_fd: -1 }),
+            seen: AtomicU64::new(EPOCH.load(Ordering::Relaxed)),
+        }
     }
 
     /// Current open flags.
@@ -455,6 +474,7 @@ extern "C" fn atfork_prepare() {
 }
 
 extern "C" fn atfork_parent() {
+    bump_epoch();
     TABLE.release(|_| {});
     crate::stdio::STREAMS.release(|_| {});
     crate::dirs::DIRS.release(|_| {});

@@ -1,0 +1,168 @@
+"""Real coreutils, tar and bash on PLFS files; every result is checked with md5sum against the
+same operation on a plain file."""
+
+from pathlib import Path
+
+from conftest import make_data, md5_plain
+
+SIZE = 3 * 1024 * 1024 + 12345
+
+
+def src(fs, name="src.bin", size=SIZE, seed=1):
+    p = fs.plain / name
+    make_data(p, size, seed)
+    return p
+
+
+def test_cp_into_out_of_and_within(fs):
+    s = src(fs)
+    m = fs.mount
+    fs.sh(f"cp {s} {m}/a.bin && cp {m}/a.bin {m}/b.bin && cp {m}/b.bin {fs.plain}/back.bin")
+    want = md5_plain(s)
+    assert fs.md5(m / "a.bin") == want
+    assert fs.md5(m / "b.bin") == want
+    assert md5_plain(fs.plain / "back.bin") == want
+    # Overwriting an existing (longer) file truncates it.
+    small = src(fs, "small.bin", 1000, seed=2)
+    fs.sh(f"cp {small} {m}/a.bin")
+    assert fs.md5(m / "a.bin") == md5_plain(small)
+    # The data really is in the backend, as a container, not as a plain file.
+    assert fs.backend_files("data.*")
+    assert not (fs.mount).exists()
+
+
+def test_cat_grep_md5sum_sha256sum(fs):
+    s = src(fs)
+    fs.sh(f"cp {s} {fs.mount}/f")
+    assert fs.sh(f"cat {fs.mount}/f | md5sum").split()[0] == md5_plain(s)
+    fs.sh(f"cat {fs.mount}/f > {fs.plain}/catted")
+    assert md5_plain(fs.plain / "catted") == md5_plain(s)
+    assert fs.sh(f"grep -a -c needle {fs.mount}/f") == fs.sh(f"grep -a -c needle {s}")
+    assert fs.sh(f"grep -a 'needle 7' {fs.mount}/f | md5sum") == fs.sh(f"grep -a 'needle 7' {s} | md5sum")
+    assert fs.sh(f"sha256sum < {fs.mount}/f") == fs.sh(f"sha256sum < {s}")
+    assert fs.sh(f"sha256sum {fs.mount}/f").split()[0] == fs.sh(f"sha256sum {s}").split()[0]
+
+
+def test_dd_bs_seek_notrunc(fs):
+    s = src(fs)
+    for target in (fs.plain / "dd.bin", fs.mount / "dd.bin"):
+        fs.sh(
+            f"dd if={s} of={target} bs=64k status=none\n"
+            f"dd if={s} of={target} bs=1000 seek=7 count=13 conv=notrunc status=none\n"
+            f"dd if={s} of={target} bs=4096 skip=3 seek=900 count=5 conv=notrunc status=none\n"
+            f"dd if=/dev/zero of={target} bs=1 seek=5000000 count=10 conv=notrunc status=none\n"
+        )
+    assert fs.md5(fs.mount / "dd.bin") == md5_plain(fs.plain / "dd.bin")
+    out = fs.sh(f"dd if={fs.mount}/dd.bin bs=1M skip=1 status=none | md5sum")
+    assert out == fs.sh(f"dd if={fs.plain}/dd.bin bs=1M skip=1 status=none | md5sum")
+    # Without conv=notrunc dd truncates at the end of what it wrote.
+    fs.sh(f"dd if={s} of={fs.mount}/dd.bin bs=1000 count=3 status=none")
+    assert fs.sh(f"stat -c %s {fs.mount}/dd.bin").strip() == "3000"
+
+
+def test_head_tail_wc_sort(fs):
+    s = src(fs, size=200_000)
+    fs.sh(f"cp {s} {fs.mount}/t")
+    for cmd in ("head -c 1000", "head -n 5", "tail -c 777", "tail -n 3", "sort", "sort -r"):
+        assert fs.sh(f"{cmd} {fs.mount}/t | md5sum") == fs.sh(f"{cmd} {s} | md5sum"), cmd
+    assert fs.sh(f"wc {fs.mount}/t").split()[:3] == fs.sh(f"wc {s}").split()[:3]
+    assert fs.sh(f"wc -l < {fs.mount}/t") == fs.sh(f"wc -l < {s}")
+    fs.sh(f"sort {fs.mount}/t > {fs.mount}/sorted; sort {s} > {fs.plain}/sorted")
+    assert fs.md5(fs.mount / "sorted") == md5_plain(fs.plain / "sorted")
+
+
+def test_tar_create_and_extract(fs):
+    tree = fs.plain / "tree"
+    (tree / "sub" / "deeper").mkdir(parents=True)
+    make_data(tree / "one.bin", 300_000, 3)
+    make_data(tree / "sub" / "two.bin", 1_000_000, 4)
+    make_data(tree / "sub" / "deeper" / "three.txt", 5000, 5)
+    m = fs.mount
+    # Archive into the mount, list it, extract it into the mount.
+    fs.sh(f"cd {fs.plain} && tar cf {m}/t.tar tree && tar tf {m}/t.tar >/dev/null && mkdir -p {m}/x && tar xf {m}/t.tar -C {m}/x")
+    for rel in ("one.bin", "sub/two.bin", "sub/deeper/three.txt"):
+        assert fs.md5(m / "x" / "tree" / rel) == md5_plain(tree / rel), rel
+    # Archive out of the mount and extract it as plain files.
+    fs.sh(f"cd {m}/x && tar cf {fs.plain}/out.tar tree && mkdir -p {fs.plain}/y && tar xf {fs.plain}/out.tar -C {fs.plain}/y")
+    for rel in ("one.bin", "sub/two.bin", "sub/deeper/three.txt"):
+        assert md5_plain(fs.plain / "y" / "tree" / rel) == md5_plain(tree / rel), rel
+    # Compressed, through a pipe.
+    fs.sh(f"cd {fs.plain} && tar czf - tree | cat > {m}/t.tgz && mkdir -p {m}/z && tar xzf {m}/t.tgz -C {m}/z")
+    assert fs.md5(m / "z" / "tree" / "sub" / "two.bin") == md5_plain(tree / "sub" / "two.bin")
+
+
+def test_ls_sizes_and_stat(fs):
+    m = fs.mount
+    sizes = {"a": 0, "b": 1, "c": 4096, "d": 1_234_567}
+    for name, n in sizes.items():
+        make_data(fs.plain / name, n, n)
+        fs.sh(f"cp {fs.plain}/{name} {m}/{name}")
+    fs.sh(f"mkdir {m}/dir")
+    listing = fs.sh(f"ls -l {m}")
+    for line in listing.splitlines()[1:]:
+        parts = line.split()
+        name = parts[-1]
+        if name == "dir":
+            assert parts[0].startswith("d")
+        else:
+            assert parts[0].startswith("-"), line
+            assert int(parts[4]) == sizes[name], line
+    assert sorted(fs.sh(f"ls {m}").split()) == ["a", "b", "c", "d", "dir"]
+    out = fs.sh(f"stat -c '%s %F %a' {m}/d {m}/dir")
+    assert out.splitlines() == ["1234567 regular file 644", f"{out.splitlines()[1].split()[0]} directory 755"]
+    assert fs.sh(f"stat -c %s {m}/a").strip() == "0"
+    assert fs.sh(f"test -f {m}/d && test -d {m}/dir && test ! -e {m}/nope && echo yes").strip() == "yes"
+    assert fs.sh(f"find {m} -type f | sort").split() == [f"{m}/{n}" for n in "abcd"]
+    assert fs.sh(f"du -b {m}/d").split()[0] == "1234567"
+
+
+def test_rm_rm_r_mv_mkdir_p(fs):
+    m = fs.mount
+    s = src(fs, size=100_000)
+    fs.sh(f"mkdir -p {m}/a/b/c && cp {s} {m}/a/b/c/f && cp {s} {m}/a/g")
+    assert fs.sh(f"ls {m}/a/b/c").split() == ["f"]
+    fs.sh(f"mv {m}/a/g {m}/a/b/h")
+    assert fs.md5(m / "a" / "b" / "h") == md5_plain(s)
+    assert fs.sh(f"ls {m}/a").split() == ["b"]
+    fs.sh(f"mv {m}/a/b/c {m}/a/cc")
+    assert fs.md5(m / "a" / "cc" / "f") == md5_plain(s)
+    fs.sh(f"rm {m}/a/b/h")
+    assert fs.sh(f"ls {m}/a/b").split() == []
+    fs.sh(f"rm -r {m}/a")
+    assert fs.sh(f"ls -A {m}").split() == []
+    assert not fs.backend_files("data.*")
+    # mv across the mount boundary copies.
+    fs.sh(f"cp {s} {fs.plain}/mv.bin && mv {fs.plain}/mv.bin {m}/in && mv {m}/in {fs.plain}/out")
+    assert md5_plain(fs.plain / "out") == md5_plain(s)
+
+
+def test_bash_redirections_and_pipeline(fs):
+    m = fs.mount
+    script = (
+        "D={d}\n"
+        "echo hello > $D/r.txt\n"
+        "echo world >> $D/r.txt\n"
+        "printf 'x%.0s' $(seq 1 5000) >> $D/r.txt\n"
+        "ls /nonexistent-ldplfs-test 2> $D/err.txt || true\n"
+        "exec 3> $D/fd3.txt\n"
+        "echo one >&3\n"
+        "seq 1 100 >&3\n"
+        "echo two >&3\n"
+        "exec 3>&-\n"
+        "seq 1 20000 | sort -r | grep 7 | tee $D/tee.txt | wc -l > $D/count.txt\n"
+        "cat $D/r.txt | tr a-z A-Z > $D/upper.txt\n"
+        "{{ echo block; cat $D/count.txt; }} > $D/group.txt\n"
+    )
+    fs.sh(script.format(d=fs.plain))
+    fs.sh(script.format(d=m))
+    for name in ("r.txt", "err.txt", "fd3.txt", "tee.txt", "count.txt", "upper.txt", "group.txt"):
+        assert fs.md5(m / name) == md5_plain(fs.plain / name), name
+    assert "No such file" in fs.sh(f"cat {m}/err.txt")
+
+
+def test_cd_into_the_mount(fs):
+    m = fs.mount
+    fs.sh(f"mkdir -p {m}/w/v && echo hi > {m}/w/v/f")
+    out = fs.sh(f"cd {m}/w && pwd && ls && cd v && cat f && cat ../v/./f && ls -l | wc -l && echo new > g && ls")
+    assert out.split() == [f"{m}/w", "v", "hi", "hi", "2", "f", "g"]
+    assert fs.sh(f"cat {m}/w/v/g").strip() == "new"
