@@ -399,3 +399,84 @@ fn config_file_matches_the_built_config() {
     assert!(fx.plfs().is_plfs_path(&fx.path("x")));
     assert!(!fx.plfs().is_plfs_path(Path::new("/plfs-test/mntx")));
 }
+
+/// Logical names PLFS uses for itself inside backends must not corrupt the namespace: creating
+/// them is refused, or they behave as ordinary files.
+fn reserved_names(fx: &Fixture) {
+    let p = fx.plfs();
+    p.mkdir(&fx.path("d"), 0o755).unwrap();
+    for name in [".plfscontainer", ".plfs_shadow", ".plfstmp.x", "meta", "hostdir.3"] {
+        let path = fx.path(&format!("d/{name}"));
+        match p.open(&path, wo_create(), 0o644, 1) {
+            Ok(f) => {
+                f.write(b"x", 0).unwrap();
+                f.close().unwrap();
+                assert_eq!(get(&fx.plfs(), &path), b"x", "{name} reads back");
+                let names: Vec<String> = listing(&p, &fx.path("d")).into_iter().map(|(n, _)| n).collect();
+                assert_eq!(names, vec![name.to_string()], "{name} is listed");
+                p.unlink(&path).unwrap();
+            }
+            Err(e) => assert!(
+                [Errno::INVAL, Errno::PERM, Errno::ACCESS]
+                    .iter()
+                    .any(|x| x.raw_os_error() == e.raw_errno()),
+                "{name}: unexpected error {e}"
+            ),
+        }
+        assert_eq!(
+            p.stat(&fx.path("d")).unwrap().kind,
+            FileKind::Dir,
+            "d is still a directory after {name}"
+        );
+        assert_eq!(listing(&p, &fx.path("d")), vec![], "d is empty again after {name}");
+    }
+}
+
+#[test]
+#[ignore = "core bug B6 (notes/core-bugs.md): reserved names (.plfscontainer, .plfstmp.*) are accepted and corrupt the namespace"]
+fn reserved_names_one_backend() {
+    reserved_names(&fixture("ns-reserved1", 1));
+}
+
+#[test]
+#[ignore = "core bug B6 (notes/core-bugs.md): reserved names (.plfscontainer, .plfstmp.*) are accepted and corrupt the namespace"]
+fn reserved_names_three_backends() {
+    reserved_names(&fixture("ns-reserved3", 3));
+}
+
+/// Names up to NAME_MAX (255 bytes) work, for files and directories, including renames and unlink.
+fn long_names(fx: &Fixture) {
+    let p = fx.plfs();
+    let long = "n".repeat(255);
+    let file = fx.path(&long);
+    put(&p, &file, b"long");
+    assert_eq!(get(&fx.plfs(), &file), b"long");
+    let other = fx.path(&"m".repeat(255));
+    p.rename(&file, &other).unwrap();
+    assert_eq!(get(&fx.plfs(), &other), b"long");
+    put(&p, &file, b"again");
+    p.rename(&file, &other).unwrap(); // replaces an existing file
+    assert_eq!(get(&fx.plfs(), &other), b"again");
+    p.unlink(&other).unwrap();
+    let dir = fx.path(&"d".repeat(255));
+    p.mkdir(&dir, 0o755).unwrap();
+    p.rmdir(&dir).unwrap();
+    assert_eq!(listing(&p, Path::new(common::MOUNT)), vec![]);
+    assert_errno(
+        p.open(&fx.path(&"x".repeat(256)), wo_create(), 0o644, 1),
+        Errno::NAMETOOLONG,
+        "256-byte name",
+    );
+}
+
+#[test]
+#[ignore = "core bug B7 (notes/core-bugs.md): names over ~229 bytes fail (temporary name embeds the name)"]
+fn long_names_one_backend() {
+    long_names(&fixture("ns-long1", 1));
+}
+
+#[test]
+#[ignore = "core bug B7 (notes/core-bugs.md): names over ~229 bytes fail (temporary name embeds the name)"]
+fn long_names_three_backends() {
+    long_names(&fixture("ns-long3", 3));
+}

@@ -1,0 +1,382 @@
+//! Crash tests: real writer processes (this test binary re-executed) are killed with SIGKILL at
+//! random moments, or at an exact backend call through a `kill` failpoint, while writing an N-1
+//! file with periodic `sync`. Each writer reports every completed sync on its stdout. Afterwards a
+//! fresh instance must read back every acknowledged byte exactly; the file must be exactly the
+//! replay of some prefix of each writer's writes that includes everything acknowledged (nothing
+//! invented, nothing reordered); stat and read must not fail on the debris; fsck must report it,
+//! and `--repair` must leave every byte as it was while clearing every problem.
+//!
+//! `PLFS_CRASH_TRIALS` sets the number of trials (default 200; each kills 1-3 writers).
+
+mod common;
+
+use common::{arg, arg_u64, child_command, fill_pattern, Fixture, CHILD_TAG};
+use plfs_core::config::GlobalParams;
+use plfs_core::fsck::{self, Kind, Options};
+use plfs_core::{Config, OpenFlags, Plfs};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+const ENTRY: &str = "child_entry";
+/// Each writer owns `REGION` bytes of the file: [rank*REGION, (rank+1)*REGION).
+const REGION: u64 = 192 << 10;
+/// Writes a writer attempts before closing (most are killed long before).
+const MAX_WRITES: u64 = 6000;
+
+/// Entry point of child processes; does nothing in a normal test run.
+#[test]
+fn child_entry() {
+    let Some(role) = common::child_role() else { return };
+    match role.as_str() {
+        "crash-writer" => child_writer(),
+        r => panic!("unknown child role {r}"),
+    }
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Write `i` of writer (`seed`, `rank`): (offset, length, pattern seed). Mostly small writes,
+/// some large, overlapping each other inside the writer's region.
+fn op(seed: u64, rank: u64, i: u64) -> (u64, usize, u64) {
+    let r = splitmix(seed ^ (rank << 48) ^ i.wrapping_mul(0x1234_5678_9abc_def1));
+    let len = match r % 16 {
+        0 => 1 + (r >> 8) % (48 << 10),
+        1..=3 => 1 + (r >> 8) % 16,
+        _ => 1 + (r >> 8) % 4096,
+    };
+    let off = rank * REGION + (r >> 24) % (REGION - len);
+    (off, len as usize, splitmix(r))
+}
+
+/// A crash writer: opens (creating) the file, writes `MAX_WRITES` writes, syncs every `SYNC`
+/// writes and prints `PLFS-CHILD ack <n>` after each sync (and after close) that succeeded.
+fn child_writer() {
+    let rc = PathBuf::from(arg("RC"));
+    let cfg = Config::from_file(&rc).unwrap_or_else(|e| panic!("{}: {e}", rc.display()));
+    let plfs = Plfs::new(cfg).expect("Plfs::new");
+    let path = PathBuf::from(arg("PATH"));
+    let (seed, rank, sync_every) = (arg_u64("SEED"), arg_u64("RANK"), arg_u64("SYNC"));
+    let flags = OpenFlags {
+        write: true,
+        create: true,
+        ..Default::default()
+    };
+    let f = plfs
+        .open(&path, flags, 0o644, plfs_core::clock::pid())
+        .expect("open for writing");
+    let mut buf = vec![0u8; 48 << 10];
+    for i in 0..MAX_WRITES {
+        let (off, len, pseed) = op(seed, rank, i);
+        fill_pattern(pseed, off, &mut buf[..len]);
+        f.write(&buf[..len], off).expect("write");
+        if (i + 1) % sync_every == 0 {
+            f.sync().expect("sync");
+            println!("{CHILD_TAG} ack {}", i + 1);
+        }
+    }
+    f.close().expect("close");
+    println!("{CHILD_TAG} ack {MAX_WRITES}");
+}
+
+/// The region of writer `rank` after its writes `0..p`.
+fn replay(seed: u64, rank: u64, p: u64) -> (Vec<u8>, u64) {
+    let mut img = vec![0u8; REGION as usize];
+    let mut end = 0;
+    for i in 0..p {
+        apply(seed, rank, i, &mut img, &mut end);
+    }
+    (img, end)
+}
+
+fn apply(seed: u64, rank: u64, i: u64, img: &mut [u8], end: &mut u64) {
+    let (off, len, pseed) = op(seed, rank, i);
+    let base = rank * REGION;
+    let at = (off - base) as usize;
+    fill_pattern(pseed, off, &mut img[at..at + len]);
+    *end = (*end).max(off + len as u64);
+}
+
+/// Finds the prefix `p >= acked` of writer `rank`'s writes whose replay equals `got` (its region
+/// of the file, zero-padded) and whose end is `<= file_len`; `None` if there is none.
+fn matching_prefix(seed: u64, rank: u64, acked: u64, got: &[u8], file_len: u64) -> Option<(u64, u64)> {
+    let (mut img, mut end) = replay(seed, rank, acked);
+    let mut p = acked;
+    loop {
+        if img == got && end <= file_len {
+            return Some((p, end));
+        }
+        if p == MAX_WRITES {
+            return None;
+        }
+        apply(seed, rank, p, &mut img, &mut end);
+        p += 1;
+    }
+}
+
+/// A writer's region of the file, zero-padded to `REGION` bytes.
+fn region_of(data: &[u8], rank: u64) -> Vec<u8> {
+    let start = (rank * REGION) as usize;
+    let mut v = vec![0u8; REGION as usize];
+    if start < data.len() {
+        let n = (data.len() - start).min(REGION as usize);
+        v[..n].copy_from_slice(&data[start..start + n]);
+    }
+    v
+}
+
+/// How a trial's writers die.
+#[derive(Debug, Clone, Copy)]
+enum Death {
+    /// SIGKILL from the parent after this long.
+    After(Duration),
+    /// SIGKILL from themselves at the n-th hit of a failpoint.
+    Failpoint(&'static str, u64),
+}
+
+struct Trial {
+    seed: u64,
+    writers: u64,
+    sync_every: u64,
+    death: Death,
+}
+
+/// Kinds fsck may report on crash debris; anything else is damage a crash cannot cause.
+const CRASH_KINDS: &[Kind] = &[
+    Kind::StaleOpen,
+    Kind::OpenAndClosed,
+    Kind::TornIndexTail,
+    Kind::EmptyLogs,
+    Kind::OrphanDataLog,
+    Kind::UnindexedData,
+    Kind::TmpDebris,
+];
+
+/// Outcome of one trial, for the totals.
+#[derive(Default)]
+struct Tally {
+    killed: u64,
+    completed: u64,
+    acked_bytes: u64,
+    stale_repaired: u64,
+}
+
+fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
+    let path = fx.path(name);
+    let mut children: Vec<Child> = (0..t.writers)
+        .map(|rank| {
+            let mut c = child_command(
+                ENTRY,
+                "crash-writer",
+                &[
+                    ("RC", fx.rc.display().to_string()),
+                    ("PATH", path.display().to_string()),
+                    ("SEED", t.seed.to_string()),
+                    ("RANK", rank.to_string()),
+                    ("SYNC", t.sync_every.to_string()),
+                ],
+            );
+            if let Death::Failpoint(point, n) = t.death {
+                c.env("PLFS_FAILPOINTS", format!("{point}=kill@{n}"));
+            }
+            c.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn writer")
+        })
+        .collect();
+    // Read stdout on threads so a full pipe never blocks a writer.
+    let readers: Vec<_> = children
+        .iter_mut()
+        .map(|c| {
+            let mut out = c.stdout.take().expect("piped");
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = out.read_to_string(&mut s);
+                s
+            })
+        })
+        .collect();
+    match t.death {
+        Death::After(d) => {
+            // Meanwhile, readers must never fail on a file being written (or not yet created).
+            let start = Instant::now();
+            while start.elapsed() < d {
+                match common::read_fresh(fx, &path) {
+                    Ok(_) => {}
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => panic!("seed {}: reader during the writes: {e}", t.seed),
+                }
+            }
+            for c in &mut children {
+                let _ = c.kill();
+            }
+        }
+        Death::Failpoint(..) => {}
+    }
+    let mut acked = Vec::new();
+    for (c, r) in children.iter_mut().zip(readers) {
+        let status = c.wait().expect("wait");
+        let out = r.join().expect("stdout reader");
+        let prefix = format!("{CHILD_TAG} ack ");
+        let a = out
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix).and_then(|v| v.trim().parse::<u64>().ok()))
+            .max()
+            .unwrap_or(0);
+        if status.success() {
+            assert_eq!(a, MAX_WRITES, "seed {}: a writer exited without acknowledging all", t.seed);
+            tally.completed += 1;
+        } else {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(status.signal(), Some(9), "seed {}: writer died of {status}, not SIGKILL", t.seed);
+            tally.killed += 1;
+        }
+        acked.push(a);
+    }
+    check_debris(fx, t, &path, &acked, tally);
+}
+
+/// Reads `path` with a fresh instance (stat and read must work) and checks every writer's region.
+fn check_content(fx: &Fixture, t: &Trial, path: &Path, acked: &[u64], when: &str) -> Option<Vec<u8>> {
+    let plfs = fx.plfs();
+    let st = match plfs.stat(path) {
+        Ok(st) => st,
+        Err(e) if e.is_not_found() => {
+            assert!(acked.iter().all(|&a| a == 0), "seed {}: {when}: file missing after acks", t.seed);
+            return None;
+        }
+        Err(e) => panic!("seed {}: {when}: stat: {e}", t.seed),
+    };
+    let data = common::read_fresh(fx, path).unwrap_or_else(|e| panic!("seed {}: {when}: read: {e}", t.seed));
+    assert_eq!(st.size, data.len() as u64, "seed {}: {when}: stat size vs bytes read", t.seed);
+    let mut max_end = 0;
+    for (rank, &a) in acked.iter().enumerate() {
+        let got = region_of(&data, rank as u64);
+        let Some((_, end)) = matching_prefix(t.seed, rank as u64, a, &got, data.len() as u64) else {
+            panic!(
+                "seed {}: {when}: writer {rank}'s region is not the replay of any prefix of its writes \
+                 that covers its {a} acknowledged writes",
+                t.seed
+            );
+        };
+        max_end = max_end.max(end);
+    }
+    assert_eq!(max_end, data.len() as u64, "seed {}: {when}: file longer than any write", t.seed);
+    Some(data)
+}
+
+fn check_debris(fx: &Fixture, t: &Trial, path: &Path, acked: &[u64], tally: &mut Tally) {
+    let Some(before) = check_content(fx, t, path, acked, "after the crash") else { return };
+    for (rank, &a) in acked.iter().enumerate() {
+        tally.acked_bytes += (0..a).map(|i| op(t.seed, rank as u64, i).1 as u64).sum::<u64>();
+    }
+    let plfs = fx.plfs();
+    let check = fsck::fsck(&plfs, path, &Options::default()).unwrap_or_else(|e| panic!("seed {}: fsck: {e}", t.seed));
+    for f in &check.findings {
+        assert!(
+            CRASH_KINDS.contains(&f.kind) || (!f.problem && f.kind != Kind::LiveWriter),
+            "seed {}: fsck found {:?} on crash debris: {} ({})",
+            t.seed,
+            f.kind,
+            f.message,
+            f.path.display()
+        );
+    }
+    let opts = Options {
+        repair: true,
+        tmp_min_age: Duration::ZERO,
+        ..Options::default()
+    };
+    let rep = fsck::fsck(&plfs, path, &opts).unwrap_or_else(|e| panic!("seed {}: fsck --repair: {e}", t.seed));
+    assert!(rep.exit_code() <= 1, "seed {}: fsck --repair left problems: {:#?}", t.seed, rep.findings);
+    tally.stale_repaired += rep.of(Kind::StaleOpen).len() as u64;
+    let again = fsck::fsck(&fx.plfs(), path, &Options::default()).expect("fsck after repair");
+    assert_eq!(again.exit_code(), 0, "seed {}: problems after repair: {:#?}", t.seed, again.findings);
+    let after = check_content(fx, t, path, acked, "after fsck --repair").expect("file still there");
+    common::assert_bytes_eq(&after, &before, "file after fsck --repair vs before");
+    if fx.config.global.data_checksums {
+        let v = fsck::verify(&fx.plfs(), path).expect("verify");
+        assert!(v.mismatches.is_empty() && v.unreadable.is_empty(), "seed {}: verify: {v:?}", t.seed);
+        assert_eq!(v.unchecked, 0);
+    }
+}
+
+fn fixtures() -> Vec<Fixture> {
+    let small_buf = GlobalParams {
+        index_buffer_records: 4,
+        num_hostdirs: 3,
+        ..GlobalParams::default()
+    };
+    let crc = GlobalParams {
+        data_checksums: true,
+        index_buffer_records: 64,
+        ..GlobalParams::default()
+    };
+    vec![
+        Fixture::simple("crash-default"),
+        Fixture::new("crash-smallbuf", 1, 0, small_buf),
+        Fixture::new("crash-crc-shadow", 2, 1, crc),
+    ]
+}
+
+#[test]
+fn sigkill_writers_at_random_points() {
+    if common::child_role().is_some() {
+        return;
+    }
+    let trials: u64 = std::env::var("PLFS_CRASH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let base_seed = std::env::var("PLFS_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(plfs_core::clock::random_u64);
+    eprintln!("crash: base seed {base_seed} (set PLFS_CRASH_SEED to replay)");
+    let fxs = fixtures();
+    let mut tally = Tally::default();
+    let start = Instant::now();
+    for n in 0..trials {
+        let seed = splitmix(base_seed ^ n);
+        let fx = &fxs[(n % fxs.len() as u64) as usize];
+        let death = match seed % 4 {
+            0 => Death::Failpoint("sys::pwrite_all", (seed >> 8) % 400),
+            1 => Death::Failpoint("sys::fsync", (seed >> 8) % 60),
+            _ => Death::After(Duration::from_micros((seed >> 8) % 120_000)),
+        };
+        let t = Trial {
+            seed,
+            writers: 1 + (seed >> 32) % 3,
+            sync_every: [1, 7, 32, 200][((seed >> 40) % 4) as usize],
+            death,
+        };
+        run_trial(fx, &t, &format!("f{n}"), &mut tally);
+    }
+    // The whole tree: creation debris (writers killed inside create) is cleaned, nothing else.
+    for fx in &fxs {
+        let plfs = fx.plfs();
+        let opts = Options {
+            repair: true,
+            tmp_min_age: Duration::ZERO,
+            ..Options::default()
+        };
+        let rep = fsck::fsck(&plfs, Path::new(common::MOUNT), &opts).expect("fsck of the mount");
+        assert!(rep.exit_code() <= 1, "mount fsck: {:#?}", rep.findings);
+        let again = fsck::fsck(&plfs, Path::new(common::MOUNT), &Options::default()).expect("fsck of the mount");
+        assert_eq!(again.exit_code(), 0, "mount fsck after repair: {:#?}", again.findings);
+    }
+    eprintln!(
+        "crash: {trials} trials, {} writers killed by SIGKILL, {} ran to completion, {} acknowledged bytes \
+         all read back exactly, {} stale open records repaired, 0 lost; {:.1} s",
+        tally.killed,
+        tally.completed,
+        tally.acked_bytes,
+        tally.stale_repaired,
+        start.elapsed().as_secs_f64()
+    );
+    assert!(tally.killed > trials / 2, "too few writers were killed mid-write");
+}
