@@ -92,6 +92,8 @@ struct Writer {
     /// Encoded records not yet appended to the index log.
     /// Records not yet appended to the index log.
     pending: Vec<WriteRecord>,
+    /// Whether runs are written as pattern records (`index_compression`).
+    compress: bool,
     eof: u64,
     bytes: u64,
     mtime_ns: u64,
@@ -201,6 +203,7 @@ impl Shared {
             open_ts,
             logs: None,
             pending: Vec::new(),
+            compress: self.c.mount.global.index_compression,
             eof: 0,
             bytes: 0,
             mtime_ns: 0,
@@ -417,13 +420,18 @@ impl Shared {
 
 /// Appends a writer's buffered records to its index log.
 fn flush_index(w: &mut Writer) -> Result<()> {
+    let compress = w.compress;
     if w.pending.is_empty() {
         return Ok(());
     }
     let l = w.logs.as_mut().expect("records imply logs");
     let p = l.dir_path.join(format::index_log_name(w.id, w.pid, &w.host));
     let mut bytes = Vec::with_capacity(w.pending.len() * format::WRITE_REC_LEN);
-    format::encode_records(&w.pending, &mut bytes);
+    if compress {
+        format::encode_records(&w.pending, &mut bytes);
+    } else {
+        w.pending.iter().for_each(|r| r.encode_into(&mut bytes));
+    }
     sys::pwrite_all(&l.index, &p, &bytes, l.index_off)?;
     l.index_off += bytes.len() as u64;
     w.pending.clear();

@@ -10,7 +10,7 @@ use crate::format::{self, MetaDropping};
 use crate::sys;
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,8 +47,9 @@ pub struct IndexState {
     /// Index logs read so far: display path → bytes consumed (header included).
     logs: HashMap<PathBuf, u64>,
     truncs: HashSet<(u64, u64, u64)>,
-    fds: HashMap<u32, Arc<OwnedFd>>,
-    fd_order: VecDeque<u32>,
+    /// Open data-log descriptors with their last use (least recently used is closed first).
+    fds: HashMap<u32, (Arc<OwnedFd>, u64)>,
+    fd_tick: u64,
     max_fds: usize,
     /// Index records read (for statistics).
     pub records_read: u64,
@@ -76,7 +77,7 @@ impl IndexState {
             logs: HashMap::new(),
             truncs: HashSet::new(),
             fds: HashMap::new(),
-            fd_order: VecDeque::new(),
+            fd_tick: 0,
             max_fds: max_fds.max(1),
             records_read: 0,
             flat_sig: None,
@@ -388,9 +389,12 @@ impl IndexState {
         Ok(())
     }
 
-    /// A descriptor for a chunk's data log (cached, at most `max_open_data_logs` open).
+    /// A descriptor for a chunk's data log (cached, at most `max_open_data_logs` open; the least
+    /// recently used one is closed first).
     pub fn data_fd(&mut self, chunk: u32) -> Result<Arc<OwnedFd>> {
-        if let Some(fd) = self.fds.get(&chunk) {
+        self.fd_tick += 1;
+        if let Some((fd, used)) = self.fds.get_mut(&chunk) {
+            *used = self.fd_tick;
             return Ok(fd.clone());
         }
         let c = self
@@ -406,16 +410,12 @@ impl IndexState {
         )
         .map_err(|e| Error::io(dpath.join(&c.name), "open", e))?;
         let fd = Arc::new(fd);
-        while self.fds.len() >= self.max_fds {
-            match self.fd_order.pop_front() {
-                Some(old) => {
-                    self.fds.remove(&old);
-                }
-                None => break,
+        if self.fds.len() >= self.max_fds {
+            if let Some(&lru) = self.fds.iter().min_by_key(|(_, (_, used))| *used).map(|(c, _)| c) {
+                self.fds.remove(&lru);
             }
         }
-        self.fds.insert(chunk, fd.clone());
-        self.fd_order.push_back(chunk);
+        self.fds.insert(chunk, (fd.clone(), self.fd_tick));
         Ok(fd)
     }
 

@@ -228,6 +228,7 @@ impl Loader {
             }
             "max_open_data_logs" => self.global.max_open_data_logs = self.uint(src, &vs, k, v, 1, 65536)? as u32,
             "data_checksums" => self.global.data_checksums = self.boolean(src, &vs, k, v)?,
+            "index_compression" => self.global.index_compression = self.boolean(src, &vs, k, v)?,
             "lazy_stat" | "lazy_droppings" | "compress_contiguous" => {
                 self.boolean(src, &vs, k, v)?;
                 self.warn(

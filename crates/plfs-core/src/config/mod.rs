@@ -89,6 +89,9 @@ pub struct GlobalParams {
     pub index_buffer_records: u32,
     /// `data_checksums` (ours; default false): store a crc32c of each write's data in its record.
     pub data_checksums: bool,
+    /// `index_compression` (ours; default true): writers record regular runs of writes as one
+    /// pattern record instead of one record per write.
+    pub index_compression: bool,
     /// `max_open_data_logs` (ours; default 256, 1..=65536): data-log descriptors a reader keeps open.
     pub max_open_data_logs: u32,
 }
@@ -100,6 +103,7 @@ impl Default for GlobalParams {
             threadpool_size: 8,
             index_buffer_records: 1024,
             data_checksums: false,
+            index_compression: true,
             max_open_data_logs: 256,
         }
     }

@@ -144,6 +144,7 @@ fn config_all_keys() {
     threadpool_size: 1
     index_buffer_records: 16777216
     data_checksums: true
+    index_compression: false
     max_open_data_logs: 65536
     lazy_stat: 0
     lazy_droppings: false
@@ -181,6 +182,7 @@ fn config_all_keys() {
             threadpool_size: 1,
             index_buffer_records: 16777216,
             data_checksums: true,
+            index_compression: false,
             max_open_data_logs: 65536,
         }
     );
