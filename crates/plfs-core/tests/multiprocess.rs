@@ -337,6 +337,25 @@ fn scenario_c2_two_hosts_two_backends_shadow_dirs() {
     job.verify_here();
 }
 
+#[test]
+fn scenario_c3_burst_buffer_two_shadow_backends() {
+    // One canonical backend holds the container; two shadow-only backends take the logs, one
+    // per host.
+    let fx = Fixture::new("mp-c3", 1, 2, GlobalParams::default());
+    let (ha, hb) = two_hosts(2);
+    let job = Job::new(&fx, "burst", "strided", 4, 8191, 20);
+    job.write(|r| Some(if r % 2 == 0 { ha.clone() } else { hb.clone() }));
+    let logs = index_logs(&fx, job.name);
+    assert_eq!(logs.len(), 4);
+    for (i, shadow) in fx.shadows.iter().enumerate() {
+        let n = logs.iter().filter(|(p, _, _)| p.starts_with(shadow)).count();
+        assert_eq!(n, 2, "shadow {i} holds the logs of one host: {logs:?}");
+    }
+    assert!(common::subdirs_with_prefix(&fx.container_dir(job.name), "hostdir.").is_empty());
+    job.read_back(3, Some("hostR"));
+    job.verify_here();
+}
+
 /// Reads lines from a child's stdout until a `PLFS-CHILD <key> ...` line.
 fn wait_for_line(r: &mut impl BufRead, key: &str) {
     let prefix = format!("{CHILD_TAG} {key}");
