@@ -1,6 +1,8 @@
 //! Multi-process tests of live and failing processes (this binary re-executes itself as the
 //! children, see `multiprocess.rs`): a reader that refreshes while a writer is still appending, a
-//! writer killed before it closed, and a race of exclusive creates.
+//! writer killed before it closed, a race of exclusive creates, and a sequence of processes each
+//! applying a small random script (overlapping writes, truncates, O_TRUNC) checked against a
+//! plain-file model after every process.
 
 mod common;
 
@@ -21,6 +23,7 @@ fn child_entry() {
     match role.as_str() {
         "appender" => child_appender(),
         "excl" => child_excl(),
+        "script" => child_script(),
         r => panic!("unknown child role {r}"),
     }
 }
@@ -249,5 +252,121 @@ fn exclusive_create_race_has_one_winner() {
             .map(|e| e.name)
             .collect();
         assert_eq!(names.len(), round + 1, "{names:?}");
+    }
+}
+
+/// Applies the script in `SCRIPT` (`w <off> <len> <seed>`, `t <size>` through the handle, `T <size>`
+/// by path, `s` sync) through one handle opened with `TRUNC` = 0/1.
+fn child_script() {
+    let plfs = plfs_from_rc();
+    let path = PathBuf::from(arg("PATH"));
+    let flags = OpenFlags {
+        read: true,
+        write: true,
+        trunc: arg("TRUNC") == "1",
+        ..Default::default()
+    };
+    let f = plfs.open(&path, flags, 0, std::process::id()).expect("open");
+    for step in arg("SCRIPT").split(';').filter(|x| !x.is_empty()) {
+        let w: Vec<&str> = step.split(' ').collect();
+        let n = |i: usize| w[i].parse::<u64>().unwrap();
+        match w[0] {
+            "w" => assert_eq!(
+                f.write(&common::pattern(n(3), n(1), n(2) as usize), n(1))
+                    .expect("write"),
+                n(2) as usize
+            ),
+            "t" => f.truncate(n(1)).expect("ftruncate"),
+            "T" => plfs.truncate(&path, n(1)).expect("truncate"),
+            "s" => f.sync().expect("sync"),
+            x => panic!("bad step {x}"),
+        }
+    }
+    f.close().expect("close");
+}
+
+/// A tiny deterministic generator (xorshift64*), so the scripts are reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+#[test]
+fn processes_in_turn_match_a_plain_file() {
+    let fx = Fixture::new(
+        "mp-script",
+        2,
+        0,
+        GlobalParams {
+            index_buffer_records: 3,
+            ..GlobalParams::default()
+        },
+    );
+    let path = fx.path("s");
+    fx.plfs()
+        .open(&path, common::wo_create(), 0o644, 1)
+        .unwrap()
+        .close()
+        .unwrap();
+    let mut model: Vec<u8> = Vec::new();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for round in 0..24 {
+        let trunc = rng.below(8) == 0;
+        if trunc {
+            model.clear();
+        }
+        let mut script = String::new();
+        for _ in 0..1 + rng.below(6) {
+            match rng.below(10) {
+                0 => {
+                    let size = rng.below(150_000);
+                    script.push_str(&format!("t {size};"));
+                    model.resize(size as usize, 0);
+                }
+                1 => {
+                    let size = rng.below(150_000);
+                    script.push_str(&format!("T {size};"));
+                    model.resize(size as usize, 0);
+                }
+                2 => script.push_str("s;"),
+                _ => {
+                    let (off, len, seed) = (rng.below(120_000), rng.below(20_000), rng.below(1 << 30));
+                    script.push_str(&format!("w {off} {len} {seed};"));
+                    let end = (off + len) as usize;
+                    if model.len() < end {
+                        model.resize(end, 0);
+                    }
+                    model[off as usize..end].copy_from_slice(&common::pattern(seed, off, len as usize));
+                }
+            }
+        }
+        let args = [
+            ("RC", fx.rc.display().to_string()),
+            ("PATH", path.display().to_string()),
+            ("TRUNC", if trunc { "1" } else { "0" }.to_string()),
+            ("SCRIPT", script.clone()),
+        ];
+        let out = child_command(ENTRY, "script", &args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_child_ok(&out, &format!("round {round}: {script}"));
+        assert_eq!(
+            fx.plfs().stat(&path).unwrap().size,
+            model.len() as u64,
+            "round {round} size after `{script}`"
+        );
+        common::assert_bytes_eq(
+            &common::read_fresh(&fx, &path).unwrap(),
+            &model,
+            &format!("round {round} after `{script}`"),
+        );
     }
 }
