@@ -111,3 +111,12 @@ def test_mpi_io_n_to_1_strided(fs, mpi_prog, mode, np):
     other = 6 - np
     r = fs.run(["mpirun", "-np", str(other), mpi_prog, target, "check", str(BLOCKS), str(BS)], check=False, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.startswith("OK"), r.stdout + r.stderr
+
+
+def test_stdio_streams(fs, progs):
+    assert subprocess.run([progs["stdio"], fs.plain], capture_output=True, text=True).stderr == "OK\n"
+    fs.sh(f"mkdir {fs.mount}/s")
+    r = fs.run([progs["stdio"], fs.mount / "s"], check=False, text=True)
+    assert r.returncode == 0 and r.stderr == "OK\n", r.stderr
+    for name in ("stdio_a.txt", "stdio_b.txt"):
+        assert fs.md5(fs.mount / "s" / name) == md5_plain(fs.plain / name)

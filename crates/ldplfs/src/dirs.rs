@@ -45,8 +45,16 @@ fn name_ino(dir: &Path, name: &[u8]) -> u64 {
 fn list(p: &Path) -> Res<Vec<Item>> {
     let entries = state::plfs()?.readdir(p)?;
     let mut items = vec![
-        Item { name: b".".to_vec(), dtype: libc::DT_DIR, ino: name_ino(p, b".") },
-        Item { name: b"..".to_vec(), dtype: libc::DT_DIR, ino: name_ino(p, b"..") },
+        Item {
+            name: b".".to_vec(),
+            dtype: libc::DT_DIR,
+            ino: name_ino(p, b"."),
+        },
+        Item {
+            name: b"..".to_vec(),
+            dtype: libc::DT_DIR,
+            ino: name_ino(p, b".."),
+        },
     ];
     for e in entries {
         let name = e.name.as_bytes().to_vec();
@@ -55,7 +63,11 @@ fn list(p: &Path) -> Res<Vec<Item>> {
             FileKind::Symlink => libc::DT_LNK,
             FileKind::File => libc::DT_REG,
         };
-        items.push(Item { ino: name_ino(p, &name), name, dtype });
+        items.push(Item {
+            ino: name_ino(p, &name),
+            name,
+            dtype,
+        });
     }
     Ok(items)
 }
@@ -64,7 +76,13 @@ fn register(fd: c_int, path: PathBuf) -> Res<*mut DIR> {
     let items = list(&path)?;
     // SAFETY: an all-zero dirent64 is valid.
     let ent: dirent64 = unsafe { std::mem::zeroed() };
-    let d = Box::into_raw(Box::new(FakeDir { fd, path, items, pos: 0, ent }));
+    let d = Box::into_raw(Box::new(FakeDir {
+        fd,
+        path,
+        items,
+        pos: 0,
+        ent,
+    }));
     let mut set = DIRS.lock();
     set.insert(d as usize);
     NDIRS.store(set.len(), Ordering::Relaxed);
@@ -86,7 +104,11 @@ fn opendir_p(p: PathBuf) -> Res<*mut DIR> {
         Followed::Plfs(_, None) => return Err(Errno(libc::ENOENT)),
         Followed::Real(c) => {
             let d = crate::real!(opendir(c.as_ptr()): fn(*const c_char) -> *mut DIR);
-            return if d.is_null() { Err(Errno(crate::guard::errno())) } else { Ok(d) };
+            return if d.is_null() {
+                Err(Errno(crate::guard::errno()))
+            } else {
+                Ok(d)
+            };
         }
     };
     let (fd, _) = crate::placeholder::create(Kind::Dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, &p)?;
@@ -130,7 +152,9 @@ pub extern "C" fn fdopendir(fd: c_int) -> *mut DIR {
 }
 
 fn next(d: &mut FakeDir) -> *mut dirent64 {
-    let Some(it) = d.items.get(d.pos) else { return std::ptr::null_mut() };
+    let Some(it) = d.items.get(d.pos) else {
+        return std::ptr::null_mut();
+    };
     d.pos += 1;
     d.ent.d_ino = it.ino;
     d.ent.d_off = d.pos as i64;
@@ -338,7 +362,12 @@ fn scandir_p(p: PathBuf, out: *mut *mut *mut dirent64, filter: Filter, compar: C
 
 /// scandir(3).
 #[no_mangle]
-pub unsafe extern "C" fn scandir(path: *const c_char, out: *mut *mut *mut dirent64, filter: Filter, compar: Compar) -> c_int {
+pub unsafe extern "C" fn scandir(
+    path: *const c_char,
+    out: *mut *mut *mut dirent64,
+    filter: Filter,
+    compar: Compar,
+) -> c_int {
     if let Some(_busy) = enter() {
         // SAFETY: the caller's C string.
         if let Target::Plfs(p) = unsafe { classify_c(libc::AT_FDCWD, path) } {
@@ -350,14 +379,25 @@ pub unsafe extern "C" fn scandir(path: *const c_char, out: *mut *mut *mut dirent
 
 /// scandir64(3).
 #[no_mangle]
-pub unsafe extern "C" fn scandir64(path: *const c_char, out: *mut *mut *mut dirent64, filter: Filter, compar: Compar) -> c_int {
+pub unsafe extern "C" fn scandir64(
+    path: *const c_char,
+    out: *mut *mut *mut dirent64,
+    filter: Filter,
+    compar: Compar,
+) -> c_int {
     // SAFETY: forwarded caller arguments.
     unsafe { scandir(path, out, filter, compar) }
 }
 
 /// scandirat(3).
 #[no_mangle]
-pub unsafe extern "C" fn scandirat(dirfd: c_int, path: *const c_char, out: *mut *mut *mut dirent64, filter: Filter, compar: Compar) -> c_int {
+pub unsafe extern "C" fn scandirat(
+    dirfd: c_int,
+    path: *const c_char,
+    out: *mut *mut *mut dirent64,
+    filter: Filter,
+    compar: Compar,
+) -> c_int {
     if let Some(_busy) = enter() {
         // SAFETY: the caller's C string.
         if let Target::Plfs(p) = unsafe { classify_c(dirfd, path) } {

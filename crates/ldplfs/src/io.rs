@@ -232,7 +232,13 @@ pub fn seek(e: &Entry, fd: i32, o: i64, whence: c_int) -> Res<i64> {
     if e.kind == Kind::Path {
         return Err(Errno(libc::EBADF));
     }
-    let size = || -> Res<i64> { if e.kind == Kind::Dir { Ok(0) } else { Ok(size_of(e)? as i64) } };
+    let size = || -> Res<i64> {
+        if e.kind == Kind::Dir {
+            Ok(0)
+        } else {
+            Ok(size_of(e)? as i64)
+        }
+    };
     let target = match whence {
         libc::SEEK_SET | libc::SEEK_CUR => return sys::lseek(fd, o, whence),
         libc::SEEK_END => size()?.checked_add(o).ok_or(Errno(libc::EOVERFLOW))?,
@@ -361,7 +367,14 @@ fd_wrapper!(/// fallocate64.
 
 /// copy_file_range(2): EXDEV when an end is a PLFS file (cp and cat fall back to read/write).
 #[no_mangle]
-pub unsafe extern "C" fn copy_file_range(fi: c_int, oi: *mut off64_t, fo: c_int, oo: *mut off64_t, len: size_t, flags: c_uint) -> ssize_t {
+pub unsafe extern "C" fn copy_file_range(
+    fi: c_int,
+    oi: *mut off64_t,
+    fo: c_int,
+    oo: *mut off64_t,
+    len: size_t,
+    flags: c_uint,
+) -> ssize_t {
     if let Some(_busy) = enter() {
         if ours(fi).is_some() || ours(fo).is_some() {
             return run(|| Err::<ssize_t, _>(Errno(libc::EXDEV)));
@@ -394,7 +407,14 @@ pub unsafe extern "C" fn sendfile64(out: c_int, inp: c_int, o: *mut off64_t, n: 
 
 /// splice(2): EINVAL when an end is a PLFS file.
 #[no_mangle]
-pub unsafe extern "C" fn splice(fi: c_int, oi: *mut off64_t, fo: c_int, oo: *mut off64_t, len: size_t, flags: c_uint) -> ssize_t {
+pub unsafe extern "C" fn splice(
+    fi: c_int,
+    oi: *mut off64_t,
+    fo: c_int,
+    oo: *mut off64_t,
+    len: size_t,
+    flags: c_uint,
+) -> ssize_t {
     if let Some(_busy) = enter() {
         if ours(fi).is_some() || ours(fo).is_some() {
             return run(|| Err::<ssize_t, _>(Errno(libc::EINVAL)));
@@ -416,7 +436,11 @@ pub unsafe extern "C" fn tee(fi: c_int, fo: c_int, len: size_t, flags: c_uint) -
 
 fn map_plfs(e: &Entry, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, o: i64) -> Res<*mut c_void> {
     if e.kind != Kind::File || o < 0 || len == 0 {
-        return Err(Errno(if e.kind == Kind::File { libc::EINVAL } else { libc::ENODEV }));
+        return Err(Errno(if e.kind == Kind::File {
+            libc::EINVAL
+        } else {
+            libc::ENODEV
+        }));
     }
     if flags & libc::MAP_SHARED != 0 && prot & libc::PROT_WRITE != 0 {
         // Writes through a shared mapping could never reach PLFS.
@@ -441,11 +465,20 @@ fn map_plfs(e: &Entry, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int
 
 /// mmap(2): a PLFS file maps as a private copy filled by read (shared writable maps: ENODEV).
 #[no_mangle]
-pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, o: off_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    o: off_t,
+) -> *mut c_void {
     if fd >= 0 {
         if let Some(_busy) = enter() {
             if let Some(e) = ours(fd) {
-                return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| map_plfs(&e, addr, len, prot, flags, o))) {
+                return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    map_plfs(&e, addr, len, prot, flags, o)
+                })) {
                     Ok(Ok(p)) => p,
                     Ok(Err(Errno(x))) => {
                         crate::guard::set_errno(x);
@@ -464,7 +497,14 @@ pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags
 
 /// mmap64.
 #[no_mangle]
-pub unsafe extern "C" fn mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, o: off64_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    o: off64_t,
+) -> *mut c_void {
     // SAFETY: same contract as mmap (off_t is 64-bit on the supported targets).
     unsafe { mmap(addr, len, prot, flags, fd, o) }
 }

@@ -8,6 +8,18 @@
 //! [`open`], [`io`], [`stat`], [`ns`], [`dirs`], [`stdio`], [`locks`], [`process`].
 //! `README.md` in this crate describes the design and its limits.
 
+// Every exported function is a libc entry point called from C: its contract (valid pointers,
+// NUL-terminated strings) is the one its manual page states, not a Rust-side one.
+// `real!` forwards its arguments unchanged to the C function it calls: the call is the unsafe
+// part, and its contract is the interposed function's own.
+#![allow(
+    clippy::missing_safety_doc,
+    clippy::not_unsafe_ptr_arg_deref,
+    clippy::macro_metavars_in_unsafe
+)]
+
+pub mod attrs;
+pub mod cwd;
 pub mod dirs;
 pub mod guard;
 pub mod io;

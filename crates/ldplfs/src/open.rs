@@ -38,7 +38,11 @@ pub fn open_plfs(p: PathBuf, flags: c_int, mode: c_uint) -> Res<c_int> {
             Followed::Plfs(p, st) => (p, st),
             Followed::Real(c) => {
                 let fd = crate::real!(open(c.as_ptr(), flags, mode): fn(*const c_char, c_int, c_uint) -> c_int);
-                return if fd < 0 { Err(Errno(crate::guard::errno())) } else { Ok(fd) };
+                return if fd < 0 {
+                    Err(Errno(crate::guard::errno()))
+                } else {
+                    Ok(fd)
+                };
             }
         }
     };
@@ -84,7 +88,9 @@ unsafe fn openat_impl(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_u
         // SAFETY: `path` is the caller's C string.
         match unsafe { classify_c(dirfd, path) } {
             Target::Plfs(p) => return run(|| open_plfs(p, flags, mode)),
-            Target::Real(c) => return crate::real!(open(c.as_ptr(), flags, mode): fn(*const c_char, c_int, c_uint) -> c_int),
+            Target::Real(c) => {
+                return crate::real!(open(c.as_ptr(), flags, mode): fn(*const c_char, c_int, c_uint) -> c_int)
+            }
             Target::Pass => {}
         }
     }
@@ -153,13 +159,27 @@ pub unsafe extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: 
 #[no_mangle]
 pub unsafe extern "C" fn creat(path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: forwarded caller arguments.
-    unsafe { openat_impl(libc::AT_FDCWD, path, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, mode) }
+    unsafe {
+        openat_impl(
+            libc::AT_FDCWD,
+            path,
+            libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+            mode,
+        )
+    }
 }
 /// creat64.
 #[no_mangle]
 pub unsafe extern "C" fn creat64(path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: forwarded caller arguments.
-    unsafe { openat_impl(libc::AT_FDCWD, path, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, mode) }
+    unsafe {
+        openat_impl(
+            libc::AT_FDCWD,
+            path,
+            libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+            mode,
+        )
+    }
 }
 
 /// Closes the file of an entry that lost its last descriptor.
@@ -295,7 +315,9 @@ fn dup3_impl(old: c_int, new: c_int, flags: c_int, two: bool) -> c_int {
         None => false,
     };
     if clash {
-        crate::log::debug(format_args!("dup2 onto core descriptor {new}: closing open files first"));
+        crate::log::debug(format_args!(
+            "dup2 onto core descriptor {new}: closing open files first"
+        ));
         release_core_fds();
     }
     let r = if two {

@@ -40,7 +40,10 @@ struct Cwd {
     real: Option<PathBuf>,
 }
 
-static CWD: Mutex<Cwd> = Mutex::new(Cwd { logical: None, real: None });
+static CWD: Mutex<Cwd> = Mutex::new(Cwd {
+    logical: None,
+    real: None,
+});
 /// True when relative paths may resolve into a mount (cwd inside or above a mount point).
 static CWD_RELEVANT: AtomicBool = AtomicBool::new(false);
 
@@ -71,7 +74,9 @@ fn classify_abs(b: &[u8]) -> Target {
         }
         return Target::Pass;
     }
-    let Some(n) = normalize_path(Path::new(OsStr::from_bytes(b))) else { return Target::Pass };
+    let Some(n) = normalize_path(Path::new(OsStr::from_bytes(b))) else {
+        return Target::Pass;
+    };
     if is_mounted(&n) {
         return Target::Plfs(n);
     }
@@ -92,7 +97,9 @@ fn real(p: PathBuf) -> Target {
 use std::os::unix::ffi::OsStringExt;
 
 fn join_classify(base: &Path, rel: &[u8], base_is_plfs: bool) -> Target {
-    let Some(n) = normalize_path(&base.join(OsStr::from_bytes(rel))) else { return Target::Pass };
+    let Some(n) = normalize_path(&base.join(OsStr::from_bytes(rel))) else {
+        return Target::Pass;
+    };
     if is_mounted(&n) {
         Target::Plfs(n)
     } else if base_is_plfs {
@@ -167,7 +174,9 @@ pub fn follow(mut p: PathBuf) -> Res<Followed> {
         let base = p.parent().unwrap_or(Path::new("/")).to_path_buf();
         let next = normalize_path(&base.join(&target)).ok_or(Errno(libc::ENOENT))?;
         if !is_mounted(&next) {
-            return CString::new(next.into_os_string().into_vec()).map(Followed::Real).map_err(|_| Errno(libc::EINVAL));
+            return CString::new(next.into_os_string().into_vec())
+                .map(Followed::Real)
+                .map_err(|_| Errno(libc::EINVAL));
         }
         p = next;
     }
@@ -187,13 +196,19 @@ fn relevant(c: &Cwd) -> bool {
 /// Reads the kernel cwd at start-up; a cwd inside a canonical backend directory means a logical
 /// cwd inside its mount point (set by `chdir` in the process that exec'd us).
 pub fn init_cwd() {
-    let Ok(real) = rustix::process::getcwd(Vec::new()) else { return };
+    let Ok(real) = rustix::process::getcwd(Vec::new()) else {
+        return;
+    };
     let real = PathBuf::from(OsStr::from_bytes(real.as_bytes()));
     let mut logical = None;
     if let Some(c) = state::conf() {
         for (backend, mount) in &c.backends {
             if let Ok(rel) = real.strip_prefix(backend) {
-                logical = Some(if rel.as_os_str().is_empty() { mount.clone() } else { mount.join(rel) });
+                logical = Some(if rel.as_os_str().is_empty() {
+                    mount.clone()
+                } else {
+                    mount.join(rel)
+                });
                 break;
             }
         }
@@ -206,7 +221,9 @@ pub fn init_cwd() {
 
 /// Records a successful real chdir (to a non-PLFS directory).
 pub fn set_real_cwd() {
-    let real = rustix::process::getcwd(Vec::new()).ok().map(|r| PathBuf::from(OsStr::from_bytes(r.as_bytes())));
+    let real = rustix::process::getcwd(Vec::new())
+        .ok()
+        .map(|r| PathBuf::from(OsStr::from_bytes(r.as_bytes())));
     let mut c = cwd();
     c.real = real;
     c.logical = None;
@@ -215,7 +232,9 @@ pub fn set_real_cwd() {
 
 /// Records a chdir into PLFS directory `logical` whose backend directory is now the kernel cwd.
 pub fn set_logical_cwd(logical: PathBuf) {
-    let real = rustix::process::getcwd(Vec::new()).ok().map(|r| PathBuf::from(OsStr::from_bytes(r.as_bytes())));
+    let real = rustix::process::getcwd(Vec::new())
+        .ok()
+        .map(|r| PathBuf::from(OsStr::from_bytes(r.as_bytes())));
     let mut c = cwd();
     c.real = real;
     c.logical = Some(logical);

@@ -54,12 +54,20 @@ pub fn create(kind: Kind, flags: i32, path: &Path) -> Res<(i32, Arc<Entry>)> {
     while done < rec.len() {
         done += rustix::io::write(&mfd, &rec[done..]).map_err(errno)?;
     }
-    rustix::fs::fcntl_add_seals(&mfd, SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL).map_err(errno)?;
+    rustix::fs::fcntl_add_seals(
+        &mfd,
+        SealFlags::WRITE | SealFlags::GROW | SealFlags::SHRINK | SealFlags::SEAL,
+    )
+    .map_err(errno)?;
     let proc_path = format!("/proc/self/fd/{}", mfd.as_raw_fd());
     let wfd = rustix::fs::open(proc_path.as_str(), OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty()).map_err(errno)?;
     // Put the write-only description on the memfd's number (the lowest free one).
     let num = mfd.into_raw_fd();
-    let cloexec = if flags & libc::O_CLOEXEC != 0 { libc::O_CLOEXEC } else { 0 };
+    let cloexec = if flags & libc::O_CLOEXEC != 0 {
+        libc::O_CLOEXEC
+    } else {
+        0
+    };
     let wraw = wfd.into_raw_fd();
     let r = crate::real::sys::dup3(wraw, num, cloexec);
     let _ = crate::real::sys::close(wraw);
@@ -74,7 +82,12 @@ pub fn create(kind: Kind, flags: i32, path: &Path) -> Res<(i32, Arc<Entry>)> {
             return Err(e);
         }
     };
-    let entry = Arc::new(Entry::new(key, kind, path.to_path_buf(), flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_TRUNC | libc::O_CLOEXEC)));
+    let entry = Arc::new(Entry::new(
+        key,
+        kind,
+        path.to_path_buf(),
+        flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_TRUNC | libc::O_CLOEXEC),
+    ));
     if let Some(orphan) = state::insert_fd(num, &entry) {
         let _ = state::close_file(&mut orphan.lock());
     }
@@ -87,7 +100,12 @@ fn read_record(fd: i32) -> Option<(Kind, i32, PathBuf)> {
     if !link.as_bytes().starts_with(LINK_PREFIX) {
         return None;
     }
-    let rfd = rustix::fs::open(format!("/proc/self/fd/{fd}").as_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let rfd = rustix::fs::open(
+        format!("/proc/self/fd/{fd}").as_str(),
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
     let mut buf = vec![0u8; 8192];
     let mut n = 0;
     while n < buf.len() {
@@ -102,12 +120,23 @@ fn read_record(fd: i32) -> Option<(Kind, i32, PathBuf)> {
 
 /// Constructor: re-adopts every placeholder inherited through exec.
 pub fn adopt_all() {
-    let Ok(dir) = rustix::fs::open("/proc/self/fd", OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else { return };
+    let Ok(dir) = rustix::fs::open(
+        "/proc/self/fd",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return;
+    };
     let dirfd = dir.as_raw_fd();
-    let Ok(mut d) = rustix::fs::Dir::read_from(&dir) else { return };
+    let Ok(mut d) = rustix::fs::Dir::read_from(&dir) else {
+        return;
+    };
     let mut fds = Vec::new();
     while let Some(Ok(ent)) = d.read() {
-        if let Some(fd) = std::str::from_utf8(ent.file_name().to_bytes()).ok().and_then(|s| s.parse::<i32>().ok()) {
+        if let Some(fd) = std::str::from_utf8(ent.file_name().to_bytes())
+            .ok()
+            .and_then(|s| s.parse::<i32>().ok())
+        {
             if fd != dirfd {
                 fds.push(fd);
             }
@@ -116,8 +145,12 @@ pub fn adopt_all() {
     drop(d);
     drop(dir);
     for fd in fds {
-        let Some((kind, flags, path)) = read_record(fd) else { continue };
-        let Ok(key) = crate::real::sys::fstat_key(fd) else { continue };
+        let Some((kind, flags, path)) = read_record(fd) else {
+            continue;
+        };
+        let Ok(key) = crate::real::sys::fstat_key(fd) else {
+            continue;
+        };
         let entry = state::entry_for_key(key).unwrap_or_else(|| Arc::new(Entry::new(key, kind, path, flags)));
         state::insert_fd(fd, &entry);
         crate::log::debug(format_args!("adopted fd {fd} -> {}", entry.path.display()));

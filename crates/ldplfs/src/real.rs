@@ -84,7 +84,7 @@ pub mod sys {
     /// lseek(2).
     pub fn lseek(fd: i32, off: i64, whence: i32) -> Result<i64, Errno> {
         // SAFETY: plain system call with integer arguments.
-        check(unsafe { libc::syscall(libc::SYS_lseek, fd, off, whence) }).map(|v| v as i64)
+        check(unsafe { libc::syscall(libc::SYS_lseek, fd, off, whence) })
     }
 
     /// fstat(2): the (st_dev, st_ino) of a descriptor.

@@ -199,7 +199,13 @@ stat_names! {
 
 /// statx(2).
 #[no_mangle]
-pub unsafe extern "C" fn statx(dirfd: c_int, path: *const c_char, flags: c_int, mask: c_uint, buf: *mut libc::statx) -> c_int {
+pub unsafe extern "C" fn statx(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mask: c_uint,
+    buf: *mut libc::statx,
+) -> c_int {
     if let Some(_busy) = enter() {
         // SAFETY: `path` is NULL or the caller's C string.
         let empty = !path.is_null() && unsafe { *path } == 0;
@@ -214,7 +220,8 @@ pub unsafe extern "C" fn statx(dirfd: c_int, path: *const c_char, flags: c_int, 
                     return run(|| match stat_path(&p, flags & libc::AT_SYMLINK_NOFOLLOW != 0)? {
                         PathStat::Plfs(s) => fill_statx(&s, buf).map(|()| 0),
                         PathStat::Real(c) => {
-                            match crate::real!(statx(libc::AT_FDCWD, c.as_ptr(), flags, mask, buf): fn(c_int, *const c_char, c_int, c_uint, *mut libc::statx) -> c_int) {
+                            match crate::real!(statx(libc::AT_FDCWD, c.as_ptr(), flags, mask, buf): fn(c_int, *const c_char, c_int, c_uint, *mut libc::statx) -> c_int)
+                            {
                                 0 => Ok(0),
                                 _ => Err(Errno(crate::guard::errno())),
                             }

@@ -102,7 +102,11 @@ impl Entry {
             kind,
             path,
             flags: AtomicI32::new(flags),
-            state: Mutex::new(FileState { file: None, pid: 0, lock_fd: -1 }),
+            state: Mutex::new(FileState {
+                file: None,
+                pid: 0,
+                lock_fd: -1,
+            }),
             seen: AtomicU64::new(EPOCH.load(Ordering::Relaxed)),
         }
     }
@@ -142,15 +146,14 @@ pub fn file_of<'a>(e: &Entry, st: &'a mut FileState) -> Res<&'a OpenFile> {
 
 /// Closes the open file of an entry (last descriptor gone, exec, exit). Errors are returned.
 pub fn close_file(st: &mut FileState) -> Res<()> {
-    let r = match st.file.take() {
+    match st.file.take() {
         Some(f) if st.pid == my_pid() => f.close().map_err(Errno::from),
         Some(f) => {
             std::mem::forget(f);
             Ok(())
         }
         None => Ok(()),
-    };
-    r
+    }
 }
 
 struct Table {
@@ -158,7 +161,10 @@ struct Table {
     fds: BTreeMap<i32, Key>,
 }
 
-static TABLE: ForkMutex<Table> = ForkMutex::new(Table { entries: BTreeMap::new(), fds: BTreeMap::new() });
+static TABLE: ForkMutex<Table> = ForkMutex::new(Table {
+    entries: BTreeMap::new(),
+    fds: BTreeMap::new(),
+});
 /// Number of descriptors in the table (0: every descriptor call is a pass-through).
 static NFDS: AtomicUsize = AtomicUsize::new(0);
 const BITS: usize = 65536;
@@ -236,7 +242,12 @@ pub fn remove_range(lo: u32, hi: u32) -> Vec<Arc<Entry>> {
         return Vec::new();
     }
     let mut t = table();
-    let fds: Vec<i32> = t.fds.keys().copied().filter(|&f| f as u32 >= lo && f as u32 <= hi).collect();
+    let fds: Vec<i32> = t
+        .fds
+        .keys()
+        .copied()
+        .filter(|&f| f as u32 >= lo && f as u32 <= hi)
+        .collect();
     fds.into_iter().filter_map(|fd| remove_locked(&mut t, fd)).collect()
 }
 
@@ -271,7 +282,12 @@ pub fn all_entries() -> Vec<Arc<Entry>> {
 
 /// Descriptor numbers registered for `key`.
 pub fn fds_of(key: Key) -> Vec<i32> {
-    table().fds.iter().filter(|(_, k)| **k == key).map(|(f, _)| *f).collect()
+    table()
+        .fds
+        .iter()
+        .filter(|(_, k)| **k == key)
+        .map(|(f, _)| *f)
+        .collect()
 }
 
 /// Makes this process's writes visible to other processes (before fork, exec, spawn): appends
@@ -328,7 +344,11 @@ static INIT: Once = Once::new();
 pub fn conf() -> Option<&'static Conf> {
     CONF.get_or_init(|| match Config::load() {
         Ok(cfg) => {
-            let mounts = cfg.mounts.iter().map(|m| m.mount_point.as_os_str().as_encoded_bytes().to_vec()).collect();
+            let mounts = cfg
+                .mounts
+                .iter()
+                .map(|m| m.mount_point.as_os_str().as_encoded_bytes().to_vec())
+                .collect();
             let mut backends = Vec::new();
             let mut roots = Vec::new();
             for m in &cfg.mounts {
@@ -339,7 +359,12 @@ pub fn conf() -> Option<&'static Conf> {
                     roots.push(b.location.as_os_str().as_encoded_bytes().to_vec());
                 }
             }
-            Some(Conf { cfg, mounts, backends, roots })
+            Some(Conf {
+                cfg,
+                mounts,
+                backends,
+                roots,
+            })
         }
         Err(e) => {
             crate::log::always(format_args!("PLFS disabled, every call passes through to libc: {e}"));
@@ -389,9 +414,13 @@ pub fn core_fd(fd: i32) -> bool {
         return false;
     }
     let Some(c) = conf() else { return false };
-    let Ok(link) = rustix::fs::readlinkat(rustix::fs::CWD, format!("/proc/self/fd/{fd}").as_str(), Vec::new()) else { return false };
+    let Ok(link) = rustix::fs::readlinkat(rustix::fs::CWD, format!("/proc/self/fd/{fd}").as_str(), Vec::new()) else {
+        return false;
+    };
     let b = link.as_bytes();
-    c.roots.iter().any(|r| b.starts_with(r) && (b.len() == r.len() || b[r.len()] == b'/'))
+    c.roots
+        .iter()
+        .any(|r| b.starts_with(r) && (b.len() == r.len() || b[r.len()] == b'/'))
 }
 
 /// This process's id as seen by the library (updated in a forked child).
@@ -440,7 +469,10 @@ unsafe impl<T: Send> Sync for ForkMutex<T> {}
 impl<T> ForkMutex<T> {
     /// A new unlocked mutex.
     pub const fn new(v: T) -> Self {
-        ForkMutex { m: Mutex::new(v), stash: std::cell::UnsafeCell::new(None) }
+        ForkMutex {
+            m: Mutex::new(v),
+            stash: std::cell::UnsafeCell::new(None),
+        }
     }
 
     /// Locks it (a poisoned lock is recovered: the data are plain maps).

@@ -91,7 +91,11 @@ extern "C" fn c_write(c: *mut c_void, buf: *const c_char, n: size_t) -> ssize_t 
                         if crate::guard::errno() == libc::EINTR {
                             continue;
                         }
-                        return if done > 0 { Ok(done) } else { Err(Errno(crate::guard::errno())) };
+                        return if done > 0 {
+                            Ok(done)
+                        } else {
+                            Err(Errno(crate::guard::errno()))
+                        };
                     }
                     done += r as usize;
                 }
@@ -130,7 +134,14 @@ extern "C" fn c_close(c: *mut c_void) -> c_int {
     let fd = cookie_fd(c);
     // SAFETY: the cookie was made with Box::into_raw in `make_stream`; glibc closes it once.
     drop(unsafe { Box::from_raw(c.cast::<c_int>()) });
-    let r = std::panic::catch_unwind(|| if crate::state::maybe_ours(fd) { close_plfs(fd) } else { sys::close(fd) }).unwrap_or(Err(Errno(libc::EIO)));
+    let r = std::panic::catch_unwind(|| {
+        if crate::state::maybe_ours(fd) {
+            close_plfs(fd)
+        } else {
+            sys::close(fd)
+        }
+    })
+    .unwrap_or(Err(Errno(libc::EIO)));
     match r {
         Ok(()) => 0,
         Err(Errno(e)) => {
@@ -143,7 +154,12 @@ extern "C" fn c_close(c: *mut c_void) -> c_int {
 /// A glibc stream on descriptor `fd` (ours or not) built with fopencookie, registered.
 fn make_stream(fd: c_int, mode: *const c_char) -> Res<*mut FILE> {
     let cookie = Box::into_raw(Box::new(fd)).cast::<c_void>();
-    let io = CookieIo { read: Some(c_read), write: Some(c_write), seek: Some(c_seek), close: Some(c_close) };
+    let io = CookieIo {
+        read: Some(c_read),
+        write: Some(c_write),
+        seek: Some(c_seek),
+        close: Some(c_close),
+    };
     // SAFETY: a valid cookie and mode string; glibc copies the function table.
     let fp = unsafe { fopencookie(cookie, mode, io) };
     if fp.is_null() {
@@ -204,7 +220,9 @@ pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut
         // SAFETY: the caller's C string.
         match unsafe { classify_c(libc::AT_FDCWD, path) } {
             Target::Plfs(p) => return run(|| fopen_p(p, mode)),
-            Target::Real(c) => return crate::real!(fopen(c.as_ptr(), mode): fn(*const c_char, *const c_char) -> *mut FILE),
+            Target::Real(c) => {
+                return crate::real!(fopen(c.as_ptr(), mode): fn(*const c_char, *const c_char) -> *mut FILE)
+            }
             Target::Pass => {}
         }
     }
@@ -301,7 +319,9 @@ pub extern "C" fn fclose(fp: *mut FILE) -> c_int {
 
 /// Makes descriptor `fd` refer to what `nfd` refers to, then closes `nfd`.
 fn replace_fd(nfd: c_int, fd: c_int) -> Res<()> {
-    let cloexec = sys::fcntl_int(fd, libc::F_GETFD, 0).map(|f| if f & libc::FD_CLOEXEC != 0 { libc::O_CLOEXEC } else { 0 }).unwrap_or(0);
+    let cloexec = sys::fcntl_int(fd, libc::F_GETFD, 0)
+        .map(|f| if f & libc::FD_CLOEXEC != 0 { libc::O_CLOEXEC } else { 0 })
+        .unwrap_or(0);
     sys::dup3(nfd, fd, cloexec)?;
     crate::open::dup_done(nfd, fd);
     if crate::state::maybe_ours(nfd) {

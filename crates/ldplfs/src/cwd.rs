@@ -1,0 +1,184 @@
+//! realpath and the working directory: chdir/fchdir into a PLFS directory, getcwd reporting the
+//! logical path.
+
+use crate::guard::{enter, run, Errno, Res};
+use crate::io::ours;
+use crate::paths::{self, classify_c, follow, Followed, Target};
+use crate::state::{self, Kind};
+use libc::{c_char, c_int, size_t};
+use plfs_core::FileKind;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+fn plfs() -> Res<&'static plfs_core::Plfs> {
+    state::plfs()
+}
+
+/// Copies `s` into `buf` (or a malloc'd buffer when `buf` is NULL).
+fn out_string(s: &[u8], buf: *mut c_char, size: Option<usize>) -> Res<*mut c_char> {
+    let need = s.len() + 1;
+    let dst = if buf.is_null() {
+        // SAFETY: malloc of a positive size.
+        let p = unsafe { libc::malloc(need.max(size.unwrap_or(0))) }.cast::<c_char>();
+        if p.is_null() {
+            return Err(Errno(libc::ENOMEM));
+        }
+        p
+    } else {
+        if size.is_some_and(|n| n < need) {
+            return Err(Errno(libc::ERANGE));
+        }
+        buf
+    };
+    // SAFETY: `dst` holds at least `need` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), dst.cast::<u8>(), s.len());
+        *dst.add(s.len()) = 0;
+    }
+    Ok(dst)
+}
+
+fn realpath_p(p: PathBuf, buf: *mut c_char) -> Res<*mut c_char> {
+    match follow(p)? {
+        Followed::Plfs(p, Some(_)) => out_string(p.as_os_str().as_bytes(), buf, None),
+        Followed::Plfs(_, None) => Err(Errno(libc::ENOENT)),
+        Followed::Real(c) => {
+            let r = crate::real!(realpath(c.as_ptr(), buf): fn(*const c_char, *mut c_char) -> *mut c_char);
+            if r.is_null() {
+                Err(Errno(crate::guard::errno()))
+            } else {
+                Ok(r)
+            }
+        }
+    }
+}
+
+/// realpath(3) (links inside the mount are followed in the final component; the rest is lexical).
+#[no_mangle]
+pub unsafe extern "C" fn realpath(path: *const c_char, buf: *mut c_char) -> *mut c_char {
+    if let Some(_busy) = enter() {
+        // SAFETY: the caller's C string.
+        match unsafe { classify_c(libc::AT_FDCWD, path) } {
+            Target::Plfs(p) => return run(|| realpath_p(p, buf)),
+            Target::Real(c) => {
+                return crate::real!(realpath(c.as_ptr(), buf): fn(*const c_char, *mut c_char) -> *mut c_char)
+            }
+            Target::Pass => {}
+        }
+    }
+    crate::real!(realpath(path, buf): fn(*const c_char, *mut c_char) -> *mut c_char)
+}
+
+/// _FORTIFY_SOURCE realpath.
+#[no_mangle]
+pub unsafe extern "C" fn __realpath_chk(path: *const c_char, buf: *mut c_char, _len: size_t) -> *mut c_char {
+    // SAFETY: forwarded caller arguments.
+    unsafe { realpath(path, buf) }
+}
+
+/// canonicalize_file_name(3).
+#[no_mangle]
+pub unsafe extern "C" fn canonicalize_file_name(path: *const c_char) -> *mut c_char {
+    // SAFETY: forwarded caller arguments.
+    unsafe { realpath(path, std::ptr::null_mut()) }
+}
+
+/// chdir into PLFS directory `p`: the kernel cwd becomes its backend directory.
+fn chdir_p(p: PathBuf) -> Res<c_int> {
+    let p = match follow(p)? {
+        Followed::Plfs(p, Some(s)) if s.kind == FileKind::Dir => p,
+        Followed::Plfs(_, Some(_)) => return Err(Errno(libc::ENOTDIR)),
+        Followed::Plfs(_, None) => return Err(Errno(libc::ENOENT)),
+        Followed::Real(c) => {
+            return match crate::real!(chdir(c.as_ptr()): fn(*const c_char) -> c_int) {
+                0 => {
+                    paths::set_real_cwd();
+                    Ok(0)
+                }
+                _ => Err(Errno(crate::guard::errno())),
+            }
+        }
+    };
+    let loc = plfs()?.resolve(&p)?;
+    for i in 0..loc.mount.canonical.len() {
+        let dir = paths::cstring(&loc.on(i))?;
+        // SAFETY: a valid C string.
+        if unsafe { libc::syscall(libc::SYS_chdir, dir.as_ptr()) } == 0 {
+            paths::set_logical_cwd(p);
+            return Ok(0);
+        }
+    }
+    Err(Errno(libc::ENOENT))
+}
+
+/// chdir(2).
+#[no_mangle]
+pub unsafe extern "C" fn chdir(path: *const c_char) -> c_int {
+    if let Some(_busy) = enter() {
+        // SAFETY: the caller's C string.
+        let t = unsafe { classify_c(libc::AT_FDCWD, path) };
+        let r = match t {
+            Target::Plfs(p) => return run(|| chdir_p(p)),
+            Target::Real(c) => crate::real!(chdir(c.as_ptr()): fn(*const c_char) -> c_int),
+            Target::Pass => crate::real!(chdir(path): fn(*const c_char) -> c_int),
+        };
+        if r == 0 && state::enabled() {
+            paths::set_real_cwd();
+        }
+        return r;
+    }
+    crate::real!(chdir(path): fn(*const c_char) -> c_int)
+}
+
+/// fchdir(2).
+#[no_mangle]
+pub extern "C" fn fchdir(fd: c_int) -> c_int {
+    if let Some(_busy) = enter() {
+        if let Some(e) = ours(fd) {
+            if e.kind == Kind::File {
+                return run(|| Err::<c_int, _>(Errno(libc::ENOTDIR)));
+            }
+            return run(|| chdir_p(e.path.clone()));
+        }
+        let r = crate::real!(fchdir(fd): fn(c_int) -> c_int);
+        if r == 0 && state::enabled() {
+            paths::set_real_cwd();
+        }
+        return r;
+    }
+    crate::real!(fchdir(fd): fn(c_int) -> c_int)
+}
+
+/// getcwd(3): the logical directory when inside a mount.
+#[no_mangle]
+pub unsafe extern "C" fn getcwd(buf: *mut c_char, size: size_t) -> *mut c_char {
+    if let Some(_busy) = enter() {
+        if let Some(l) = paths::logical_cwd() {
+            return run(|| {
+                if !buf.is_null() && size == 0 {
+                    return Err(Errno(libc::EINVAL));
+                }
+                out_string(l.as_os_str().as_bytes(), buf, Some(size))
+            });
+        }
+    }
+    crate::real!(getcwd(buf, size): fn(*mut c_char, size_t) -> *mut c_char)
+}
+
+/// _FORTIFY_SOURCE getcwd.
+#[no_mangle]
+pub unsafe extern "C" fn __getcwd_chk(buf: *mut c_char, size: size_t, _buflen: size_t) -> *mut c_char {
+    // SAFETY: forwarded caller arguments.
+    unsafe { getcwd(buf, size) }
+}
+
+/// get_current_dir_name(3).
+#[no_mangle]
+pub unsafe extern "C" fn get_current_dir_name() -> *mut c_char {
+    if let Some(_busy) = enter() {
+        if let Some(l) = paths::logical_cwd() {
+            return run(|| out_string(l.as_os_str().as_bytes(), std::ptr::null_mut(), None));
+        }
+    }
+    crate::real!(get_current_dir_name(): fn() -> *mut c_char)
+}
