@@ -71,6 +71,10 @@ pub struct PlfsFs {
     handles: Mutex<HashMap<u64, Arc<Handle>>>,
     dirs: Mutex<HashMap<u64, Arc<Listing>>>,
     next_fh: AtomicU64,
+    /// Serialises truncates with closes. Works around a lock-order inversion in plfs-core
+    /// (`Shared::close_writer` holds a writer and takes the writer table; `Shared::truncate`
+    /// holds the table and takes each writer), which deadlocks two daemon threads.
+    trunc_close: Mutex<()>,
     /// Chown new files to the caller (the daemon runs as root).
     chown_new: bool,
     /// Write requests served (for tests and diagnostics).
@@ -92,6 +96,7 @@ impl PlfsFs {
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            trunc_close: Mutex::new(()),
             chown_new,
             writes: AtomicU64::new(0),
             max_write_seen: AtomicU64::new(0),
@@ -180,7 +185,10 @@ impl PlfsFs {
         of.create = false;
         of.excl = false;
         of.trunc &= !created;
-        let file = self.plfs.open(&logical, of, mode, req.pid()).map_err(|e| errno(&e))?;
+        let file = {
+            let _g = of.trunc.then(|| lock(&self.trunc_close));
+            self.plfs.open(&logical, of, mode, req.pid()).map_err(|e| errno(&e))?
+        };
         let st = self.plfs.fstat(&file).map_err(|e| errno(&e))?;
         let ino = lock(&self.inodes).lookup(&rel, FileKind::File);
         let fh = self.new_fh(file);
@@ -210,6 +218,7 @@ impl PlfsFs {
                 .map_err(e)?;
         }
         if let Some(sz) = size {
+            let _g = lock(&self.trunc_close);
             match fh.and_then(|fh| self.handle(fh).ok()).filter(|h| h.file.flags().write) {
                 Some(h) => h.file.truncate(sz).map_err(e)?,
                 None => self.plfs.truncate(&logical, sz).map_err(e)?,
@@ -245,27 +254,28 @@ impl PlfsFs {
     pub fn close_all(&self) {
         let hs: Vec<(u64, Arc<Handle>)> = lock(&self.handles).drain().collect();
         for (_, h) in hs {
-            let _ = close_handle(h); // errors are logged by close_handle
+            let _ = self.close_handle(h); // errors are logged by close_handle
+        }
+    }
+
+    fn close_handle(&self, h: Arc<Handle>) -> R<()> {
+        let _g = lock(&self.trunc_close);
+        match Arc::try_unwrap(h) {
+            Ok(h) => {
+                let path = h.file.path().to_path_buf();
+                h.file.close().map_err(|e| {
+                    plfs_core::warn!("fuse: close {}: {e}", path.display());
+                    errno(&e)
+                })
+            }
+            // A request still uses it: the last user's drop closes it.
+            Err(_) => Ok(()),
         }
     }
 
     /// Number of open file handles.
     pub fn open_handles(&self) -> usize {
         lock(&self.handles).len()
-    }
-}
-
-fn close_handle(h: Arc<Handle>) -> R<()> {
-    match Arc::try_unwrap(h) {
-        Ok(h) => {
-            let path = h.file.path().to_path_buf();
-            h.file.close().map_err(|e| {
-                plfs_core::warn!("fuse: close {}: {e}", path.display());
-                errno(&e)
-            })
-        }
-        // A request still uses it: the last user's drop closes it.
-        Err(_) => Ok(()),
     }
 }
 
@@ -566,7 +576,7 @@ impl Filesystem for PlfsFs {
     ) {
         guard("release", || {
             let h = lock(&self.handles).remove(&fh.0);
-            match h.map(close_handle) {
+            match h.map(|h| self.close_handle(h)) {
                 Some(Err(e)) => reply.error(e),
                 _ => reply.ok(),
             }

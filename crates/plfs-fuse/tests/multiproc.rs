@@ -1,0 +1,217 @@
+//! Several processes through one mount: N-1 writes make one data log per process, large
+//! transfers arrive in 1 MiB requests, a random-operation stress test agrees with plain files,
+//! and unmounting closes every writer.
+
+mod common;
+
+use common::{fuse_available, scripts, sh, sh_out, Mounted};
+use std::path::Path;
+
+/// Data logs of a file, as the `plfs query` tool lists them (they may live in shadow dirs).
+fn data_logs_of(m: &Mounted, name: &str) -> usize {
+    plfs_core::tools::query(&m.plfs(), &m.p(name))
+        .unwrap()
+        .iter()
+        .filter(|p| p.kind == "data log")
+        .count()
+}
+
+#[test]
+fn n_processes_writing_one_file_make_n_data_logs() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mounted::with("nto1", 2, "");
+    let plain = m.dir.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    for n in [1usize, 2, 4, 7] {
+        let name = format!("nto1_{n}");
+        let model = plain.join(&name);
+        sh(&format!(
+            "python3 {} {} {n} 47008 40 --model {}",
+            scripts().join("nwriters.py").display(),
+            m.p(&name).display(),
+            model.display()
+        ));
+        assert_eq!(
+            std::fs::read(m.p(&name)).unwrap(),
+            std::fs::read(&model).unwrap(),
+            "{n} writers: contents"
+        );
+        assert_eq!(data_logs_of(&m, &name), n, "{n} writers: one data log each");
+        let pids: std::collections::BTreeSet<u32> = plfs_core::tools::map(&m.plfs(), &m.p(&name))
+            .unwrap()
+            .iter()
+            .map(|e| e.pid)
+            .collect();
+        assert_eq!(pids.len(), n, "{n} writers: index records name {n} pids");
+    }
+    // A writable descriptor inherited across fork: the child writes under its own pid.
+    let model = plain.join("forked");
+    sh(&format!(
+        "python3 -c \"
+import os
+fd = os.open('{f}', os.O_WRONLY | os.O_CREAT, 0o644)
+os.pwrite(fd, b'parent', 0)
+pid = os.fork()
+if pid == 0:
+    os.pwrite(fd, b'child!', 6)
+    os._exit(0)
+os.waitpid(pid, 0)
+os.close(fd)
+\"",
+        f = m.p("forked").display()
+    ));
+    std::fs::write(&model, b"parentchild!").unwrap();
+    assert_eq!(std::fs::read(m.p("forked")).unwrap(), b"parentchild!");
+    assert_eq!(data_logs_of(&m, "forked"), 2);
+}
+
+#[test]
+fn large_transfers_use_one_mebibyte_requests() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mounted::new("large");
+    let src = m.dir.join("src");
+    std::fs::write(&src, common::pattern(3, 16 << 20)).unwrap();
+    sh(&format!(
+        "dd if={} of={} bs=4M status=none",
+        src.display(),
+        m.p("big").display()
+    ));
+    let map = plfs_core::tools::map(&m.plfs(), &m.p("big")).unwrap();
+    let max = map.iter().map(|e| e.length).max().unwrap();
+    assert_eq!(max, 1 << 20, "write requests of 1 MiB: {map:?}");
+    assert!(map.len() <= 17, "16 MiB in about 16 requests, got {}", map.len());
+    sh(&format!("cmp {} {}", src.display(), m.p("big").display()));
+    // The mount's readahead was raised.
+    let dev = plfs_fuse::mountinfo::fuse_mount_at(&m.mnt).unwrap().dev;
+    let ra: u32 = std::fs::read_to_string(format!("/sys/class/bdi/{dev}/read_ahead_kb"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(ra >= 1024, "readahead {ra} KiB");
+    // And reads of 4 MiB come back whole.
+    let out = sh_out(&format!(
+        "dd if={} bs=4M status=none | md5sum; md5sum < {}",
+        m.p("big").display(),
+        src.display()
+    ));
+    let l: Vec<&str> = out.lines().collect();
+    assert_eq!(l[0], l[1]);
+}
+
+#[test]
+fn random_operations_from_several_processes_match_plain_files() {
+    if !fuse_available() {
+        return;
+    }
+    // Small index buffers so records reach the index logs mid-run too.
+    let m = Mounted::with("stress", 2, "  index_buffer_records: 8");
+    let plain = m.dir.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    for seed in [1, 2] {
+        let sub = format!("s{seed}");
+        std::fs::create_dir_all(m.p(&sub)).unwrap();
+        std::fs::create_dir_all(plain.join(&sub)).unwrap();
+        let out = sh_out(&format!(
+            "timeout 600 python3 {} {} {} 4 250 25 {seed}",
+            scripts().join("stress.py").display(),
+            m.p(&sub).display(),
+            plain.join(&sub).display()
+        ));
+        assert_eq!(out.trim(), "ok");
+    }
+    // The same files read back by a fresh daemon agree too.
+    let mut m = m;
+    m.unmount();
+    let m2 = Mounted::remount(m);
+    for seed in [1, 2] {
+        for f in ["priv0", "priv1", "priv2", "priv3", "shared"] {
+            let rel = format!("s{seed}/{f}");
+            assert_eq!(
+                std::fs::read(m2.p(&rel)).unwrap(),
+                std::fs::read(m2.dir.join("plain").join(&rel)).unwrap(),
+                "{rel} after remount"
+            );
+        }
+    }
+}
+
+#[test]
+fn unmount_closes_every_writer() {
+    if !fuse_available() {
+        return;
+    }
+    let mut m = Mounted::new("close");
+    sh(&format!(
+        "timeout 300 python3 {} {} 4 4096 100",
+        scripts().join("nwriters.py").display(),
+        m.p("f").display()
+    ));
+    sh(&format!("for i in 1 2 3; do echo $i >> {}; done", m.p("g").display()));
+    let st = m.unmount();
+    assert!(st.success(), "daemon exit status {st}");
+    assert!(!plfs_fuse::is_mounted(&m.mnt));
+    let open = m.backend_files("open.");
+    assert!(open.is_empty(), "open droppings left: {open:?}");
+    let q = plfs_core::tools::query(&m.plfs(), &m.p("f")).unwrap();
+    let closes = q
+        .iter()
+        .filter(|p| p.path.file_name().unwrap().to_string_lossy().starts_with("close."))
+        .count();
+    assert_eq!(closes, 4, "one close dropping per writer: {q:?}");
+    let p = m.plfs();
+    assert_eq!(p.stat(&m.p("f")).unwrap().size, 4 * 4096 * 100);
+    assert_eq!(p.stat(&m.p("g")).unwrap().size, 6);
+}
+
+#[test]
+fn sigterm_unmounts_and_the_daemon_exits() {
+    if !fuse_available() {
+        return;
+    }
+    let mut m = Mounted::new("sigterm");
+    std::fs::write(m.p("x"), b"data").unwrap();
+    // SAFETY: kill with a valid pid and signal number has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(m.daemon_pid() as i32, libc::SIGTERM) }, 0);
+    let st = m.wait_daemon();
+    assert!(st.success(), "{st}");
+    assert!(!plfs_fuse::is_mounted(&m.mnt));
+    assert_eq!(m.plfs().stat(&m.p("x")).unwrap().size, 4);
+}
+
+#[test]
+fn posix_locks_conflict_between_processes() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mounted::new("locks");
+    std::fs::write(m.p("l"), b"0123456789").unwrap();
+    let script = format!(
+        "
+import fcntl, os, sys, time
+f = open('{p}', 'r+')
+fcntl.lockf(f, fcntl.LOCK_EX, 5, 0)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    g = open('{p}', 'r+')
+    try:
+        fcntl.lockf(g, fcntl.LOCK_EX | fcntl.LOCK_NB, 5, 0)
+        os.write(w, b'locked')
+    except OSError:
+        os.write(w, b'conflict')
+    fcntl.lockf(g, fcntl.LOCK_EX | fcntl.LOCK_NB, 5, 5)
+    os._exit(0)
+os.waitpid(pid, 0)
+print(os.read(r, 100).decode())
+",
+        p = m.p("l").display()
+    );
+    let out = sh_out(&format!("timeout 60 python3 -c \"{script}\""));
+    assert_eq!(out.trim(), "conflict", "a second process cannot take a held lock");
+    assert!(Path::new(&m.p("l")).exists());
+}
