@@ -35,9 +35,20 @@ extern "C" {
     fn fopencookie(cookie: *mut c_void, mode: *const c_char, io: CookieIo) -> *mut FILE;
 }
 
+/// Size of the stream buffer of a PLFS stream: large, so fread/fwrite of small pieces turn into
+/// few PLFS calls (glibc would give a cookie stream 8 KiB).
+const STREAM_BUF: usize = 1 << 20;
+
+/// What a cookie points to: the descriptor and the stream's buffer (freed with the cookie, after
+/// glibc's last use of it in fclose).
+struct Cookie {
+    fd: c_int,
+    _buf: Vec<u8>,
+}
+
 fn cookie_fd(c: *mut c_void) -> c_int {
-    // SAFETY: every cookie is a Box<c_int> made in `make_stream`.
-    unsafe { *c.cast::<c_int>() }
+    // SAFETY: every cookie is a Box<Cookie> made in `make_stream`.
+    unsafe { (*c.cast::<Cookie>()).fd }
 }
 
 fn ret(r: Res<usize>) -> ssize_t {
@@ -133,7 +144,7 @@ extern "C" fn c_close(c: *mut c_void) -> c_int {
     let _busy = enter();
     let fd = cookie_fd(c);
     // SAFETY: the cookie was made with Box::into_raw in `make_stream`; glibc closes it once.
-    drop(unsafe { Box::from_raw(c.cast::<c_int>()) });
+    drop(unsafe { Box::from_raw(c.cast::<Cookie>()) });
     let r = std::panic::catch_unwind(|| {
         if crate::state::maybe_ours(fd) {
             close_plfs(fd)
@@ -152,8 +163,10 @@ extern "C" fn c_close(c: *mut c_void) -> c_int {
 }
 
 /// A glibc stream on descriptor `fd` (ours or not) built with fopencookie, registered.
-fn make_stream(fd: c_int, mode: *const c_char) -> Res<*mut FILE> {
-    let cookie = Box::into_raw(Box::new(fd)).cast::<c_void>();
+fn make_stream(fd: c_int, mode: *const c_char, big: bool) -> Res<*mut FILE> {
+    let mut buf = if big { vec![0u8; STREAM_BUF] } else { Vec::new() };
+    let bufp = buf.as_mut_ptr();
+    let cookie = Box::into_raw(Box::new(Cookie { fd, _buf: buf })).cast::<c_void>();
     let io = CookieIo {
         read: Some(c_read),
         write: Some(c_write),
@@ -164,8 +177,13 @@ fn make_stream(fd: c_int, mode: *const c_char) -> Res<*mut FILE> {
     let fp = unsafe { fopencookie(cookie, mode, io) };
     if fp.is_null() {
         // SAFETY: the cookie was not taken.
-        drop(unsafe { Box::from_raw(cookie.cast::<c_int>()) });
+        drop(unsafe { Box::from_raw(cookie.cast::<Cookie>()) });
         return Err(Errno(crate::guard::errno()));
+    }
+    if big {
+        // SAFETY: a fresh stream before any I/O; the buffer lives in the cookie until fclose's
+        // close callback, after which glibc no longer touches it.
+        unsafe { libc::setvbuf(fp, bufp.cast::<c_char>(), libc::_IOFBF, STREAM_BUF) };
     }
     let mut m = STREAMS.lock();
     m.insert(fp as usize, fd);
@@ -208,7 +226,7 @@ fn mode_flags(mode: *const c_char) -> Res<c_int> {
 
 fn fopen_p(p: std::path::PathBuf, mode: *const c_char) -> Res<*mut FILE> {
     let fd = open_plfs(p, mode_flags(mode)?, 0o666)?;
-    make_stream(fd, mode).inspect_err(|_| {
+    make_stream(fd, mode, true).inspect_err(|_| {
         let _ = close_plfs(fd);
     })
 }
@@ -243,7 +261,7 @@ pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
         if ours(fd).is_some() {
             return run(|| {
                 mode_flags(mode)?;
-                make_stream(fd, mode)
+                make_stream(fd, mode, true)
             });
         }
     }
@@ -278,7 +296,7 @@ pub fn std_stream_is_plfs(fd: c_int) {
         // SAFETY: a valid stream.
         unsafe { libc::fflush(old) };
     }
-    if let Ok(fp) = make_stream(fd, mode.as_ptr().cast()) {
+    if let Ok(fp) = make_stream(fd, mode.as_ptr().cast(), false) {
         if fd == 2 {
             // SAFETY: a fresh stream, before any I/O on it.
             unsafe { libc::setvbuf(fp, std::ptr::null_mut(), libc::_IONBF, 0) };
@@ -362,7 +380,7 @@ fn freopen_impl(t: Target, mode: *const c_char, fp: *mut FILE) -> Res<*mut FILE>
     }
     // Another glibc stream cannot become a cookie stream in place: close it, return a new one.
     crate::real!(fclose(fp): fn(*mut FILE) -> c_int);
-    make_stream(nfd, mode)
+    make_stream(nfd, mode, true)
 }
 
 /// freopen(3).
