@@ -8,6 +8,7 @@ mod config_cmd;
 mod demo;
 mod files;
 mod fsck_cmd;
+mod mount_cmd;
 mod pattern;
 mod tools_cmd;
 mod util;
@@ -59,6 +60,10 @@ enum Cmd {
     Fsck(fsck_cmd::FsckArgs),
     /// Check every write of a file against its data checksum. Exit codes: 0 ok, 4 mismatch, 8 error.
     Verify(fsck_cmd::VerifyArgs),
+    /// Mount PLFS with FUSE: `plfs mount MOUNTPOINT [--config FILE] [--foreground]`.
+    Mount(mount_cmd::MountArgs),
+    /// Unmount a PLFS FUSE mount, waiting until its daemon has closed every file.
+    Umount(mount_cmd::UmountArgs),
     /// One process of the demo (spawned by `plfs demo`).
     #[command(hide = true)]
     DemoWorker(worker::WorkerArgs),
@@ -80,6 +85,8 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Cmd::DemoWorker(a) => worker::worker(cli, a),
         Cmd::Fsck(a) => fsck_cmd::fsck(cli, a),
         Cmd::Verify(a) => fsck_cmd::verify(cli, a),
+        Cmd::Mount(a) => mount_cmd::mount(cli, a),
+        Cmd::Umount(a) => mount_cmd::umount(a),
     }
 }
 

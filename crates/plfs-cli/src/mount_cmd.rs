@@ -1,0 +1,61 @@
+//! `plfs mount` and `plfs umount`: the FUSE daemon (crate plfs-fuse) serving one plfsrc mount
+//! point through the kernel.
+
+use crate::Cli;
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Arguments of `plfs mount`.
+#[derive(Debug, Args)]
+pub struct MountArgs {
+    /// Directory to mount on; it serves the plfsrc mount point of the same path (or the only one).
+    pub mountpoint: PathBuf,
+    /// Stay in the foreground (for debugging); otherwise return once the mount is live.
+    #[arg(long, short = 'f')]
+    pub foreground: bool,
+    /// Threads serving requests.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Let every user use the mount (default when run as root; the kernel checks permissions).
+    #[arg(long, conflicts_with = "no_allow_other")]
+    pub allow_other: bool,
+    /// Only the user who mounted may use the mount.
+    #[arg(long)]
+    pub no_allow_other: bool,
+}
+
+/// Arguments of `plfs umount`.
+#[derive(Debug, Args)]
+pub struct UmountArgs {
+    /// The mount point to unmount.
+    pub mountpoint: PathBuf,
+}
+
+/// `plfs mount`.
+pub fn mount(cli: &Cli, a: &MountArgs) -> anyhow::Result<()> {
+    let opts = plfs_fuse::MountOptions {
+        mountpoint: a.mountpoint.clone(),
+        config: cli.config.clone(),
+        threads: a.threads,
+        allow_other: if a.allow_other {
+            Some(true)
+        } else if a.no_allow_other {
+            Some(false)
+        } else {
+            None
+        },
+    };
+    if a.foreground {
+        plfs_fuse::mount(opts).with_context(|| format!("mounting {}", a.mountpoint.display()))
+    } else {
+        plfs_fuse::spawn_background(&opts, &["mount".into()])
+            .map(|_| ())
+            .with_context(|| format!("mounting {}", a.mountpoint.display()))
+    }
+}
+
+/// `plfs umount`.
+pub fn umount(a: &UmountArgs) -> anyhow::Result<()> {
+    plfs_fuse::umount(&a.mountpoint).with_context(|| format!("unmounting {}", a.mountpoint.display()))
+}
