@@ -166,3 +166,36 @@ def test_cd_into_the_mount(fs):
     out = fs.sh(f"cd {m}/w && pwd && ls && cd v && cat f && cat ../v/./f && ls -l | wc -l && echo new > g && ls")
     assert out.split() == [f"{m}/w", "v", "hi", "hi", "2", "f", "g"]
     assert fs.sh(f"cat {m}/w/v/g").strip() == "new"
+
+
+def test_more_tools(fs):
+    m = fs.mount
+    tree = fs.plain / "tree"
+    (tree / "x" / "y").mkdir(parents=True)
+    for i, rel in enumerate(("a.txt", "x/b.bin", "x/y/c.bin")):
+        make_data(tree / rel, 10_000 * (i + 1), i + 10)
+    # cp -r / cp -a into the mount, diff -r and find against the plain tree.
+    fs.sh(f"cp -r {tree} {m}/r && cp -a {tree} {m}/a && diff -r {tree} {m}/r && diff -r {tree} {m}/a")
+    assert fs.sh(f"cd {m}/a && find . | sort") == fs.sh(f"cd {tree} && find . | sort")
+    # touch creates and sets times; ln -s and reading through the link; readlink.
+    fs.sh(f"touch {m}/t && touch -d 2020-01-02 {m}/t && ln -s a/a.txt {m}/link")
+    assert fs.sh(f"stat -c %s {m}/t; date -r {m}/t +%Y-%m-%d").split() == ["0", "2020-01-02"]
+    assert fs.sh(f"readlink {m}/link").strip() == "a/a.txt"
+    assert fs.sh(f"cat {m}/link | md5sum").split()[0] == md5_plain(tree / "a.txt")
+    assert fs.sh(f"ls -l {m}/link").startswith("l")
+    # sed -i makes a temporary file next to the target (mkstemp) and renames it over.
+    fs.sh(f"printf 'hello world\\n' > {m}/s.txt && sed -i 's/world/there/' {m}/s.txt")
+    assert fs.sh(f"cat {m}/s.txt") == "hello there\n"
+    # truncate, split, cat of the parts, cmp.
+    fs.sh(f"cp {tree}/x/y/c.bin {m}/c && truncate -s 25000 {m}/c && split -b 7000 {m}/c {m}/part. && cat {m}/part.* | cmp - {m}/c")
+    assert fs.sh(f"head -c 25000 {tree}/x/y/c.bin | md5sum").split()[0] == fs.md5(m / "c")
+    # Python's tempfile and os.walk.
+    out = fs.sh(
+        "python3 -c 'import tempfile,os,sys\n"
+        f"f=tempfile.NamedTemporaryFile(dir=\"{m}\", delete=False); f.write(b\"abc\"); f.close()\n"
+        f"d=tempfile.mkdtemp(dir=\"{m}\")\n"
+        "print(os.path.getsize(f.name), os.path.isdir(d))\n"
+        f"print(sum(len(fs) for _, _, fs in os.walk(\"{m}/a\")))'"
+    )
+    assert out.split() == ["3", "True", "3"]
+    assert not fs.mount.exists()

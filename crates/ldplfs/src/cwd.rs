@@ -182,3 +182,102 @@ pub unsafe extern "C" fn get_current_dir_name() -> *mut c_char {
     }
     crate::real!(get_current_dir_name(): fn() -> *mut c_char)
 }
+
+/// Fills the `XXXXXX` before a suffix of `suffix` bytes in `tmpl` with random characters and
+/// calls `make` until it does not fail with EEXIST. Returns its result.
+fn fill_template<T>(tmpl: *mut c_char, suffix: c_int, mut make: impl FnMut(PathBuf) -> Res<T>) -> Res<T> {
+    if tmpl.is_null() || suffix < 0 {
+        return Err(Errno(libc::EINVAL));
+    }
+    // SAFETY: the caller's writable, NUL-terminated template.
+    let len = unsafe { libc::strlen(tmpl) };
+    let suffix = suffix as usize;
+    if len < 6 + suffix {
+        return Err(Errno(libc::EINVAL));
+    }
+    let start = len - suffix - 6;
+    // SAFETY: `tmpl` holds `len` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(tmpl.cast::<u8>(), len) };
+    if &bytes[start..start + 6] != b"XXXXXX" {
+        return Err(Errno(libc::EINVAL));
+    }
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    for _ in 0..1000 {
+        let mut r = plfs_core::clock::random_u64();
+        for b in &mut bytes[start..start + 6] {
+            *b = CHARS[(r % CHARS.len() as u64) as usize];
+            r /= CHARS.len() as u64;
+        }
+        let p = PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
+        let p = match paths::classify_at(libc::AT_FDCWD, p.as_os_str().as_bytes()) {
+            Target::Plfs(p) => p,
+            _ => return Err(Errno(libc::EINVAL)),
+        };
+        match make(p) {
+            Err(Errno(libc::EEXIST)) => continue,
+            r => return r,
+        }
+    }
+    Err(Errno(libc::EEXIST))
+}
+
+fn mkstemp_p(tmpl: *mut c_char, suffix: c_int, flags: c_int) -> Res<c_int> {
+    let flags = (flags & !libc::O_ACCMODE) | libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
+    fill_template(tmpl, suffix, |p| crate::open::open_plfs(p, flags, 0o600))
+}
+
+/// True if a template names a PLFS path.
+fn plfs_template(tmpl: *const c_char) -> bool {
+    // SAFETY: the caller's C string (NULL is handled by classify_c).
+    matches!(unsafe { classify_c(libc::AT_FDCWD, tmpl) }, Target::Plfs(_))
+}
+
+macro_rules! mkstemp_names {
+    ($($(#[$m:meta])* fn $name:ident($($a:ident: $t:ty),*) => ($suffix:expr, $flags:expr);)*) => {$(
+        $(#[$m])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(tmpl: *mut c_char $(, $a: $t)*) -> c_int {
+            if let Some(_busy) = enter() {
+                if plfs_template(tmpl) {
+                    return run(|| mkstemp_p(tmpl, $suffix, $flags));
+                }
+            }
+            crate::real!($name(tmpl $(, $a)*): fn(*mut c_char $(, $t)*) -> c_int)
+        }
+    )*};
+}
+
+mkstemp_names! {
+    /// mkstemp(3): glibc creates the file with an internal open, so PLFS templates are done here.
+    fn mkstemp() => (0, 0);
+    /// mkstemp64.
+    fn mkstemp64() => (0, 0);
+    /// mkostemp(3).
+    fn mkostemp(flags: c_int) => (0, flags);
+    /// mkostemp64.
+    fn mkostemp64(flags: c_int) => (0, flags);
+    /// mkstemps(3).
+    fn mkstemps(suffix: c_int) => (suffix, 0);
+    /// mkstemps64.
+    fn mkstemps64(suffix: c_int) => (suffix, 0);
+    /// mkostemps(3).
+    fn mkostemps(suffix: c_int, flags: c_int) => (suffix, flags);
+    /// mkostemps64.
+    fn mkostemps64(suffix: c_int, flags: c_int) => (suffix, flags);
+}
+
+/// mkdtemp(3).
+#[no_mangle]
+pub unsafe extern "C" fn mkdtemp(tmpl: *mut c_char) -> *mut c_char {
+    if let Some(_busy) = enter() {
+        if plfs_template(tmpl) {
+            return run(|| {
+                fill_template(tmpl, 0, |p| {
+                    state::plfs()?.mkdir(&p, 0o700)?;
+                    Ok(tmpl)
+                })
+            });
+        }
+    }
+    crate::real!(mkdtemp(tmpl): fn(*mut c_char) -> *mut c_char)
+}
