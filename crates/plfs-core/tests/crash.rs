@@ -185,7 +185,10 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
             if let Death::Failpoint(point, n) = t.death {
                 c.env("PLFS_FAILPOINTS", format!("{point}=kill@{n}"));
             }
-            c.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn writer")
+            c.stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn writer")
         })
         .collect();
     // Read stdout on threads so a full pipe never blocks a writer.
@@ -228,11 +231,20 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
             .max()
             .unwrap_or(0);
         if status.success() {
-            assert_eq!(a, MAX_WRITES, "seed {}: a writer exited without acknowledging all", t.seed);
+            assert_eq!(
+                a, MAX_WRITES,
+                "seed {}: a writer exited without acknowledging all",
+                t.seed
+            );
             tally.completed += 1;
         } else {
             use std::os::unix::process::ExitStatusExt;
-            assert_eq!(status.signal(), Some(9), "seed {}: writer died of {status}, not SIGKILL", t.seed);
+            assert_eq!(
+                status.signal(),
+                Some(9),
+                "seed {}: writer died of {status}, not SIGKILL",
+                t.seed
+            );
             tally.killed += 1;
         }
         acked.push(a);
@@ -246,13 +258,22 @@ fn check_content(fx: &Fixture, t: &Trial, path: &Path, acked: &[u64], when: &str
     let st = match plfs.stat(path) {
         Ok(st) => st,
         Err(e) if e.is_not_found() => {
-            assert!(acked.iter().all(|&a| a == 0), "seed {}: {when}: file missing after acks", t.seed);
+            assert!(
+                acked.iter().all(|&a| a == 0),
+                "seed {}: {when}: file missing after acks",
+                t.seed
+            );
             return None;
         }
         Err(e) => panic!("seed {}: {when}: stat: {e}", t.seed),
     };
     let data = common::read_fresh(fx, path).unwrap_or_else(|e| panic!("seed {}: {when}: read: {e}", t.seed));
-    assert_eq!(st.size, data.len() as u64, "seed {}: {when}: stat size vs bytes read", t.seed);
+    assert_eq!(
+        st.size,
+        data.len() as u64,
+        "seed {}: {when}: stat size vs bytes read",
+        t.seed
+    );
     let mut max_end = 0;
     for (rank, &a) in acked.iter().enumerate() {
         let got = region_of(&data, rank as u64);
@@ -265,12 +286,19 @@ fn check_content(fx: &Fixture, t: &Trial, path: &Path, acked: &[u64], when: &str
         };
         max_end = max_end.max(end);
     }
-    assert_eq!(max_end, data.len() as u64, "seed {}: {when}: file longer than any write", t.seed);
+    assert_eq!(
+        max_end,
+        data.len() as u64,
+        "seed {}: {when}: file longer than any write",
+        t.seed
+    );
     Some(data)
 }
 
 fn check_debris(fx: &Fixture, t: &Trial, path: &Path, acked: &[u64], tally: &mut Tally) {
-    let Some(before) = check_content(fx, t, path, acked, "after the crash") else { return };
+    let Some(before) = check_content(fx, t, path, acked, "after the crash") else {
+        return;
+    };
     for (rank, &a) in acked.iter().enumerate() {
         tally.acked_bytes += (0..a).map(|i| op(t.seed, rank as u64, i).1 as u64).sum::<u64>();
     }
@@ -292,15 +320,30 @@ fn check_debris(fx: &Fixture, t: &Trial, path: &Path, acked: &[u64], tally: &mut
         ..Options::default()
     };
     let rep = fsck::fsck(&plfs, path, &opts).unwrap_or_else(|e| panic!("seed {}: fsck --repair: {e}", t.seed));
-    assert!(rep.exit_code() <= 1, "seed {}: fsck --repair left problems: {:#?}", t.seed, rep.findings);
+    assert!(
+        rep.exit_code() <= 1,
+        "seed {}: fsck --repair left problems: {:#?}",
+        t.seed,
+        rep.findings
+    );
     tally.stale_repaired += rep.of(Kind::StaleOpen).len() as u64;
     let again = fsck::fsck(&fx.plfs(), path, &Options::default()).expect("fsck after repair");
-    assert_eq!(again.exit_code(), 0, "seed {}: problems after repair: {:#?}", t.seed, again.findings);
+    assert_eq!(
+        again.exit_code(),
+        0,
+        "seed {}: problems after repair: {:#?}",
+        t.seed,
+        again.findings
+    );
     let after = check_content(fx, t, path, acked, "after fsck --repair").expect("file still there");
     common::assert_bytes_eq(&after, &before, "file after fsck --repair vs before");
     if fx.config.global.data_checksums {
         let v = fsck::verify(&fx.plfs(), path).expect("verify");
-        assert!(v.mismatches.is_empty() && v.unreadable.is_empty(), "seed {}: verify: {v:?}", t.seed);
+        assert!(
+            v.mismatches.is_empty() && v.unreadable.is_empty(),
+            "seed {}: verify: {v:?}",
+            t.seed
+        );
         assert_eq!(v.unchecked, 0);
     }
 }

@@ -61,11 +61,27 @@ pub(super) fn scan_index(path: &Path) -> Result<IndexScan> {
         });
     }
     let header = LogHeader::decode(path, &bytes, format::INDEX_MAGIC).map_err(|e| e.to_string());
-    let dec = format::decode_records(&bytes[hl..]);
+    let mut dec = format::decode_records(&bytes[hl..]);
+    // A pattern record stands for a run of writes: fsck reasons about the writes themselves.
+    for p in std::mem::take(&mut dec.patterns) {
+        for (i, ts) in p.ts.iter().enumerate() {
+            let i = i as u64;
+            dec.records.push(WriteRecord {
+                logical_off: p.logical_start + i * p.stride,
+                length: p.length,
+                physical_off: p.physical_start + i * p.length,
+                ts: *ts,
+                data_crc: 0,
+            });
+        }
+    }
     let resyncs = match &dec.tail_error {
         Some(e) if !e.starts_with("torn") => {
             let rest = &bytes[hl + dec.valid_len..];
-            (1..rest.len()).any(|i| !format::decode_records(&rest[i..]).records.is_empty())
+            (1..rest.len()).any(|i| {
+                let d = format::decode_records(&rest[i..]);
+                !d.records.is_empty() || !d.patterns.is_empty()
+            })
         }
         _ => false,
     };
@@ -463,7 +479,9 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
     let mut scan = scan;
     // 1. The index log itself.
     if let (Some(ix), Some(s)) = (&w.index, scan.as_mut()) {
-        fix_index_log(c, id, w, ix, s, data_header, may_touch, opts, rep);
+        if fix_index_log(c, id, w, ix, s, data_header, may_touch, opts, rep) {
+            scan = None; // the logs held nothing and were removed
+        }
     }
     // 2. Logs against each other.
     let records = scan.as_ref().map_or(0, |s| s.records.len());
@@ -550,7 +568,7 @@ fn fix_index_log(
     may_touch: bool,
     opts: &Options,
     rep: &mut Report,
-) {
+) -> bool {
     let _ = c;
     let guard = |opts: &Options, what: &str, f: &mut dyn FnMut() -> Result<()>| {
         if may_touch {
@@ -564,28 +582,32 @@ fn fix_index_log(
             let data_empty = w.data.as_ref().is_none_or(|d| d.size <= format::DATA_HEADER_LEN as u64);
             let mut paths = vec![ix.path.clone()];
             paths.extend(w.data.iter().map(|d| d.path.clone()));
+            let h = LogHeader {
+                magic: format::INDEX_MAGIC,
+                writer_id: id,
+                open_ns: data_header.map_or(0, |h| h.open_ns),
+                pid: w.pid,
+                flags: data_header.map_or(0, |h| h.flags),
+            };
             let repair = if data_empty {
                 guard(opts, "removed the logs (they hold no data)", &mut || {
                     paths.iter().try_for_each(|p| sys::unlink_missing_ok(p))
                 })
             } else {
-                let h = LogHeader {
-                    magic: format::INDEX_MAGIC,
-                    writer_id: id,
-                    open_ns: data_header.map_or(0, |h| h.open_ns),
-                    pid: w.pid,
-                    flags: data_header.map_or(0, |h| h.flags),
-                };
                 guard(opts, "wrote a valid header (the log has no records)", &mut || {
                     rewrite_index(&ix.path, Some(&h.encode()), format::INDEX_HEADER_LEN as u64)
                 })
             };
+            let done = matches!(repair, Repair::Done(_));
             let msg = format!(
                 "index log of writer {id:016x} is {} bytes, shorter than its header",
                 ix.size
             );
             rep.push(Kind::EmptyLogs, true, &ix.path, msg, repair);
-            return;
+            if done && !data_empty {
+                s.header = Some(Ok(h));
+            }
+            return done && data_empty;
         }
         Some(Err(e)) => {
             let usable = data_header.filter(|h| h.writer_id == id);
@@ -604,7 +626,7 @@ fn fix_index_log(
             let msg = format!("{e}; readers skip this log ({} records behind it)", s.records.len());
             rep.push(Kind::BadIndexHeader, true, &ix.path, msg, repair);
             if !matches!(rep.findings.last().map(|f| &f.repair), Some(Repair::Done(_))) {
-                return;
+                return false;
             }
             s.header = Some(Ok(LogHeader {
                 magic: format::INDEX_MAGIC,
@@ -613,7 +635,7 @@ fn fix_index_log(
         }
         Some(Ok(_)) => {}
     }
-    let Some(err) = s.tail_error.clone() else { return };
+    let Some(err) = s.tail_error.clone() else { return false };
     let cut = s.valid_end;
     let (kind, repair) = if err.starts_with("torn") {
         let r = guard(opts, &format!("truncated the log to {cut} bytes"), &mut || {
@@ -636,6 +658,7 @@ fn fix_index_log(
     if matches!(rep.findings.last().map(|f| &f.repair), Some(Repair::Done(_))) {
         s.tail_error = None;
     }
+    false
 }
 
 /// Writes `header` at offset 0 (if given) and truncates the index log to `len` bytes.
@@ -715,7 +738,7 @@ fn check_droppings(
             repair_step(opts, "removed the open record (the writer had closed)", || {
                 settle(None, true)
             })
-        } else if w.index.is_some() && !index_ok {
+        } else if scan.is_some() && !index_ok {
             Repair::Manual("the index log must be repaired first".into())
         } else {
             let what = match &new_close {
@@ -741,7 +764,7 @@ fn check_droppings(
             rep.push(Kind::MissingClose, true, &meta, msg, repair);
         }
         (0, None) => {}
-        (n, _) if w.index.is_none() => {
+        (n, _) if scan.is_none() => {
             let any_bytes = w
                 .closes
                 .iter()
