@@ -42,6 +42,21 @@ def _fig3_table(cells, profile, phase):
     return "\n".join(out) + "\n"
 
 
+def _noise_line(cells, profile):
+    """At one process the plain N-1 and N-N runs do the same thing: their ratio shows how much
+    two identical measurements of this run differ."""
+    parts = []
+    for phase in ("write", "read"):
+        for rec in profile["records"]:
+            a, b = fig3(cells, "plain", 1, rec, phase), fig3(cells, "nn", 1, rec, phase)
+            if a is not None and b is not None and a.value and b.value:
+                parts.append(f"{phase} {human_bytes(rec)} {a.value / b.value:.2f}")
+    if not parts:
+        return ""
+    return ("Noise check: with one process the plain N-1 and N-N runs are the same workload; "
+            "their ratio in this run (ideally 1.00): " + ", ".join(parts) + ".\n")
+
+
 def _tools_table(tcells):
     out = ["| tool | plain file (s) | plfs via ldplfs (s) | ldplfs / plain |", "|---|---|---|---|"]
     for tool in TOOL_ORDER:
@@ -187,6 +202,7 @@ def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, 
              "medians shown; reads by fresh processes in shifted rank order, every byte checked.\n")
     f.append("## Goals\n")
     f.append(goals_table(goals))
+    f.append("\n" + _noise_line(cells, profile))
     g = {x.gid: x for x in goals}
     f.append("\n## G1 — UNIX tools through ldplfs (Table II)\n")
     f.append(_img(figures.get("tools"), figures.values()))
@@ -205,7 +221,9 @@ def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, 
     f.append("\n## PLFS layouts: N-1 strided, N-1 segmented, N-N (MiB/s)\n")
     f.append(_img(figures.get("layouts"), figures.values()))
     f.append(_layouts_table(cells, profile))
-    f.append("\n## MPI-IO independent and collective (MiB/s)\n")
+    mp = profile["mpiio_per_proc"]
+    f.append(f"\n## MPI-IO independent ({human_bytes(mp['mpi-ind'])} per process) and collective "
+             f"({human_bytes(mp['mpi-coll'])} per process), N-1 strided, MiB/s\n")
     f.append(_img(figures.get("mpiio"), figures.values()))
     f.append(_mpiio_table(cells, profile))
     f.append(_other_table(cells))

@@ -65,6 +65,7 @@ def run_tools(ws, ld, profile, log, timeout):
                          "note": ld.note()})
     for rep in range(1, profile["tools_reps"] + 1):
         order = variants if rep % 2 else variants[::-1]
+        os.sync()  # every repetition starts with no dirty pages of earlier runs to write back
         for tool in TOOLS:
             for name, env, target in order:
                 out = os.path.join(ws.plain, f"tools-out-{name}.txt")
@@ -125,6 +126,7 @@ def run_seqwrite(ws, fronts, bindir, profile, log, timeout):
     for rep in range(1, profile["seq_reps"] + 1):
         order = variants if rep % 2 else variants[::-1]
         for name, env, d in order:
+            os.sync()  # no writer starts with another's dirty pages still to be written back
             target = os.path.join(d, "seq.dat")
             cmd = ["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={count}"]
             res = run(cmd, env=env, timeout=timeout)
@@ -141,6 +143,7 @@ def run_seqwrite(ws, fronts, bindir, profile, log, timeout):
             rows.append(row)
             log(f"seqwrite rep {rep} dd {name:7} {res.seconds:7.3f} s  {row['status']}")
         if api.available:
+            os.sync()
             target = os.path.join(api.dir, "seq.dat")
             cmd = ["mpirun", "-np", "1", "-genv", "PLFSRC", ws.plfsrc, os.path.join(bindir, "pio-plfs"),
                    "-p", target, "-m", "plfs", "-l", "segmented", "-b", "1M", "-s", str(size), "-w",
