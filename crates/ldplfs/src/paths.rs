@@ -253,3 +253,32 @@ pub fn logical_cwd() -> Option<PathBuf> {
 pub fn cstring(p: &Path) -> Res<CString> {
     CString::new(p.as_os_str().as_bytes()).map_err(|_| Errno(libc::EINVAL))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_is_component_wise() {
+        assert!(under(b"/mnt/plfs", b"/mnt/plfs"));
+        assert!(under(b"/mnt/plfs/a", b"/mnt/plfs"));
+        assert!(!under(b"/mnt/plfsx", b"/mnt/plfs"));
+        assert!(!under(b"/mnt", b"/mnt/plfs"));
+        assert!(under(b"/anything", b"/"));
+    }
+
+    #[test]
+    fn only_unclean_paths_are_normalised() {
+        assert!(!needs_norm(b"/mnt/plfs/a/b"));
+        assert!(!needs_norm(b"/"));
+        for p in [
+            &b"/mnt//plfs"[..],
+            b"/mnt/./plfs",
+            b"/mnt/plfs/..",
+            b"/mnt/plfs/",
+            b"/a/.hidden",
+        ] {
+            assert!(needs_norm(p), "{}", String::from_utf8_lossy(p));
+        }
+    }
+}

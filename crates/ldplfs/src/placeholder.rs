@@ -159,3 +159,22 @@ pub fn adopt_all() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_roundtrip_and_rejects_foreign_bytes() {
+        let p = Path::new("/mnt/plfs/dir/file with spaces");
+        let rec = encode(Kind::File, libc::O_RDWR | libc::O_APPEND, p);
+        assert_eq!(&rec[..8], MAGIC);
+        let (k, f, q) = decode(&rec).unwrap();
+        assert_eq!((k, f, q.as_path()), (Kind::File, libc::O_RDWR | libc::O_APPEND, p));
+        assert!(decode(b"LDPLFS2\nF\0\0\0\0/x").is_none());
+        assert!(decode(&rec[..12]).is_none());
+        let mut bad = rec.clone();
+        bad[8] = b'Z';
+        assert!(decode(&bad).is_none());
+    }
+}

@@ -415,3 +415,30 @@ pub unsafe extern "C" fn freopen64(path: *const c_char, mode: *const c_char, fp:
     // SAFETY: forwarded caller arguments.
     unsafe { freopen(path, mode, fp) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(m: &str) -> Res<c_int> {
+        let c = std::ffi::CString::new(m).unwrap();
+        mode_flags(c.as_ptr())
+    }
+
+    #[test]
+    fn fopen_modes_map_to_open_flags() {
+        assert_eq!(flags("r"), Ok(libc::O_RDONLY));
+        assert_eq!(flags("rb+"), Ok(libc::O_RDWR));
+        assert_eq!(flags("w"), Ok(libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC));
+        assert_eq!(
+            flags("a+e"),
+            Ok(libc::O_RDWR | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC)
+        );
+        assert_eq!(
+            flags("wx"),
+            Ok(libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_EXCL)
+        );
+        assert_eq!(flags("q"), Err(Errno(libc::EINVAL)));
+        assert_eq!(flags(""), Err(Errno(libc::EINVAL)));
+    }
+}
