@@ -150,16 +150,8 @@ impl Container {
         let parent = path
             .parent()
             .ok_or_else(|| Error::InvalidArgument(format!("{}: bad path", path.display())))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = parent.join(format!(
-            "{}{}.{:016x}",
-            format::TMP_PREFIX,
-            name,
-            crate::clock::random_u64()
-        ));
+        // The temporary name does not embed the logical name, so names up to NAME_MAX work.
+        let tmp = parent.join(format!("{}{:016x}{:016x}", format::TMP_PREFIX, crate::clock::random_u64(), crate::clock::pid()));
         let cid = (u128::from(crate::clock::random_u64()) << 64) | u128::from(crate::clock::random_u64());
         let marker = format::Marker {
             version: format::FORMAT_VERSION,

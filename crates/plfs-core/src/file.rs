@@ -81,6 +81,19 @@ pub mod libc_consts {
     pub const O_APPEND: i32 = 0o2000;
 }
 
+/// Statistics of a merged index ([`OpenFile::index_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexStats {
+    /// Uncompressed pieces.
+    pub pieces: usize,
+    /// Compressed patterns.
+    pub patterns: usize,
+    /// Approximate heap bytes of the extent map.
+    pub mem_bytes: usize,
+    /// Index records (pattern elements counted one by one) read from disk.
+    pub records_read: u64,
+}
+
 /// One writer: a data log and an index log, created at its first write.
 #[derive(Debug)]
 struct Writer {
@@ -652,6 +665,17 @@ impl OpenFile {
             Backing::Container { shared, .. } => shared.size(),
             Backing::Plain(f) => f.size(),
             Backing::Small(h) => h.size(),
+        }
+    }
+
+    /// Statistics of this process's merged index (loading it if needed): plain pieces, compressed
+    /// patterns, approximate heap bytes. Zeros for N-N and 1-N files.
+    pub fn index_stats(&self) -> Result<IndexStats> {
+        match &self.backing {
+            Backing::Container { shared, .. } => shared.with_index(false, |s| {
+                Ok(IndexStats { pieces: s.map.raw_pieces().count(), patterns: s.map.pattern_count(), mem_bytes: s.map.mem_bytes(), records_read: s.records_read })
+            }),
+            _ => Ok(IndexStats::default()),
         }
     }
 

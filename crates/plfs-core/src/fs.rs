@@ -235,6 +235,14 @@ fn check_mode(st: &Stat, want: u32) -> std::result::Result<(), ()> {
     }
 }
 
+/// Names PLFS uses inside backends, which logical paths may not contain.
+pub fn is_reserved_name(n: &[u8]) -> bool {
+    n == format::MARKER_NAME.as_bytes()
+        || n == format::SHADOW_ROOT.as_bytes()
+        || n == smallfile::SMALL_DIR.as_bytes()
+        || n.starts_with(format::TMP_PREFIX.as_bytes())
+}
+
 /// Reads the process umask from /proc/self/status without changing it (0o022 if unknown).
 fn read_umask() -> u32 {
     sys::read_file(Path::new("/proc/self/status"))
@@ -311,12 +319,14 @@ impl Plfs {
             .config
             .mount_for(path)
             .ok_or_else(|| Error::errno(Errno::XDEV, format!("{}: not under a PLFS mount point", path.display())))?;
-        let mount = self
-            .mounts
-            .iter()
-            .find(|x| x.cfg.mount_point == m.mount_point)
-            .cloned()
-            .expect("mount resolved from this config");
+        if let Some(bad) = rel.components().find(|c| is_reserved_name(c.as_os_str().as_bytes())) {
+            return Err(Error::InvalidArgument(format!(
+                "{}: {:?} is a name reserved by PLFS",
+                path.display(),
+                bad.as_os_str()
+            )));
+        }
+        let mount = self.mounts.iter().find(|x| x.cfg.mount_point == m.mount_point).cloned().expect("mount resolved from this config");
         let logical = if rel.as_os_str().is_empty() {
             mount.cfg.mount_point.clone()
         } else {

@@ -323,7 +323,7 @@ impl IndexState {
                 .collect()
         });
         for (f, r) in found.iter().zip(results) {
-            let (new_consumed, dec, data_len) = match r {
+            let (new_consumed, mut dec, data_len) = match r {
                 Ok(v) => v,
                 Err(e) => {
                     crate::warn!("{e}: skipping this index log");
@@ -339,7 +339,8 @@ impl IndexState {
                 crate::warn!("{}: {err}; ignoring the rest of this index log", f.path.display());
             }
             let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
-            for pr in &dec.patterns {
+            let (patterns, records) = (std::mem::take(&mut dec.patterns), std::mem::take(&mut dec.records));
+            for pr in patterns {
                 let n = pr.ts.len() as u64;
                 if data_len.is_some_and(|dl| pr.physical_start.saturating_add(n.saturating_mul(pr.length)) > dl) {
                     crate::warn!(
@@ -359,11 +360,12 @@ impl IndexState {
                     writer: f.info.writer_id,
                     ts_first: pr.ts[0],
                     ts_last: pr.ts[pr.ts.len() - 1],
-                    ts: Some(pr.ts.clone().into()),
+                    ts: Some(pr.ts.into()),
                 });
                 self.records_read += n;
             }
-            for r in &dec.records {
+            self.records_read += records.len() as u64;
+            for r in &records {
                 if data_len.is_some_and(|dl| r.physical_off.saturating_add(r.length) > dl) {
                     crate::warn!(
                         "{}: record at logical offset {} points past the end of its data log; skipped",
@@ -383,7 +385,6 @@ impl IndexState {
                     },
                 );
             }
-            self.records_read += dec.records.len() as u64;
             self.logs.insert(f.path.clone(), new_consumed);
         }
         Ok(())

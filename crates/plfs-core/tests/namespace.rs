@@ -433,13 +433,11 @@ fn reserved_names(fx: &Fixture) {
 }
 
 #[test]
-#[ignore = "core bug B6 (notes/core-bugs.md): reserved names (.plfscontainer, .plfstmp.*) are accepted and corrupt the namespace"]
 fn reserved_names_one_backend() {
     reserved_names(&fixture("ns-reserved1", 1));
 }
 
 #[test]
-#[ignore = "core bug B6 (notes/core-bugs.md): reserved names (.plfscontainer, .plfstmp.*) are accepted and corrupt the namespace"]
 fn reserved_names_three_backends() {
     reserved_names(&fixture("ns-reserved3", 3));
 }
@@ -470,13 +468,11 @@ fn long_names(fx: &Fixture) {
 }
 
 #[test]
-#[ignore = "core bug B7 (notes/core-bugs.md): names over ~229 bytes fail (temporary name embeds the name)"]
 fn long_names_one_backend() {
     long_names(&fixture("ns-long1", 1));
 }
 
 #[test]
-#[ignore = "core bug B7 (notes/core-bugs.md): names over ~229 bytes fail (temporary name embeds the name)"]
 fn long_names_three_backends() {
     long_names(&fixture("ns-long3", 3));
 }
