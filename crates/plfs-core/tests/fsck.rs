@@ -1,0 +1,325 @@
+//! fsck and verify on hand-made damage: each test breaks a container the way a crash, a failed
+//! disk or a person would, checks that fsck reports it under the right code and exit status, that
+//! `--repair` fixes it without changing a byte of the file, and that a second run is clean.
+
+mod common;
+
+use common::{assert_bytes_eq, pattern, read_fresh, rw_create, Fixture};
+use plfs_core::config::GlobalParams;
+use plfs_core::fsck::{self, Kind, Options, Repair};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().expect("spawn true");
+    let pid = c.id();
+    c.wait().expect("wait");
+    pid
+}
+
+fn repair() -> Options {
+    Options {
+        repair: true,
+        tmp_min_age: Duration::ZERO,
+        ..Options::default()
+    }
+}
+
+/// Writes file `name` as writer `pid`: three writes, closed unless `leave_open` (then the handle
+/// is leaked as a killed process would leave it). Returns the expected contents.
+fn write_file(fx: &Fixture, name: &str, pid: u32, leave_open: bool) -> Vec<u8> {
+    let p = fx.plfs();
+    let f = p.open(&fx.path(name), rw_create(), 0o640, pid).unwrap();
+    let mut want = vec![0u8; 9000];
+    for (i, off) in [0u64, 3000, 6000].into_iter().enumerate() {
+        let d = pattern(i as u64, off, 3000);
+        f.write(&d, off).unwrap();
+        want[off as usize..off as usize + 3000].copy_from_slice(&d);
+    }
+    f.sync().unwrap();
+    if leave_open {
+        std::mem::forget(f); // no close: its open record stays, as after a SIGKILL
+        std::mem::forget(p);
+    } else {
+        f.close().unwrap();
+    }
+    want
+}
+
+/// fsck (check) must report `kind` with exit 4; repair must give exit 1 and keep the data; a
+/// second check must be clean.
+fn report_repair_clean(fx: &Fixture, name: &str, kind: Kind, want: &[u8]) {
+    let path = fx.path(name);
+    let rep = fsck::fsck(&fx.plfs(), &path, &Options::default()).unwrap();
+    assert!(!rep.of(kind).is_empty(), "{kind:?} not reported: {:#?}", rep.findings);
+    assert_eq!(rep.exit_code(), 4, "{:#?}", rep.findings);
+    let rep = fsck::fsck(&fx.plfs(), &path, &repair()).unwrap();
+    assert!(
+        rep.of(kind).iter().all(|f| matches!(f.repair, Repair::Done(_))),
+        "{kind:?} not repaired: {:#?}",
+        rep.findings
+    );
+    assert_eq!(rep.exit_code(), 1, "{:#?}", rep.findings);
+    let again = fsck::fsck(&fx.plfs(), &path, &Options::default()).unwrap();
+    assert_eq!(again.exit_code(), 0, "{:#?}", again.findings);
+    assert_bytes_eq(&read_fresh(fx, &path).unwrap(), want, "after repair");
+    assert_eq!(fx.plfs().stat(&path).unwrap().size, want.len() as u64);
+}
+
+fn meta(fx: &Fixture, name: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(fx.container_dir(name).join("meta"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn clean_file_exit_0() {
+    let fx = Fixture::simple("fsck-clean");
+    write_file(&fx, "f", dead_pid(), false);
+    let rep = fsck::fsck(&fx.plfs(), &fx.path("f"), &Options::default()).unwrap();
+    assert_eq!(rep.exit_code(), 0, "{:#?}", rep.findings);
+    assert_eq!((rep.containers, rep.writers, rep.records), (1, 1, 3));
+}
+
+#[test]
+fn stale_open_record_becomes_a_close_record() {
+    let fx = Fixture::simple("fsck-stale");
+    let want = write_file(&fx, "f", dead_pid(), true);
+    assert!(meta(&fx, "f").iter().any(|n| n.starts_with("open.")));
+    report_repair_clean(&fx, "f", Kind::StaleOpen, &want);
+    let m = meta(&fx, "f");
+    assert!(m.iter().all(|n| !n.starts_with("open.")), "{m:?}");
+    assert!(m.iter().any(|n| n.starts_with("close.")), "{m:?}");
+    // Truncate-to-zero can now reclaim the data (no open record blocks the wipe).
+    fx.plfs().truncate(&fx.path("f"), 0).unwrap();
+    assert!(fx.logs("f", "data.").is_empty());
+}
+
+#[test]
+fn live_writer_is_left_alone() {
+    let fx = Fixture::simple("fsck-live");
+    let p = fx.plfs();
+    let f = p
+        .open(&fx.path("f"), rw_create(), 0o644, plfs_core::clock::pid())
+        .unwrap();
+    f.write(b"hello", 0).unwrap();
+    f.sync().unwrap();
+    let rep = fsck::fsck(&fx.plfs(), &fx.path("f"), &repair()).unwrap();
+    assert_eq!(rep.of(Kind::LiveWriter).len(), 1, "{:#?}", rep.findings);
+    assert_eq!(rep.exit_code(), 0);
+    assert!(meta(&fx, "f").iter().any(|n| n.starts_with("open.")));
+    f.close().unwrap();
+}
+
+#[test]
+fn torn_and_corrupt_index_tails() {
+    let fx = Fixture::simple("fsck-tails");
+    let want = write_file(&fx, "f", dead_pid(), false);
+    let ix = fx.logs("f", "index.").remove(0);
+    let len = std::fs::metadata(&ix).unwrap().len();
+    // A torn record at the end (a writer killed mid-append).
+    let mut b = std::fs::read(&ix).unwrap();
+    b.extend_from_slice(&b[64..64 + 20].to_vec());
+    std::fs::write(&ix, &b).unwrap();
+    report_repair_clean(&fx, "f", Kind::TornIndexTail, &want);
+    assert_eq!(std::fs::metadata(&ix).unwrap().len(), len);
+    // A complete but bad record after the last one.
+    let mut b = std::fs::read(&ix).unwrap();
+    b.extend_from_slice(&[1, 0, 40, 0]); // a whole WRITE frame whose checksum is wrong
+    b.extend_from_slice(&[0xa5; 44]);
+    std::fs::write(&ix, &b).unwrap();
+    report_repair_clean(&fx, "f", Kind::CorruptIndexTail, &want);
+    assert_eq!(std::fs::metadata(&ix).unwrap().len(), len);
+}
+
+#[test]
+fn bad_record_in_the_middle_is_not_truncated() {
+    let fx = Fixture::new(
+        "fsck-middle",
+        1,
+        0,
+        GlobalParams {
+            index_compression: false,
+            ..GlobalParams::default()
+        },
+    );
+    write_file(&fx, "f", dead_pid(), false);
+    let ix = fx.logs("f", "index.").remove(0);
+    let mut b = std::fs::read(&ix).unwrap();
+    let len = b.len();
+    b[64 + 10] ^= 0xff; // first record
+    std::fs::write(&ix, &b).unwrap();
+    let rep = fsck::fsck(&fx.plfs(), &fx.path("f"), &repair()).unwrap();
+    let f = rep.of(Kind::CorruptIndexMiddle);
+    assert_eq!(f.len(), 1, "{:#?}", rep.findings);
+    assert!(matches!(f[0].repair, Repair::Manual(_)));
+    assert_eq!(f[0].path, ix);
+    assert_eq!(rep.exit_code(), 4);
+    assert_eq!(
+        std::fs::read(&ix).unwrap().len(),
+        len,
+        "records after the bad one must be kept"
+    );
+}
+
+#[test]
+fn missing_cid_and_bad_marker() {
+    let fx = Fixture::simple("fsck-cid");
+    let want = write_file(&fx, "f", dead_pid(), false);
+    let c = fx.container_dir("f");
+    let cid = meta(&fx, "f").into_iter().find(|n| n.starts_with("cid.")).unwrap();
+    std::fs::remove_file(c.join("meta").join(&cid)).unwrap();
+    let err = read_fresh(&fx, &fx.path("f")).unwrap_err().to_string();
+    assert!(err.contains("meta"), "error should name the meta directory: {err}");
+    report_repair_clean(&fx, "f", Kind::MissingCid, &want);
+    assert!(meta(&fx, "f").contains(&cid));
+    // A damaged marker: rewritten with the same mode.
+    let marker = c.join(".plfscontainer");
+    let mode = std::fs::metadata(&marker).unwrap();
+    let mut b = std::fs::read(&marker).unwrap();
+    b[20] ^= 1;
+    std::fs::write(&marker, &b).unwrap();
+    report_repair_clean(&fx, "f", Kind::BadMarker, &want);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&marker).unwrap().permissions().mode(),
+        mode.permissions().mode()
+    );
+}
+
+#[test]
+fn missing_and_contradictory_close_records() {
+    let fx = Fixture::simple("fsck-close");
+    let want = write_file(&fx, "f", dead_pid(), false);
+    let mdir = fx.container_dir("f").join("meta");
+    let close = meta(&fx, "f").into_iter().find(|n| n.starts_with("close.")).unwrap();
+    std::fs::remove_file(mdir.join(&close)).unwrap();
+    report_repair_clean(&fx, "f", Kind::MissingClose, &want);
+    // A close record claiming a larger file than the index holds.
+    let close = meta(&fx, "f").into_iter().find(|n| n.starts_with("close.")).unwrap();
+    let mut parts: Vec<String> = close.split('.').map(str::to_string).collect();
+    parts[4] = "99999".into();
+    std::fs::rename(mdir.join(&close), mdir.join(parts.join("."))).unwrap();
+    assert_eq!(
+        fx.plfs().stat(&fx.path("f")).unwrap().size,
+        99999,
+        "the fast stat path trusts it"
+    );
+    report_repair_clean(&fx, "f", Kind::ContradictoryClose, &want);
+}
+
+#[test]
+fn orphan_logs_debris_and_shadows() {
+    let fx = Fixture::simple("fsck-orphans");
+    let want = write_file(&fx, "f", dead_pid(), false);
+    let hostdir = fx.logs("f", "data.").remove(0).parent().unwrap().to_path_buf();
+    // An empty data log (a writer killed right after creating it) is removed...
+    let empty = hostdir.join("data.00000000000000aa.1.somehost");
+    std::fs::write(&empty, b"").unwrap();
+    report_repair_clean(&fx, "f", Kind::OrphanDataLog, &want);
+    assert!(!empty.exists());
+    // ...one holding data is kept (exit 4).
+    let full = hostdir.join("data.00000000000000bb.1.somehost");
+    std::fs::write(&full, vec![7u8; 500]).unwrap();
+    let rep = fsck::fsck(&fx.plfs(), &fx.path("f"), &repair()).unwrap();
+    assert!(matches!(rep.of(Kind::OrphanDataLog)[0].repair, Repair::Manual(_)));
+    assert_eq!(rep.exit_code(), 4);
+    assert!(full.exists());
+    std::fs::remove_file(&full).unwrap();
+    // Creation and deletion debris, and a shadow directory of no container, at the mount root.
+    let root = &fx.canonical[0];
+    let tmp = root.join(".plfstmp.g.00000000deadbeef");
+    std::fs::create_dir_all(tmp.join("meta")).unwrap();
+    let trash = root.join(".plfstmp.rm.00000000deadbeef");
+    std::fs::create_dir_all(trash.join("meta")).unwrap();
+    std::fs::write(trash.join("meta").join(format!("cid.{:032x}", 77)), b"").unwrap();
+    let orphan = root.join(".plfs_shadow").join(format!("{:032x}", 78)).join("hostdir.1");
+    std::fs::create_dir_all(&orphan).unwrap();
+    let mount = PathBuf::from(common::MOUNT);
+    // Young creation debris is left alone by default (a create may be running).
+    let rep = fsck::fsck(
+        &fx.plfs(),
+        &mount,
+        &Options {
+            repair: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        matches!(rep.of(Kind::TmpDebris)[0].repair, Repair::Manual(_)),
+        "{:#?}",
+        rep.findings
+    );
+    assert!(tmp.exists() && !trash.exists());
+    let rep = fsck::fsck(&fx.plfs(), &mount, &repair()).unwrap();
+    assert_eq!(rep.exit_code(), 1, "{:#?}", rep.findings);
+    assert!(!tmp.exists() && !orphan.parent().unwrap().exists());
+    assert_eq!(
+        fsck::fsck(&fx.plfs(), &mount, &Options::default()).unwrap().exit_code(),
+        0
+    );
+    assert_bytes_eq(
+        &read_fresh(&fx, &fx.path("f")).unwrap(),
+        &want,
+        "f after the mount fsck",
+    );
+}
+
+#[test]
+fn verify_finds_a_flipped_data_byte() {
+    let fx = Fixture::new(
+        "fsck-verify",
+        1,
+        0,
+        GlobalParams {
+            data_checksums: true,
+            ..GlobalParams::default()
+        },
+    );
+    write_file(&fx, "f", dead_pid(), false);
+    let v = fsck::verify(&fx.plfs(), &fx.path("f")).unwrap();
+    assert_eq!((v.records, v.checked, v.unchecked, v.exit_code()), (3, 3, 0, 0));
+    assert_eq!(v.bytes, 9000);
+    let data = fx.logs("f", "data.").remove(0);
+    let mut b = std::fs::read(&data).unwrap();
+    b[64 + 3000 + 17] ^= 0x40; // second write, logical 3017
+    std::fs::write(&data, &b).unwrap();
+    let v = fsck::verify(&fx.plfs(), &fx.path("f")).unwrap();
+    assert_eq!(v.mismatches.len(), 1, "{v:?}");
+    let m = &v.mismatches[0];
+    assert_eq!((m.logical_off, m.length, m.physical_off), (3000, 3000, 64 + 3000));
+    assert_eq!(m.data_log, data);
+    assert!(m.to_string().contains(&*data.to_string_lossy()));
+    assert_eq!(v.exit_code(), 4);
+    // A shortened data log: the record's data is missing.
+    std::fs::write(&data, &b[..64 + 7000]).unwrap();
+    let v = fsck::verify(&fx.plfs(), &fx.path("f")).unwrap();
+    assert!(
+        v.mismatches.iter().any(|m| m.actual.is_none() && m.logical_off == 6000),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn verify_without_checksums_checks_nothing() {
+    let fx = Fixture::simple("fsck-nocrc");
+    write_file(&fx, "f", dead_pid(), false);
+    let v = fsck::verify(&fx.plfs(), &fx.path("f")).unwrap();
+    assert_eq!((v.checked, v.unchecked, v.exit_code()), (0, 3, 0));
+}
+
+#[test]
+fn not_found_is_an_error() {
+    let fx = Fixture::simple("fsck-missing");
+    let e = fsck::fsck(
+        &fx.plfs(),
+        Path::new(common::MOUNT).join("nope").as_path(),
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert!(e.is_not_found());
+}
