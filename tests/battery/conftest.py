@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from fuse_method import fuse_available, fuse_bin, fuse_mount
+
 ROOT = Path(__file__).resolve().parents[2]
-METHODS = ["preload"]
+METHODS = ["preload", "fuse"]
 
 
 def _target_dir():
@@ -53,7 +55,8 @@ def progs(tmp_path_factory):
 class PlfsFixture:
     """A mount point, its backend, a plain reference directory and the environment to use."""
 
-    def __init__(self, root, env):
+    def __init__(self, root, env, method="preload"):
+        self.method = method
         self.root = root
         self.mount = root / "mnt"
         self.backend = root / "backend"
@@ -129,6 +132,12 @@ def fs(method, preload_lib):
     if method == "preload":
         env["LD_PRELOAD"] = str(preload_lib)
         yield PlfsFixture(root, env)
+    elif method == "fuse":
+        why = fuse_available()
+        if why:
+            pytest.skip(why)
+        with fuse_mount(fuse_bin(ROOT, _target_dir()), root / "mnt", rc, env):
+            yield PlfsFixture(root, {k: v for k, v in env.items() if k != "LD_PRELOAD"}, method)
     else:
         pytest.skip(f"front end {method} not available")
     shutil.rmtree(root, ignore_errors=True)

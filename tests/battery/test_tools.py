@@ -28,7 +28,8 @@ def test_cp_into_out_of_and_within(fs):
     assert fs.md5(m / "a.bin") == md5_plain(small)
     # The data really is in the backend, as a container, not as a plain file.
     assert fs.backend_files("data.*")
-    assert not (fs.mount).exists()
+    # Without the preload nothing is there (with FUSE the mount point is a real directory).
+    assert fs.method == "fuse" or not fs.mount.exists()
 
 
 def test_cat_grep_md5sum_sha256sum(fs):
@@ -198,4 +199,4 @@ def test_more_tools(fs):
         f"print(sum(len(fs) for _, _, fs in os.walk(\"{m}/a\")))'"
     )
     assert out.split() == ["3", "True", "3"]
-    assert not fs.mount.exists()
+    assert fs.method == "fuse" or not fs.mount.exists()
