@@ -120,3 +120,27 @@ def test_stdio_streams(fs, progs):
     assert r.returncode == 0 and r.stderr == "OK\n", r.stderr
     for name in ("stdio_a.txt", "stdio_b.txt"):
         assert fs.md5(fs.mount / "s" / name) == md5_plain(fs.plain / name)
+
+
+def test_posix_spawn_and_vfork_children_inherit(fs):
+    prog = textwrap.dedent(
+        """
+        import os, subprocess, sys
+        base = sys.argv[1]
+        fd = os.open(base + "/spawn.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, b"parent\\n")
+        pid = os.posix_spawn("/bin/sh", ["sh", "-c", "echo spawned; seq 1 3"], os.environ,
+                             file_actions=[(os.POSIX_SPAWN_DUP2, fd, 1)])
+        os.waitpid(pid, 0)
+        # subprocess uses vfork here; the child inherits the placeholder as its stdout.
+        subprocess.run(["sh", "-c", "echo vforked"], stdout=fd, check=True)
+        os.write(fd, b"end\\n")
+        os.close(fd)
+        print(open(base + "/spawn.txt").read(), end="")
+        """
+    )
+    (fs.plain / "spawn.py").write_text(prog)
+    want = "parent\nspawned\n1\n2\n3\nvforked\nend\n"
+    assert fs.sh(f"python3 {fs.plain}/spawn.py {fs.plain}") == want
+    assert fs.sh(f"python3 {fs.plain}/spawn.py {fs.mount}") == want
+    assert fs.md5(fs.mount / "spawn.txt") == md5_plain(fs.plain / "spawn.txt")

@@ -437,13 +437,17 @@ pub fn foreign_child() -> bool {
 pub fn ready() {
     INIT.call_once(|| {
         MY_PID.store(sys::getpid(), Ordering::Relaxed);
-        if conf().is_none() {
-            return;
-        }
-        // SAFETY: the handlers are plain extern "C" functions that live as long as the process.
-        unsafe { libc::pthread_atfork(Some(atfork_prepare), Some(atfork_parent), Some(atfork_child)) };
-        crate::paths::init_cwd();
-        crate::placeholder::adopt_all();
+        // A panic here must neither unwind into C nor poison the Once (every later call would
+        // panic): the library then simply knows less (no adoption, no cwd).
+        let _ = std::panic::catch_unwind(|| {
+            if conf().is_none() {
+                return;
+            }
+            // SAFETY: the handlers are plain extern "C" functions that live as long as the process.
+            unsafe { libc::pthread_atfork(Some(atfork_prepare), Some(atfork_parent), Some(atfork_child)) };
+            crate::paths::init_cwd();
+            crate::placeholder::adopt_all();
+        });
     });
 }
 
@@ -499,7 +503,7 @@ impl<T> ForkMutex<T> {
 extern "C" fn atfork_prepare() {
     let _busy = crate::guard::enter();
     // The child (and whatever it execs) must see this process's writes.
-    flush_all();
+    let _ = std::panic::catch_unwind(flush_all);
     crate::dirs::DIRS.prepare();
     crate::stdio::STREAMS.prepare();
     TABLE.prepare();
