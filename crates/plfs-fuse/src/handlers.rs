@@ -553,11 +553,18 @@ impl Filesystem for PlfsFs {
         })
     }
 
-    fn flush(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
-        // close(2) of a descriptor: make its writes visible to (and durable for) readers outside
-        // this daemon before close returns; RELEASE arrives asynchronously later.
+    fn flush(&self, req: &Request, _ino: INodeNo, fh: FileHandle, _lock_owner: LockOwner, reply: ReplyEmpty) {
+        // close(2) of a descriptor by process `pid`: close that process's writer, as a close in
+        // an unmodified PLFS process would (its index records reach the index log and its close
+        // dropping is written), so readers outside this daemon see its data once close returns.
+        // RELEASE arrives asynchronously later. A later write by the same process opens a new
+        // writer. Durability is fsync's job, not close's.
         guard("flush", || {
-            match self.handle(fh).and_then(|h| h.file.sync().map_err(|e| errno(&e))) {
+            let r = self.handle(fh).and_then(|h| {
+                let _g = lock(&self.trunc_close);
+                h.file.close_writer(req.pid()).map_err(|e| errno(&e))
+            });
+            match r {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(e),
             }

@@ -45,6 +45,23 @@ fn n_processes_writing_one_file_make_n_data_logs() {
             .map(|e| e.pid)
             .collect();
         assert_eq!(pids.len(), n, "{n} writers: index records name {n} pids");
+        // Once the writers closed, a PLFS instance outside the daemon reads everything.
+        let outside = m.plfs();
+        let f = outside
+            .open(
+                &m.p(&name),
+                plfs_core::OpenFlags {
+                    read: true,
+                    ..Default::default()
+                },
+                0,
+                1,
+            )
+            .unwrap();
+        let want = std::fs::read(&model).unwrap();
+        let mut got = vec![0u8; want.len() + 10];
+        assert_eq!(f.read(&mut got, 0).unwrap(), want.len());
+        assert!(got[..want.len()] == want[..], "{n} writers: read outside the daemon");
     }
     // A writable descriptor inherited across fork: the child writes under its own pid.
     let model = plain.join("forked");
