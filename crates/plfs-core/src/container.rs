@@ -433,14 +433,8 @@ impl Container {
 /// Lists an open directory descriptor (without `.` and `..`).
 pub fn list_fd(fd: &OwnedFd, display: &Path) -> Result<Vec<OsString>> {
     use std::os::unix::ffi::OsStringExt;
-    let dup = rustix::fs::openat(
-        fd,
-        ".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| Error::io(display, "open", e))?;
-    let dir = rustix::fs::Dir::read_from(&dup).map_err(|e| Error::io(display, "opendir", e))?;
+    // Dir::read_from reopens the directory itself, so the caller's descriptor is left untouched.
+    let dir = rustix::fs::Dir::read_from(fd).map_err(|e| Error::io(display, "opendir", e))?;
     let mut out = Vec::new();
     for ent in dir {
         let ent = ent.map_err(|e| Error::io(display, "readdir", e))?;
