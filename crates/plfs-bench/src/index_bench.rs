@@ -20,7 +20,13 @@ struct Args {
 }
 
 fn parse_args() -> Result<(Args, Option<(String, String)>), String> {
-    let mut a = Args { writes: 1_000_000, writers: 4, record: 64, dir: std::env::temp_dir().join(format!("plfs-index-bench-{}", std::process::id())), csv: None };
+    let mut a = Args {
+        writes: 1_000_000,
+        writers: 4,
+        record: 64,
+        dir: std::env::temp_dir().join(format!("plfs-index-bench-{}", std::process::id())),
+        csv: None,
+    };
     let mut measure = None;
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -36,7 +42,9 @@ fn parse_args() -> Result<(Args, Option<(String, String)>), String> {
                 measure = Some((variant, v()?));
             }
             "-h" | "--help" => {
-                println!("usage: plfs-index-bench [--writes N] [--writers W] [--record BYTES] [--dir DIR] [--csv FILE]");
+                println!(
+                    "usage: plfs-index-bench [--writes N] [--writers W] [--record BYTES] [--dir DIR] [--csv FILE]"
+                );
                 std::process::exit(0);
             }
             _ => return Err(format!("unknown argument {k}")),
@@ -53,8 +61,18 @@ fn config(dir: &Path, compression: bool) -> Config {
     std::fs::create_dir_all(&backend).expect("create backend");
     Config {
         files: vec![dir.join("plfsrc")],
-        global: GlobalParams { index_compression: compression, ..GlobalParams::default() },
-        mounts: vec![MountConfig { mount_point: "/plfs-bench".into(), workload: Workload::SharedFile, backends: vec![BackendSpec { location: backend, role: BackendRole::Both }] }],
+        global: GlobalParams {
+            index_compression: compression,
+            ..GlobalParams::default()
+        },
+        mounts: vec![MountConfig {
+            mount_point: "/plfs-bench".into(),
+            workload: Workload::SharedFile,
+            backends: vec![BackendSpec {
+                location: backend,
+                role: BackendRole::Both,
+            }],
+        }],
         warnings: Vec::new(),
     }
 }
@@ -64,8 +82,15 @@ fn build(a: &Args, variant: &str) -> Result<(), String> {
     let dir = a.dir.join(variant);
     let p = Plfs::new(config(&dir, variant != "raw")).map_err(|e| e.to_string())?;
     let f = Path::new("/plfs-bench/file");
-    let flags = OpenFlags { write: true, create: true, ..Default::default() };
-    let hs: Vec<_> = (0..a.writers).map(|w| p.open(f, flags, 0o644, w as u32 + 1)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let flags = OpenFlags {
+        write: true,
+        create: true,
+        ..Default::default()
+    };
+    let hs: Vec<_> = (0..a.writers)
+        .map(|w| p.open(f, flags, 0o644, w as u32 + 1))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
     let buf = vec![0x5au8; a.record as usize];
     let per = a.writes / a.writers;
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
@@ -96,14 +121,27 @@ fn measure(a: &Args, variant: &str, dir: &str) -> Result<(), String> {
     let p = Plfs::new(config(Path::new(dir), variant != "raw")).map_err(|e| e.to_string())?;
     let f = Path::new("/plfs-bench/file");
     let t = Instant::now();
-    let h = p.open(f, OpenFlags { read: true, ..Default::default() }, 0, 1).map_err(|e| e.to_string())?;
+    let h = p
+        .open(
+            f,
+            OpenFlags {
+                read: true,
+                ..Default::default()
+            },
+            0,
+            1,
+        )
+        .map_err(|e| e.to_string())?;
     let st = p.stat(f).map_err(|e| e.to_string())?;
     let mut b = [0u8; 1];
     h.read(&mut b, st.size / 2).map_err(|e| e.to_string())?;
     let secs = t.elapsed().as_secs_f64();
     let s = h.index_stats().map_err(|e| e.to_string())?;
     let _ = a;
-    println!("{secs:.6} {} {} {} {} {}", s.mem_bytes, s.pieces, s.patterns, s.records_read, st.size);
+    println!(
+        "{secs:.6} {} {} {} {} {}",
+        s.mem_bytes, s.pieces, s.patterns, s.records_read, st.size
+    );
     Ok(())
 }
 
@@ -138,8 +176,14 @@ fn main() {
         return;
     }
     let exe = std::env::current_exe().expect("current exe");
-    println!("index at scale: {} writes of {} B by {} writers (page cache warm; medians of 5 fresh processes)", a.writes, a.record, a.writers);
-    println!("{:<11} {:>13} {:>14} {:>12} {:>9} {:>9} {:>12}", "index", "open+stat+1st", "index memory", "index bytes", "pieces", "patterns", "records");
+    println!(
+        "index at scale: {} writes of {} B by {} writers (page cache warm; medians of 5 fresh processes)",
+        a.writes, a.record, a.writers
+    );
+    println!(
+        "{:<11} {:>13} {:>14} {:>12} {:>9} {:>9} {:>12}",
+        "index", "open+stat+1st", "index memory", "index bytes", "pieces", "patterns", "records"
+    );
     let mut csv = String::from("variant,writes,writers,record_bytes,open_stat_read_ms,index_mem_bytes,index_log_bytes,pieces,patterns,records\n");
     for variant in ["raw", "compressed", "flattened", "irregular"] {
         if let Err(e) = build(&a, variant) {
@@ -149,9 +193,15 @@ fn main() {
         let dir = a.dir.join(variant);
         let mut runs: Vec<(f64, String)> = Vec::new();
         for _ in 0..5 {
-            let out = Command::new(&exe).args(["--measure", variant, &dir.to_string_lossy()]).output().expect("run measure");
+            let out = Command::new(&exe)
+                .args(["--measure", variant, &dir.to_string_lossy()])
+                .output()
+                .expect("run measure");
             if !out.status.success() {
-                eprintln!("plfs-index-bench: measure {variant}: {}", String::from_utf8_lossy(&out.stderr));
+                eprintln!(
+                    "plfs-index-bench: measure {variant}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 std::process::exit(1);
             }
             let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -163,8 +213,15 @@ fn main() {
         let f: Vec<&str> = med.split(' ').collect();
         let (ms, mem, pieces, patterns, records) = (runs[2].0 * 1e3, f[1], f[2], f[3], f[4]);
         let idx = dir_bytes(&dir, "index.") + dir_bytes(&dir, "flat.");
-        println!("{variant:<11} {ms:>10.2} ms {:>11.1} KiB {:>9.1} KiB {pieces:>9} {patterns:>9} {records:>12}", mem.parse::<f64>().unwrap_or(0.0) / 1024.0, idx as f64 / 1024.0);
-        csv.push_str(&format!("{variant},{},{},{},{ms:.3},{mem},{idx},{pieces},{patterns},{records}\n", a.writes, a.writers, a.record));
+        println!(
+            "{variant:<11} {ms:>10.2} ms {:>11.1} KiB {:>9.1} KiB {pieces:>9} {patterns:>9} {records:>12}",
+            mem.parse::<f64>().unwrap_or(0.0) / 1024.0,
+            idx as f64 / 1024.0
+        );
+        csv.push_str(&format!(
+            "{variant},{},{},{},{ms:.3},{mem},{idx},{pieces},{patterns},{records}\n",
+            a.writes, a.writers, a.record
+        ));
     }
     if let Some(path) = &a.csv {
         if let Some(parent) = path.parent() {

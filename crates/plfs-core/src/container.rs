@@ -151,7 +151,12 @@ impl Container {
             .parent()
             .ok_or_else(|| Error::InvalidArgument(format!("{}: bad path", path.display())))?;
         // The temporary name does not embed the logical name, so names up to NAME_MAX work.
-        let tmp = parent.join(format!("{}{:016x}{:016x}", format::TMP_PREFIX, crate::clock::random_u64(), crate::clock::pid()));
+        let tmp = parent.join(format!(
+            "{}{:016x}{:016x}",
+            format::TMP_PREFIX,
+            crate::clock::random_u64(),
+            crate::clock::pid()
+        ));
         let cid = (u128::from(crate::clock::random_u64()) << 64) | u128::from(crate::clock::random_u64());
         let marker = format::Marker {
             version: format::FORMAT_VERSION,

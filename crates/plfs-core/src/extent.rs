@@ -529,7 +529,11 @@ fn patterns_overlap(p: &Pattern, q: &Pattern) -> bool {
         }
     }
     // Walk the elements of the pattern with fewer elements in the common range.
-    let (x, y) = if p.elems_in(a, b).count() <= q.elems_in(a, b).count() { (p, q) } else { (q, p) };
+    let (x, y) = if p.elems_in(a, b).count() <= q.elems_in(a, b).count() {
+        (p, q)
+    } else {
+        (q, p)
+    };
     x.elems_in(a, b).any(|i| {
         let (s, e) = (x.elem(i), x.elem(i) + x.len);
         y.elems_in(s, e).any(|j| y.elem(j) < e && y.elem(j) + y.len > s)

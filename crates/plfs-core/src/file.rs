@@ -153,7 +153,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub(crate) fn new(c: Container, logical: PathBuf) -> Self {
-        Shared { c, logical, writers: Mutex::new(HashMap::new()), index: Mutex::new(None), doomed: Mutex::new(Vec::new()) }
+        Shared {
+            c,
+            logical,
+            writers: Mutex::new(HashMap::new()),
+            index: Mutex::new(None),
+            doomed: Mutex::new(Vec::new()),
+        }
     }
 
     fn data_crc(&self) -> bool {
@@ -673,7 +679,12 @@ impl OpenFile {
     pub fn index_stats(&self) -> Result<IndexStats> {
         match &self.backing {
             Backing::Container { shared, .. } => shared.with_index(false, |s| {
-                Ok(IndexStats { pieces: s.map.raw_pieces().count(), patterns: s.map.pattern_count(), mem_bytes: s.map.mem_bytes(), records_read: s.records_read })
+                Ok(IndexStats {
+                    pieces: s.map.raw_pieces().count(),
+                    patterns: s.map.pattern_count(),
+                    mem_bytes: s.map.mem_bytes(),
+                    records_read: s.records_read,
+                })
             }),
             _ => Ok(IndexStats::default()),
         }

@@ -119,7 +119,10 @@ impl Loc {
     pub fn find(&self) -> Result<(usize, Probe)> {
         let (b, p) = self.find_raw()?;
         if self.inside_container(b)? {
-            return Err(Error::errno(Errno::NOTDIR, format!("{}: a path component is a file", self.logical.display())));
+            return Err(Error::errno(
+                Errno::NOTDIR,
+                format!("{}: a path component is a file", self.logical.display()),
+            ));
         }
         Ok((b, p))
     }
@@ -326,7 +329,12 @@ impl Plfs {
                 bad.as_os_str()
             )));
         }
-        let mount = self.mounts.iter().find(|x| x.cfg.mount_point == m.mount_point).cloned().expect("mount resolved from this config");
+        let mount = self
+            .mounts
+            .iter()
+            .find(|x| x.cfg.mount_point == m.mount_point)
+            .cloned()
+            .expect("mount resolved from this config");
         let logical = if rel.as_os_str().is_empty() {
             mount.cfg.mount_point.clone()
         } else {
@@ -420,7 +428,12 @@ impl Plfs {
         if parent.rel.as_os_str().is_empty() {
             return Ok(());
         }
-        let notdir = || Error::errno(Errno::NOTDIR, format!("{}: a path component is not a directory", loc.logical.display()));
+        let notdir = || {
+            Error::errno(
+                Errno::NOTDIR,
+                format!("{}: a path component is not a directory", loc.logical.display()),
+            )
+        };
         match parent.find()? {
             (b, Probe::Dir) => {
                 let here = parent.on(loc.home());
