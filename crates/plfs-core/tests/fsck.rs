@@ -122,7 +122,7 @@ fn torn_and_corrupt_index_tails() {
     let len = std::fs::metadata(&ix).unwrap().len();
     // A torn record at the end (a writer killed mid-append).
     let mut b = std::fs::read(&ix).unwrap();
-    b.extend_from_slice(&b[64..64 + 20].to_vec());
+    b.extend_from_within(64..64 + 20);
     std::fs::write(&ix, &b).unwrap();
     report_repair_clean(&fx, "f", Kind::TornIndexTail, &want);
     assert_eq!(std::fs::metadata(&ix).unwrap().len(), len);

@@ -1,0 +1,9 @@
+//! Fuzz target: the flattened-index decoder never panics.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use std::path::Path;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = plfs_core::flat::Flat::decode(Path::new("fuzz"), data);
+});
