@@ -15,8 +15,8 @@ use crate::attr::{self, errno, file_attr, file_type};
 use crate::inodes::{Inodes, GENERATION, ROOT};
 use fuser::{
     AccessFlags, Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
+    OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use plfs_core::fs::DirEntry;
 use plfs_core::{FileKind, OpenFile, Plfs, Stat};
@@ -33,6 +33,18 @@ use std::time::{Duration, SystemTime};
 pub const TTL: Duration = Duration::from_secs(1);
 /// Largest write and read request we ask the kernel for.
 pub const MAX_IO: u32 = 1 << 20;
+/// How handles are opened: writable ones bypass the page cache (each write(2) reaches the daemon
+/// as one request of up to [`MAX_IO`] bytes, with no page-cache copy, as the original PLFS FUSE
+/// did with direct_io); read-only ones use the page cache and readahead. mmap works on both
+/// (FUSE_DIRECT_IO_ALLOW_MMAP).
+fn fopen_flags(acc_write: bool) -> FopenFlags {
+    if acc_write {
+        FopenFlags::FOPEN_DIRECT_IO
+    } else {
+        FopenFlags::empty()
+    }
+}
+
 /// Readahead we ask the kernel for (it may offer less).
 pub const READAHEAD: u32 = 4 << 20;
 
@@ -296,7 +308,8 @@ impl Filesystem for PlfsFs {
         let want = InitFlags::FUSE_PARALLEL_DIROPS
             | InitFlags::FUSE_AUTO_INVAL_DATA
             | InitFlags::FUSE_ASYNC_DIO
-            | InitFlags::FUSE_MAX_PAGES;
+            | InitFlags::FUSE_MAX_PAGES
+            | InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP;
         let _ = config.add_capabilities(want & config.capabilities());
         Ok(())
     }
@@ -497,7 +510,7 @@ impl Filesystem for PlfsFs {
                 Ok(self.new_fh(file))
             })();
             match r {
-                Ok(fh) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+                Ok(fh) => reply.opened(FileHandle(fh), fopen_flags(flags.acc_mode() != OpenAccMode::O_RDONLY)),
                 Err(e) => reply.error(e),
             }
         })
@@ -677,7 +690,13 @@ impl Filesystem for PlfsFs {
         reply: ReplyCreate,
     ) {
         guard("create", || match self.create_inner(req, parent, name, mode, flags) {
-            Ok((a, fh)) => reply.created(&TTL, &a, Generation(GENERATION), FileHandle(fh), FopenFlags::empty()),
+            Ok((a, fh)) => reply.created(
+                &TTL,
+                &a,
+                Generation(GENERATION),
+                FileHandle(fh),
+                fopen_flags(flags & libc::O_ACCMODE != libc::O_RDONLY),
+            ),
             Err(e) => reply.error(e),
         })
     }

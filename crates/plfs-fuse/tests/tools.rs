@@ -198,3 +198,45 @@ fn permissions_are_checked_for_other_users() {
         "new files belong to their creator"
     );
 }
+
+#[test]
+fn mmap_and_cached_readers_see_direct_writes() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mounted::new("mmap");
+    let script = format!(
+        r#"
+import mmap, os
+p = '{p}'
+with open(p, 'wb') as f:
+    f.write(b'a' * 100000)
+r = open(p, 'rb')                      # read-only: page cache and readahead
+assert r.read() == b'a' * 100000
+w = os.open(p, os.O_WRONLY)            # writable: direct I/O
+os.pwrite(w, b'B' * 5000, 4000)
+r.seek(0)
+d = r.read()
+assert d[4000:9000] == b'B' * 5000 and d[:4000] == b'a' * 4000, 'cached reader sees the write'
+with open(p, 'r+b') as f:              # shared writable mapping
+    mm = mmap.mmap(f.fileno(), 0)
+    mm[0:3] = b'XYZ'
+    mm.flush()
+    mm.close()
+with open(p, 'rb') as f:
+    mm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    assert mm[0:3] == b'XYZ', mm[0:3]
+    assert mm[4000:4005] == b'BBBBB'
+    mm.close()
+os.close(w)
+print('ok')
+"#,
+        p = m.p("mm").display()
+    );
+    let out = sh_out(&format!("timeout 60 python3 -c \"{}\"", script.replace('"', "\\\"")));
+    assert_eq!(out.trim(), "ok");
+    let mut want = vec![b'a'; 100000];
+    want[4000..9000].fill(b'B');
+    want[..3].copy_from_slice(b"XYZ");
+    assert_eq!(std::fs::read(m.p("mm")).unwrap(), want);
+}
