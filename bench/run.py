@@ -25,7 +25,7 @@ PROFILES = {
     # `make bench`: under 10 minutes on a 2-core machine.
     "quick": {
         "reps": 3, "nprocs": [1, 2, 4], "records": [4096, 47008, MiB], "per_proc": 32 * MiB,
-        "mpiio_per_proc": {"mpi-ind": 16 * MiB, "mpi-coll": 1 * MiB},
+        "mpiio_per_proc": {"mpi-ind": 16 * MiB, "mpi-coll": 1 * MiB}, "mpiio_nprocs": [1, 2],
         "tools_size": 1024 * MiB, "tools_reps": 3, "seq_size": 1024 * MiB, "seq_reps": 3,
         "meta_writers": [1, 2, 4, 8, 16, 32, 64], "meta_records": 16, "meta_reps": 5,
         "creates": 2000, "index_writers": [1, 4, 16, 64], "index_records": 65536,
@@ -34,7 +34,7 @@ PROFILES = {
     # A seconds-long run of every section, to check the suite itself (`make -C bench smoke`).
     "smoke": {
         "reps": 1, "nprocs": [1, 2], "records": [4096, 47008, MiB], "per_proc": 2 * MiB,
-        "mpiio_per_proc": {"mpi-ind": 1 * MiB, "mpi-coll": 1 * MiB},
+        "mpiio_per_proc": {"mpi-ind": 1 * MiB, "mpi-coll": 1 * MiB}, "mpiio_nprocs": [1, 2],
         "tools_size": 16 * MiB, "tools_reps": 1, "seq_size": 16 * MiB, "seq_reps": 1,
         "meta_writers": [1, 4], "meta_records": 4, "meta_reps": 3, "creates": 100,
         "index_writers": [1, 4], "index_records": 4096, "timeout": 120,
@@ -44,6 +44,7 @@ PROFILES = {
     "full": {
         "reps": 5, "nprocs": [1, 2, 4, 8], "records": [4096, 47008, MiB, 8 * MiB],
         "per_proc": 256 * MiB, "mpiio_per_proc": {"mpi-ind": 64 * MiB, "mpi-coll": 8 * MiB},
+        "mpiio_nprocs": [1, 2, 4, 8],
         "tools_size": 1024 * MiB, "tools_reps": 5, "seq_size": 1024 * MiB, "seq_reps": 5,
         "meta_writers": [1, 2, 4, 8, 16, 32, 64, 128], "meta_records": 64, "meta_reps": 9,
         "creates": 20000, "index_writers": [1, 4, 16, 64, 256], "index_records": 1 << 20,

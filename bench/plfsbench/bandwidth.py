@@ -112,7 +112,7 @@ def cases(profile):
         out.append({"section": "layouts", "layout": layout, "nprocs": n, "record": 47008,
                     "per_proc": profile["per_proc"]})
     for mode in ("mpi-ind", "mpi-coll"):
-        for n in profile["nprocs"]:
+        for n in profile["mpiio_nprocs"]:
             out.append({"section": "mpiio", "layout": "strided", "mode": mode, "nprocs": n,
                         "record": 47008, "per_proc": profile["mpiio_per_proc"][mode]})
     for extra in profile.get("extra_cases", []):

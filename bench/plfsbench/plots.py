@@ -96,7 +96,7 @@ def layouts_plot(cells, profile, outdir):
 
 
 def mpiio_plot(cells, profile, outdir):
-    nprocs = profile["nprocs"]
+    nprocs = profile["mpiio_nprocs"]
     fig, axes = plt.subplots(2, 2, figsize=(9, 7), squeeze=False)
     plotted = False
     for col, mode in enumerate(("mpi-ind", "mpi-coll")):

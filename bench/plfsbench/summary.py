@@ -103,7 +103,7 @@ def _layouts_table(cells, profile):
 def _mpiio_table(cells, profile):
     out = ["| mode | processes | phase | plain | ldplfs | FUSE |", "|---|---|---|---|---|---|"]
     for mode in ("mpi-ind", "mpi-coll"):
-        for n in profile["nprocs"]:
+        for n in profile["mpiio_nprocs"]:
             for phase in ("write", "read"):
                 vals = []
                 for m in ("plain", "ldplfs", "fuse"):
