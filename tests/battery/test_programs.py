@@ -94,7 +94,7 @@ BLOCKS, BS = 53, 4099
 
 
 @pytest.mark.parametrize("np", [2, 4])
-@pytest.mark.parametrize("mode", ["indep", "coll"])
+@pytest.mark.parametrize("mode", ["indep", "coll", "nonblock"])
 def test_mpi_io_n_to_1_strided(fs, mpi_prog, mode, np):
     plain = fs.plain / "mpi.dat"
     r = subprocess.run(["mpirun", "-np", str(np), mpi_prog, plain, mode, str(BLOCKS), str(BS)], capture_output=True, text=True, timeout=120)

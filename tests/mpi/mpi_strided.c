@@ -3,7 +3,7 @@
  * reopened, and every rank reads the whole file back and checks every byte.
  *
  * usage: mpi_strided PATH MODE BLOCKS BLOCKSIZE
- *   MODE: indep | coll   write then verify
+ *   MODE: indep | coll | nonblock   write (write_at, write_at_all, iwrite_at + wait) then verify
  *         check          only verify (the file was written by a run with the same BLOCKS,
  *                        BLOCKSIZE and WRITERS given in $MPI_STRIDED_WRITERS)
  * The byte at file offset o is fill(o) below, independent of the number of ranks that wrote it,
@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     if (argc != 5) {
-        if (rank == 0) fprintf(stderr, "usage: %s PATH indep|coll|check BLOCKS BLOCKSIZE\n", argv[0]);
+        if (rank == 0) fprintf(stderr, "usage: %s PATH indep|coll|nonblock|check BLOCKS BLOCKSIZE\n", argv[0]);
         MPI_Finalize();
         return 2;
     }
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     MPI_File fh;
     unsigned char *buf = malloc((size_t)bs);
     if (strcmp(mode, "check") != 0) {
-        int coll = strcmp(mode, "coll") == 0;
+        int coll = strcmp(mode, "coll") == 0, nonblock = strcmp(mode, "nonblock") == 0;
         err = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
         if (err != MPI_SUCCESS) die("open for writing", err);
         /* Blocks are assigned round-robin; every rank makes the same number of collective calls. */
@@ -57,6 +57,11 @@ int main(int argc, char **argv) {
             MPI_Status st;
             if (coll)
                 err = MPI_File_write_at_all(fh, b < blocks ? off : 0, buf, count, MPI_BYTE, &st);
+            else if (nonblock && count > 0) {
+                MPI_Request req;
+                err = MPI_File_iwrite_at(fh, off, buf, count, MPI_BYTE, &req);
+                if (err == MPI_SUCCESS) err = MPI_Wait(&req, &st);
+            }
             else if (count > 0)
                 err = MPI_File_write_at(fh, off, buf, count, MPI_BYTE, &st);
             else

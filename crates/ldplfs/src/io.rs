@@ -286,7 +286,8 @@ fd_wrapper!(/// ftruncate(2).
 fd_wrapper!(/// ftruncate64.
     fn ftruncate64(fd: c_int, len: off64_t) -> c_int, |e| ftrunc(&e, len));
 
-fn sync_entry(e: &Entry) -> Res<c_int> {
+/// fsync of an open PLFS file: data, then index records, are durable.
+pub fn sync_entry(e: &Entry) -> Res<c_int> {
     if e.kind != Kind::File {
         return Ok(0);
     }

@@ -18,6 +18,7 @@
     clippy::macro_metavars_in_unsafe
 )]
 
+pub mod aio;
 pub mod attrs;
 pub mod cwd;
 pub mod dirs;
