@@ -4,9 +4,8 @@ Every test gets a `fs` object: a fresh PLFS configuration (a backend and a mount
 temporary directory), the environment that makes programs see it, and a plain directory for the
 reference copies that every result is checked against with md5sum.
 
-`method` selects the front end. "preload" runs programs with LD_PRELOAD=libldplfs.so; a FUSE front
-end is added by adding "fuse" to METHODS and a branch in `fs` that mounts the daemon on
-`fs.mount` and yields an environment without LD_PRELOAD.
+`method` selects the front end. "preload" runs programs with LD_PRELOAD=libldplfs.so; "fuse"
+mounts the plfs-fuse daemon on `fs.mount` (fuse_method.py) and runs programs without LD_PRELOAD.
 """
 
 import hashlib
