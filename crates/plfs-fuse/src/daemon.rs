@@ -173,10 +173,17 @@ fn signal_thread(set: libc::sigset_t, mnt: PathBuf, done: Arc<AtomicBool>) {
     }
 }
 
-/// Mounts PLFS at `opts.mountpoint` and serves it until it is unmounted (blocking). On return
-/// every file opened through the mount has been closed.
-pub fn mount(opts: MountOptions) -> Result<(), Error> {
-    let opts = opts.absolute()?;
+/// What a daemon serves, checked before mounting: the absolute mount directory, the
+/// configuration and the plfsrc mount point chosen.
+struct Prepared {
+    mnt: PathBuf,
+    cfg: Config,
+    mount_point: PathBuf,
+    remark: Option<String>,
+}
+
+/// Checks the mount directory and loads and checks the configuration.
+fn prepare(opts: &MountOptions) -> Result<Prepared, Error> {
     let mnt = comparable(&opts.mountpoint);
     match std::fs::metadata(&mnt) {
         Ok(m) if m.is_dir() => {}
@@ -200,9 +207,6 @@ pub fn mount(opts: MountOptions) -> Result<(), Error> {
         None => Config::load()?,
     };
     let (mount_point, remark) = select_mount_point(&cfg, &mnt)?;
-    if let Some(r) = remark {
-        stderr_line(&r);
-    }
     let m = cfg
         .mounts
         .iter()
@@ -216,6 +220,29 @@ pub fn mount(opts: MountOptions) -> Result<(), Error> {
                 mnt.display()
             )));
         }
+    }
+    // Backends must exist (the core checks when it is built).
+    Plfs::new(cfg.clone())?;
+    Ok(Prepared {
+        mnt,
+        cfg,
+        mount_point,
+        remark,
+    })
+}
+
+/// Mounts PLFS at `opts.mountpoint` and serves it until it is unmounted (blocking). On return
+/// every file opened through the mount has been closed.
+pub fn mount(opts: MountOptions) -> Result<(), Error> {
+    let opts = opts.absolute()?;
+    let Prepared {
+        mnt,
+        cfg,
+        mount_point,
+        remark,
+    } = prepare(&opts)?;
+    if let Some(r) = remark {
+        stderr_line(&r);
     }
     // The kernel applies the caller's umask before a create reaches us: ours must not apply again.
     // SAFETY: umask has no preconditions.
@@ -280,12 +307,10 @@ fn restore_mask(old: &libc::sigset_t) {
 /// the mount is live. If the daemon exits first, the error carries what it printed.
 pub fn spawn_background(opts: &MountOptions, prefix: &[OsString]) -> Result<u32, Error> {
     let opts = opts.absolute()?;
-    let mnt = comparable(&opts.mountpoint);
-    if fuse_mount_at(&mnt).is_some() {
-        return Err(Error::Other(format!(
-            "{}: a FUSE file system is already mounted there",
-            mnt.display()
-        )));
+    // Report bad arguments and configurations here rather than from the daemon.
+    let Prepared { mnt, remark, .. } = prepare(&opts)?;
+    if let Some(r) = remark {
+        stderr_line(&r);
     }
     let exe = std::env::current_exe().map_err(|e| Error::io("finding the current executable", e))?;
     // The daemon's log: an unlinked temporary file we can still read if it fails to start.
