@@ -102,6 +102,15 @@ fn large_transfers_use_one_mebibyte_requests() {
     assert_eq!(max, 1 << 20, "write requests of 1 MiB: {map:?}");
     assert!(map.len() <= 17, "16 MiB in about 16 requests, got {}", map.len());
     sh(&format!("cmp {} {}", src.display(), m.p("big").display()));
+    // Requests are served by several threads.
+    let workers = std::fs::read_dir(format!("/proc/{}/task", m.daemon_pid()))
+        .unwrap()
+        .filter(|t| {
+            let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm")).unwrap_or_default();
+            comm.starts_with("fuser-")
+        })
+        .count();
+    assert_eq!(workers, plfs_fuse::DEFAULT_THREADS, "request-serving threads");
     // The mount's readahead was raised.
     let dev = plfs_fuse::mountinfo::fuse_mount_at(&m.mnt).unwrap().dev;
     let ra: u32 = std::fs::read_to_string(format!("/sys/class/bdi/{dev}/read_ahead_kb"))
