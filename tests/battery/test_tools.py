@@ -200,3 +200,13 @@ def test_more_tools(fs):
     )
     assert out.split() == ["3", "True", "3"]
     assert fs.method == "fuse" or not fs.mount.exists()
+
+
+def test_relative_paths_and_dotdot(fs):
+    s = src(fs, size=50_000)
+    name = fs.mount.name
+    # From the mount's parent, from elsewhere through .., and out of the mount through ..
+    fs.sh(f"cd {fs.root} && cp plain/src.bin {name}/rel.bin && mkdir {name}/d && cp {name}/rel.bin {name}/d/../d/./x.bin")
+    assert fs.sh(f"cd {fs.plain} && md5sum ../{name}/rel.bin ../{name}/d/x.bin").split()[::2] == [md5_plain(s)] * 2
+    assert fs.sh(f"cd {fs.mount}/d && md5sum ../../plain/src.bin x.bin ../rel.bin").split()[::2] == [md5_plain(s)] * 3
+    assert sorted(fs.sh(f"cd {fs.mount}/d && ls .. && ls ../../plain").split()) == sorted(["d", "rel.bin", "src.bin"])
