@@ -378,3 +378,23 @@ pub unsafe extern "C" fn eaccess(path: *const c_char, mode: c_int) -> c_int {
     // SAFETY: forwarded caller arguments.
     unsafe { euidaccess(path, mode) }
 }
+
+/// _FORTIFY_SOURCE readlink.
+#[no_mangle]
+pub unsafe extern "C" fn __readlink_chk(path: *const c_char, buf: *mut c_char, size: size_t, _l: size_t) -> ssize_t {
+    // SAFETY: forwarded caller arguments.
+    unsafe { readlinkat(libc::AT_FDCWD, path, buf, size) }
+}
+
+/// _FORTIFY_SOURCE readlinkat.
+#[no_mangle]
+pub unsafe extern "C" fn __readlinkat_chk(
+    dirfd: c_int,
+    path: *const c_char,
+    buf: *mut c_char,
+    size: size_t,
+    _l: size_t,
+) -> ssize_t {
+    // SAFETY: forwarded caller arguments.
+    unsafe { readlinkat(dirfd, path, buf, size) }
+}
