@@ -3,7 +3,11 @@
  * reopened, and every rank reads the whole file back and checks every byte.
  *
  * usage: mpi_strided PATH MODE BLOCKS BLOCKSIZE
- *   MODE: indep | coll | nonblock   write (write_at, write_at_all, iwrite_at + wait) then verify
+ *   MODE: indep | coll | nonblock   write block by block (write_at, write_at_all, iwrite_at +
+ *                                   wait) then verify
+ *         view | viewcoll           set a strided file view (a vector type) and write all of the
+ *                                   rank's blocks in one MPI_File_write / MPI_File_write_all
+ *                                   (ROMIO data sieving with fcntl locks / two-phase I/O)
  *         check          only verify (the file was written by a run with the same BLOCKS,
  *                        BLOCKSIZE and WRITERS given in $MPI_STRIDED_WRITERS)
  * The byte at file offset o is fill(o) below, independent of the number of ranks that wrote it,
@@ -33,7 +37,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &np);
     if (argc != 5) {
-        if (rank == 0) fprintf(stderr, "usage: %s PATH indep|coll|nonblock|check BLOCKS BLOCKSIZE\n", argv[0]);
+        if (rank == 0) fprintf(stderr, "usage: %s PATH indep|coll|nonblock|view|viewcoll|check BLOCKS BLOCKSIZE\n", argv[0]);
         MPI_Finalize();
         return 2;
     }
@@ -43,7 +47,31 @@ int main(int argc, char **argv) {
     int err;
     MPI_File fh;
     unsigned char *buf = malloc((size_t)bs);
-    if (strcmp(mode, "check") != 0) {
+    if (strncmp(mode, "view", 4) == 0) {
+        int coll = strcmp(mode, "viewcoll") == 0;
+        long long nb = blocks > rank ? (blocks - rank + np - 1) / np : 0;
+        unsigned char *all = malloc((size_t)(nb * bs + 1));
+        for (long long i = 0; i < nb; i++) {
+            long long off = ((i * np) + rank) * bs;
+            for (long long j = 0; j < bs; j++) all[i * bs + j] = fill(off + j);
+        }
+        MPI_Datatype ft;
+        MPI_Type_vector(nb > 0 ? (int)nb : 1, (int)bs, (int)(np * bs), MPI_BYTE, &ft);
+        MPI_Type_commit(&ft);
+        err = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+        if (err != MPI_SUCCESS) die("open for writing", err);
+        err = MPI_File_set_view(fh, (MPI_Offset)(rank * bs), MPI_BYTE, ft, "native", MPI_INFO_NULL);
+        if (err != MPI_SUCCESS) die("set_view", err);
+        MPI_Status st;
+        int count = (int)(nb * bs);
+        err = coll ? MPI_File_write_all(fh, all, count, MPI_BYTE, &st) : MPI_File_write(fh, all, count, MPI_BYTE, &st);
+        if (err != MPI_SUCCESS) die("strided write", err);
+        err = MPI_File_close(&fh);
+        if (err != MPI_SUCCESS) die("close after writing", err);
+        MPI_Type_free(&ft);
+        free(all);
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (strcmp(mode, "check") != 0) {
         int coll = strcmp(mode, "coll") == 0, nonblock = strcmp(mode, "nonblock") == 0;
         err = MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
         if (err != MPI_SUCCESS) die("open for writing", err);
