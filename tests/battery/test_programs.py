@@ -105,7 +105,8 @@ def test_mpi_io_n_to_1_strided(fs, mpi_prog, mode, np):
     assert r.returncode == 0 and r.stdout.startswith("OK"), r.stdout + r.stderr
     # Every rank wrote its own data log. (view: ROMIO's data sieving read-modify-writes under
     # fcntl locks, so each rank must see the other's data inside the locked range.)
-    assert len(fs.backend_files(f"mpi_{mode}_{np}.dat/**/data.*")) >= 2
+    # viewcoll: two-phase I/O on one node funnels the data through one aggregator rank.
+    assert len(fs.backend_files(f"mpi_{mode}_{np}.dat/**/data.*")) >= (1 if mode == "viewcoll" else 2)
     # Read back through the preload by other processes: md5sum and a verifying MPI run with
     # a different number of ranks.
     assert fs.md5(target) == md5_plain(plain)
