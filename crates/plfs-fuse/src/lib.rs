@@ -1,9 +1,9 @@
 //! plfs-fuse: a FUSE daemon serving one plfsrc mount point through the kernel, so unmodified
 //! programs (cp, dd, python, MPI codes without MPI-IO) use PLFS through a real mount.
 //!
-//! Layers: [`inodes`] maps FUSE inode numbers to logical paths, [`handlers`] implements
-//! `fuser::Filesystem` on top of `plfs_core::Plfs`, [`daemon`] mounts, runs, daemonizes and
-//! unmounts. Each process that writes through the mount is its own PLFS writer (the request's pid
+//! Layers: [`inodes`] maps FUSE inode numbers to logical paths, `state` holds the open files and
+//! shared helpers, [`handlers`] implements `fuser::Filesystem` on top of `plfs_core::Plfs`,
+//! [`daemon`] mounts, runs, daemonizes and unmounts. Each process that writes through the mount is its own PLFS writer (the request's pid
 //! names the writer), so N processes writing one file produce N data logs, as in PLFS.
 //!
 //! Entry points for front ends: [`mount`] (blocking, foreground), [`spawn_background`] (re-execs
@@ -15,6 +15,7 @@ pub mod daemon;
 pub mod handlers;
 pub mod inodes;
 pub mod mountinfo;
+mod state;
 
 pub use daemon::{mount, spawn_background, umount};
 pub use mountinfo::is_mounted;
