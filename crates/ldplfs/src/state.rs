@@ -256,18 +256,21 @@ pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
     if !maybe_ours(fd) {
         return None;
     }
-    let key = *table().fds.get(&fd)?;
+    let entry = {
+        let t = table();
+        let key = t.fds.get(&fd)?;
+        t.entries.get(key).map(|(e, _)| e.clone())?
+    };
     match sys::fstat_key(fd) {
-        Ok(k) if k == key => {}
+        Ok(k) if k == entry.key => Some(entry),
         _ => {
             // Closed behind our back and possibly reused: not ours any more.
             if let Some(e) = remove_fd(fd) {
                 let _ = close_file(&mut e.lock());
             }
-            return None;
+            None
         }
     }
-    table().entries.get(&key).map(|(e, _)| e.clone())
 }
 
 /// The entry registered for a placeholder key (used by adoption to share dups).
