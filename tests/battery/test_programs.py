@@ -146,3 +146,14 @@ def test_posix_spawn_and_vfork_children_inherit(fs):
     assert fs.sh(f"python3 {fs.plain}/spawn.py {fs.plain}") == want
     assert fs.sh(f"python3 {fs.plain}/spawn.py {fs.mount}") == want
     assert fs.md5(fs.mount / "spawn.txt") == md5_plain(fs.plain / "spawn.txt")
+
+
+def test_uninterposed_calls_fail_loudly(fs, progs):
+    # A raw system call (as a static or Go binary makes) on a placeholder must not touch any
+    # file silently: reads fail with EBADF, writes with EPERM.
+    if "LD_PRELOAD" not in fs.env:
+        pytest.skip("about the preload's placeholders (a FUSE mount serves raw system calls)")
+    fs.sh(f"echo data > {fs.mount}/in")
+    out = fs.sh(f"{progs['rawcall']} < {fs.mount}/in > {fs.mount}/out 2> {fs.plain}/err; cat {fs.plain}/err")
+    assert out == "read EBADF write EPERM\n"
+    assert fs.sh(f"stat -c %s {fs.mount}/out").strip() == "0"
