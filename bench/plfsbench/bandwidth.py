@@ -3,8 +3,9 @@ methods), the layouts (N-1 strided, N-1 segmented, N-N) and the MPI-IO modes.
 
 Each run is two mpirun jobs: a write job, then a read job of fresh processes that read with a
 shifted rank order (reader r reads what writer r+1 wrote) and check every byte. Every method
-first gets one untimed warm-up run. Repetitions are interleaved (rep 1 of every method, then rep 2, ...) with the method order rotated, so slow
-drift of the machine affects every method alike."""
+first gets one untimed warm-up run. Repetitions are interleaved (rep 1 of every method, then
+rep 2, ...) with the method order rotated, so slow drift of the machine affects every method
+alike."""
 
 import os
 
