@@ -66,17 +66,12 @@ pub fn probe(path: &Path) -> Result<Probe> {
     })
 }
 
-/// Mode of a container directory for a logical file of mode `mode`: the owner always has rwx (the
-/// library must create droppings); group and other get x wherever they have r or w.
+/// Mode of a container directory for a logical file of mode `mode`: everyone may list it and
+/// its `meta/` (stat of a file needs no permission on the file itself, as in POSIX); group and
+/// other get write where the logical mode lets them write. The data is protected by the logs'
+/// own modes ([`log_mode`]).
 pub fn container_dir_mode(mode: u32) -> u32 {
-    let mut m = 0o700;
-    for shift in [3, 0] {
-        let bits = (mode >> shift) & 7;
-        if bits & 6 != 0 {
-            m |= (bits | 1) << shift;
-        }
-    }
-    m
+    0o755 | (mode & 0o022)
 }
 
 /// Mode of a data or index log: readable by those who may read the logical file, always owner rw.
@@ -497,8 +492,8 @@ mod tests {
     #[test]
     fn modes() {
         assert_eq!(container_dir_mode(0o644), 0o755);
-        assert_eq!(container_dir_mode(0o600), 0o700);
-        assert_eq!(container_dir_mode(0o620), 0o730);
+        assert_eq!(container_dir_mode(0o600), 0o755);
+        assert_eq!(container_dir_mode(0o620), 0o775);
         assert_eq!(log_mode(0o444), 0o644);
     }
 

@@ -121,6 +121,8 @@ struct WriterLogs {
     index: OwnedFd,
     data_off: u64,
     index_off: u64,
+    /// Whether the directory entries of the new logs have been made durable.
+    dirs_synced: bool,
 }
 
 /// Per-process state of one container, shared by every handle on it.
@@ -256,12 +258,23 @@ impl Shared {
                 pid: w.pid,
                 flags,
             };
-            sys::pwrite_all(&fd, &p, &h.encode(), 0)?;
+            if let Err(e) = sys::pwrite_all(&fd, &p, &h.encode(), 0) {
+                // Leave nothing half-made behind, so that a retry can create the log again.
+                let _ = rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::empty());
+                return Err(e);
+            }
             Ok(fd)
         };
         // Data log first: an index log never exists without its data log.
-        let data = mk(format::data_log_name(w.id, w.pid, &w.host), format::DATA_MAGIC)?;
-        let index = mk(format::index_log_name(w.id, w.pid, &w.host), format::INDEX_MAGIC)?;
+        let data_name = format::data_log_name(w.id, w.pid, &w.host);
+        let data = mk(data_name.clone(), format::DATA_MAGIC)?;
+        let index = match mk(format::index_log_name(w.id, w.pid, &w.host), format::INDEX_MAGIC) {
+            Ok(fd) => fd,
+            Err(e) => {
+                let _ = rustix::fs::unlinkat(&dir, data_name.as_str(), rustix::fs::AtFlags::empty());
+                return Err(e);
+            }
+        };
         w.logs = Some(WriterLogs {
             dir: Arc::new(dir),
             dir_path,
@@ -269,6 +282,7 @@ impl Shared {
             index,
             data_off: format::DATA_HEADER_LEN as u64,
             index_off: format::INDEX_HEADER_LEN as u64,
+            dirs_synced: false,
         });
         Ok(())
     }
@@ -327,8 +341,17 @@ impl Shared {
             sys::fsync(&l.data, &l.dir_path)?;
         }
         flush_index(&mut wg)?;
-        if let Some(l) = &wg.logs {
+        if let Some(l) = wg.logs.as_mut() {
             sys::fsync(&l.index, &l.dir_path)?;
+            if !l.dirs_synced {
+                // The first sync also makes the new logs' names durable: their hostdir, and the
+                // hostdir's own entry in its parent.
+                sys::fsync(&*l.dir, &l.dir_path)?;
+                if let Some(parent) = l.dir_path.parent() {
+                    sys::fsync_dir(parent)?;
+                }
+                l.dirs_synced = true;
+            }
         }
         Ok(())
     }
@@ -362,7 +385,10 @@ impl Shared {
         }
         wg.closed = true;
         wg.logs = None;
-        lock(&self.writers).remove(&wg.id);
+        let id = wg.id;
+        // Never hold a writer's lock while taking the table (truncate takes them the other way).
+        drop(wg);
+        lock(&self.writers).remove(&id);
         r
     }
 
@@ -382,8 +408,9 @@ impl Shared {
                 size,
                 writer_id: wid,
             })?;
-            for w in lock(&self.writers).values() {
-                let mut wg = lock(w);
+            let ws: Vec<_> = lock(&self.writers).values().cloned().collect();
+            for w in ws {
+                let mut wg = lock(&w);
                 wg.eof = wg.eof.min(size);
             }
             if let Some(s) = lock(&self.index).as_mut() {

@@ -341,7 +341,7 @@ fn injected_errors_at_every_backend_call() {
     let _g = serial();
     let start_injected = failpoint::injected();
     let mut runs = 0u64;
-    let mut retry_failures = Vec::new();
+
     for point in POINTS {
         let (_, _, hits) = run_once(None, false, Some(point));
         assert!(
@@ -363,21 +363,13 @@ fn injected_errors_at_every_backend_call() {
                     if retry && states.iter().any(|s| *s != WState::Acked) {
                         let last = errors.last().map(|e| e.0.clone()).unwrap_or_default();
                         // A failed close is final (as for close(2)): its unsynced writes are not
-                        // acknowledged, which check_after already verified. Two known core
-                        // issues (/work/notes/core-requests.md) make a retry fail: a failed log
-                        // header write leaves a log behind, so the retry's O_EXCL create gets
-                        // EEXIST; an unlink whose rename-aside committed reports the cleanup
-                        // error, so its retry gets ENOENT. Anything else fails the test.
-                        let known = last.starts_with("close")
-                            || last.contains("(retry)") && last.contains("create: File exists")
-                            || last.starts_with("unlink h (retry)") && last.ends_with("no such file or directory");
+                        // acknowledged, which check_after already verified. Every other
+                        // transient fault must be overcome by a retry.
+                        let known = last.starts_with("close");
                         assert!(
                             known,
                             "{point}@{n} {errno:?}: a retry after a transient fault failed: {errors:?}"
                         );
-                        if !last.starts_with("close") {
-                            retry_failures.push(format!("{point}@{n} {errno:?}: {last}"));
-                        }
                     }
                 }
             }
@@ -386,13 +378,9 @@ fn injected_errors_at_every_backend_call() {
     let injected = failpoint::injected() - start_injected;
     eprintln!(
         "faults: {runs} runs, {injected} injected errors (ENOSPC, EIO, EACCES on {} backend calls), \
-         0 lost acknowledged bytes; {} transient faults a retry did not get past (known core issues)",
-        POINTS.len(),
-        retry_failures.len()
+         0 lost acknowledged bytes; every transient fault overcome by a retry",
+        POINTS.len()
     );
-    for f in &retry_failures {
-        eprintln!("  known core issue: {f}");
-    }
     assert!(injected > 100);
 }
 
