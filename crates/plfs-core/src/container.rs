@@ -92,7 +92,7 @@ impl Container {
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
             Mode::empty(),
         ) {
-            Ok(fd) => fd,
+            Ok(fd) => sys::high(fd),
             Err(Errno::NOENT) => return Ok(None),
             Err(Errno::NOTDIR) | Err(Errno::LOOP) => {
                 return Err(Error::errno(
@@ -338,13 +338,13 @@ impl Container {
                 Mode::empty(),
             )
             .map_err(|e| Error::io(self.sub(&hd), "open", e))?;
-            return Ok((fd, self.sub(&hd)));
+            return Ok((sys::high(fd), self.sub(&hd)));
         }
         let dir = self.shadow_dir(shadow).join(&hd);
         if create {
             sys::mkdir_all(&dir, 0o755)?;
         }
-        Ok((sys::open(&dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)?, dir))
+        Ok((sys::high(sys::open(&dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)?), dir))
     }
 
     /// `<shadow>/.plfs_shadow/<cid>`.
@@ -365,7 +365,7 @@ impl Container {
                     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
                     Mode::empty(),
                 ) {
-                    Ok(fd) => out.push((p, fd)),
+                    Ok(fd) => out.push((p, sys::high(fd))),
                     Err(Errno::NOENT) => {}
                     Err(e) => return Err(Error::io(p, "open", e)),
                 }
@@ -377,7 +377,7 @@ impl Container {
                 if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
                     let p = sdir.join(&name);
                     match sys::open(&p, OFlags::RDONLY | OFlags::DIRECTORY, 0) {
-                        Ok(fd) => out.push((p, fd)),
+                        Ok(fd) => out.push((p, sys::high(fd))),
                         Err(Error::Io {
                             errno: Errno::NOENT, ..
                         }) => {}

@@ -263,7 +263,7 @@ impl Shared {
                 let _ = rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::empty());
                 return Err(e);
             }
-            Ok(fd)
+            Ok(sys::high(fd))
         };
         // Data log first: an index log never exists without its data log.
         let data_name = format::data_log_name(w.id, w.pid, &w.host);
@@ -659,6 +659,22 @@ impl OpenFile {
             Backing::Container { shared, .. } => shared.with_index(true, |_| Ok(())),
             Backing::Plain(_) => Ok(()),
             Backing::Small(h) => h.refresh(),
+        }
+    }
+
+    /// Makes this handle's writes visible to other processes without making them durable: appends
+    /// its buffered index records to its index logs (no fsync). Cheap when nothing is buffered.
+    pub fn flush(&self) -> Result<()> {
+        match &self.backing {
+            Backing::Container { writers, .. } => {
+                let ws: Vec<_> = lock(writers).values().cloned().collect();
+                for w in ws {
+                    flush_index(&mut lock(&w))?;
+                }
+                Ok(())
+            }
+            Backing::Plain(_) => Ok(()),
+            Backing::Small(h) => h.close(),
         }
     }
 

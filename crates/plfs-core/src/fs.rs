@@ -655,6 +655,7 @@ impl Plfs {
 
     fn stat_container(&self, c: Container, logical: &Path) -> Result<Stat> {
         let mst = c.marker_stat()?;
+        let ino = c.ident.1;
         let in_process = {
             let t = self.open.lock().unwrap_or_else(|p| p.into_inner());
             t.get(&c.ident).and_then(Weak::upgrade)
@@ -671,6 +672,8 @@ impl Plfs {
         st.blocks = size.div_ceil(512);
         st.blksize = BLKSIZE;
         st.nlink = 1;
+        // The container directory's inode: the same number fstat reports, and stable across renames.
+        st.ino = ino;
         Ok(st)
     }
 

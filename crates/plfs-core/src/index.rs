@@ -134,7 +134,7 @@ impl IndexState {
                     sys::open(&ch.dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)?,
                 )
             };
-            let d = self.add_dir(display, Arc::new(fd));
+            let d = self.add_dir(display, Arc::new(sys::high(fd)));
             self.chunk_for(d, ch.writer_id, ch.pid, &ch.host);
         }
         for &(ts, writer, size) in &f.truncs {
@@ -410,7 +410,7 @@ impl IndexState {
             Mode::empty(),
         )
         .map_err(|e| Error::io(dpath.join(&c.name), "open", e))?;
-        let fd = Arc::new(fd);
+        let fd = Arc::new(sys::high(fd));
         if self.fds.len() >= self.max_fds {
             if let Some(&lru) = self.fds.iter().min_by_key(|(_, (_, used))| *used).map(|(c, _)| c) {
                 self.fds.remove(&lru);

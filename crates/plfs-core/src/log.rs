@@ -1,6 +1,7 @@
 //! Minimal logging to standard error through a raw write(2) (never libc's stdio, which the
 //! LD_PRELOAD library interposes). Level from `$PLFS_LOG`: off, warn (default), info, debug.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 /// Log levels, most severe first.
@@ -16,15 +17,43 @@ pub enum Level {
     Debug,
 }
 
-/// The configured level.
+/// The level set by [`set_level`], if any (0 = not set).
+static OVERRIDE: AtomicU8 = AtomicU8::new(0);
+
+/// The configured level: [`set_level`]'s if called, else `$PLFS_LOG`'s (default: warn).
 pub fn level() -> Level {
+    match OVERRIDE.load(Ordering::Relaxed) {
+        1 => return Level::Off,
+        2 => return Level::Warn,
+        3 => return Level::Info,
+        4 => return Level::Debug,
+        _ => {}
+    }
     static L: OnceLock<Level> = OnceLock::new();
-    *L.get_or_init(|| match std::env::var("PLFS_LOG").as_deref() {
-        Ok("off") | Ok("0") | Ok("none") => Level::Off,
-        Ok("info") => Level::Info,
-        Ok("debug") | Ok("trace") => Level::Debug,
-        _ => Level::Warn,
-    })
+    *L.get_or_init(|| env_level().unwrap_or(Level::Warn))
+}
+
+/// The level `$PLFS_LOG` asks for, if it is set to a known level.
+pub fn env_level() -> Option<Level> {
+    match std::env::var("PLFS_LOG").as_deref() {
+        Ok("off") | Ok("0") | Ok("none") => Some(Level::Off),
+        Ok("warn") | Ok("warning") => Some(Level::Warn),
+        Ok("info") => Some(Level::Info),
+        Ok("debug") | Ok("trace") => Some(Level::Debug),
+        _ => None,
+    }
+}
+
+/// Sets the level for this process (front ends that run inside other programs, like the
+/// LD_PRELOAD library, keep the core quiet unless `$PLFS_LOG` asks otherwise).
+pub fn set_level(l: Level) {
+    let v = match l {
+        Level::Off => 1,
+        Level::Warn => 2,
+        Level::Info => 3,
+        Level::Debug => 4,
+    };
+    OVERRIDE.store(v, Ordering::Relaxed);
 }
 
 /// Writes one line to fd 2 if `lvl` is enabled.

@@ -26,7 +26,10 @@ impl PlainFile {
             (true, true) => OFlags::RDWR,
         };
         let fd = sys::open(&path, acc | OFlags::NOFOLLOW, 0)?;
-        Ok(PlainFile { path, fd })
+        Ok(PlainFile {
+            path,
+            fd: sys::high(fd),
+        })
     }
 
     /// Positional write.

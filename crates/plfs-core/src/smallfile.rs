@@ -372,7 +372,7 @@ impl SmallDir {
                 };
                 let path = dir.join(&name);
                 let fd = match sys::open(&path, OFlags::RDONLY, 0) {
-                    Ok(fd) => Arc::new(fd),
+                    Ok(fd) => Arc::new(sys::high(fd)),
                     Err(e) => {
                         crate::warn!("{e}: skipping this small-file log");
                         continue;
@@ -465,7 +465,7 @@ impl SmallDir {
                 flags: 0,
             };
             sys::pwrite_all(&fd, &path, &h.encode(), 0)?;
-            let fd = Arc::new(fd);
+            let fd = Arc::new(sys::high(fd));
             g.logs.push(LogRef {
                 path: path.clone(),
                 writer: id,

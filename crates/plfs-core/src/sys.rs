@@ -20,6 +20,20 @@ pub fn open(path: &Path, flags: OFlags, mode: u32) -> Result<OwnedFd> {
     fs::open(path, flags | OFlags::CLOEXEC, Mode::from_raw_mode(mode)).map_err(|e| Error::io(path, "open", e))
 }
 
+/// Lowest descriptor number the core keeps its long-lived descriptors at. Programs that take over
+/// fixed numbers (a shell's `exec 3>file`, `dup2(x, 5)`) then never close ours by accident.
+pub const HIGH_FD: i32 = 512;
+
+/// Moves a descriptor to [`HIGH_FD`] or above (close-on-exec); keeps it where it is if the
+/// descriptor limit is lower than that.
+pub fn high(fd: OwnedFd) -> OwnedFd {
+    use rustix::fd::AsRawFd;
+    if fd.as_raw_fd() >= HIGH_FD {
+        return fd;
+    }
+    rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD).unwrap_or(fd)
+}
+
 /// Creates a new file exclusively (fails with EEXIST) and writes `data` to it.
 pub fn create_file_with(path: &Path, data: &[u8], mode: u32) -> Result<()> {
     let fd = open(path, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL, mode)?;
