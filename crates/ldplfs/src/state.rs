@@ -385,6 +385,10 @@ pub fn plfs() -> Res<&'static Plfs> {
         return Ok(unsafe { &*p });
     }
     let c = conf().ok_or(Errno(libc::ENOSYS))?;
+    // Inside someone else's program the core stays quiet unless PLFS_LOG asks for its messages.
+    if plfs_core::log::env_level().is_none() {
+        plfs_core::log::set_level(plfs_core::log::Level::Off);
+    }
     match Plfs::new(c.cfg.clone()) {
         Ok(inst) => {
             let new = Box::into_raw(Box::new(inst));
