@@ -558,7 +558,9 @@ impl Plfs {
         Ok(OpenFile::plain(f, loc.logical.clone(), flags))
     }
 
-    fn open_small(&self, loc: &Loc, flags: OpenFlags, created: bool) -> Result<OpenFile> {
+    /// Opens (and with `flags.create`, creates) a packed 1-N file: one probe of the backend
+    /// path, one look-up in the directory's view.
+    fn open_small(&self, loc: &Loc, flags: OpenFlags, mode: u32) -> Result<OpenFile> {
         match loc.find()?.1 {
             Probe::Missing => {}
             Probe::Dir => {
@@ -567,6 +569,7 @@ impl Plfs {
                     format!("{}: is a directory", loc.logical.display()),
                 ))
             }
+            _ if flags.create && flags.excl => return Err(Error::Exists(loc.logical.clone())),
             _ => {
                 return Err(Error::errno(
                     Errno::INVAL,
@@ -574,18 +577,32 @@ impl Plfs {
                 ))
             }
         }
+        if loc.rel.as_os_str().is_empty() {
+            return Err(Error::errno(
+                Errno::ISDIR,
+                format!("{}: is a directory", loc.logical.display()),
+            ));
+        }
         let (d, name) = self.small_parts(loc)?;
-        let id = d.id(&name)?;
-        if !created {
-            let st = d.lookup(&name)?.ok_or_else(|| Error::NotFound(loc.logical.clone()))?;
-            let want = if flags.read { 4 } else { 0 } | if flags.write { 2 } else { 0 };
-            check_mode(&st, want)
-                .map_err(|_| Error::errno(Errno::ACCESS, format!("{}: permission denied", loc.logical.display())))?;
-        }
-        let h = d.handle(id);
-        if flags.trunc && flags.write && !created {
-            h.truncate(0)?;
-        }
+        let h = match d.entry(&name)? {
+            Some(_) if flags.create && flags.excl => return Err(Error::Exists(loc.logical.clone())),
+            Some((id, st)) => {
+                let want = if flags.read { 4 } else { 0 } | if flags.write { 2 } else { 0 };
+                check_mode(&st, want).map_err(|_| {
+                    Error::errno(Errno::ACCESS, format!("{}: permission denied", loc.logical.display()))
+                })?;
+                let h = d.handle(id);
+                if flags.trunc && flags.write {
+                    h.truncate(0)?;
+                }
+                h
+            }
+            None if !flags.create => return Err(Error::NotFound(loc.logical.clone())),
+            None => {
+                self.check_parent(loc)?;
+                d.handle(d.create(&name, mode, flags.excl)?.0)
+            }
+        };
         Ok(OpenFile::small(h, loc.logical.clone(), flags))
     }
 
@@ -600,10 +617,7 @@ impl Plfs {
                 }
                 return self.open_plain(&loc, flags);
             }
-            Workload::SmallFile => {
-                let created = flags.create && self.create(path, mode, flags.excl)?;
-                return self.open_small(&loc, flags, created);
-            }
+            Workload::SmallFile => return self.open_small(&loc, flags, mode),
         }
         let mut created = false;
         if flags.create {
@@ -717,7 +731,7 @@ impl Plfs {
                         write: true,
                         ..Default::default()
                     },
-                    false,
+                    0,
                 )?;
                 h.truncate(size)?;
                 return h.close();

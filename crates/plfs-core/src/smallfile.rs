@@ -224,6 +224,22 @@ fn decode(body: &[u8], base: u64) -> (Vec<Rec>, usize, Option<String>) {
     (out, pos, None)
 }
 
+/// This process's effective uid and gid, read once (owners of the files it creates).
+static EFFECTIVE_IDS: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+
+/// A new file id: unique without a system call per file (a per-process random base, a counter,
+/// and a bijective mix so ids of different processes do not collide in practice).
+fn new_file_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static BASE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = *BASE.get_or_init(clock::random_u64);
+    let mut z = base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)).max(1)
+}
+
 /// Checks a name for a packed file: one path component, no NUL, not `.`/`..`.
 pub fn check_name(name: &str) -> Result<()> {
     if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
@@ -327,7 +343,8 @@ impl SmallDir {
     /// Brings the view up to date: appends this process's pending records, then replays every log
     /// again if any other log grew or appeared.
     fn refresh(&self, g: &mut Inner) -> Result<()> {
-        flush(g)?;
+        // Our own records are already applied to the view; they need to reach the log only if
+        // the view is about to be replayed from the logs.
         let n = self.mount.canonical.len();
         let mut stamps = Vec::with_capacity(n);
         for i in 0..n {
@@ -351,6 +368,7 @@ impl SmallDir {
             }
         }
         if changed {
+            flush(g)?;
             self.replay(g, stamps)?;
         }
         Ok(())
@@ -508,6 +526,15 @@ impl SmallDir {
             .and_then(|id| g.files.get(id).map(|m| stat_of(*id, m))))
     }
 
+    /// Looks a name up: its file id and attributes.
+    pub fn entry(&self, name: &str) -> Result<Option<(u64, Stat)>> {
+        let mut g = lock(&self.inner);
+        self.refresh(&mut g)?;
+        Ok(g.names
+            .get(name)
+            .and_then(|&id| g.files.get(&id).map(|m| (id, stat_of(id, m)))))
+    }
+
     /// Names in the directory, sorted.
     pub fn names(&self) -> Result<Vec<String>> {
         let mut g = lock(&self.inner);
@@ -526,9 +553,10 @@ impl SmallDir {
             }
             return Ok((id, false));
         }
-        let id = clock::random_u64();
+        let id = new_file_id();
         let ts = clock::next_ts();
-        let (uid, gid) = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
+        let (uid, gid) =
+            *EFFECTIVE_IDS.get_or_init(|| (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw()));
         let mode = mode & !self.umask & 0o7777;
         let mut fixed = Vec::with_capacity(28);
         for v in [ts, id] {
