@@ -345,7 +345,21 @@ static INIT: Once = Once::new();
 
 /// The configuration, loading it at the first call. None: the library is disabled.
 pub fn conf() -> Option<&'static Conf> {
-    CONF.get_or_init(|| match Config::load() {
+    CONF.get_or_init(|| {
+        // Secure-execution mode (setuid/setgid programs, file capabilities): the environment
+        // (LD_PRELOAD, PLFSRC) is the unprivileged user's, so the library stays out of the way
+        // and every call goes straight to libc.
+        // SAFETY: getauxval only reads the process's auxiliary vector.
+        if unsafe { libc::getauxval(libc::AT_SECURE) } != 0 {
+            return None;
+        }
+        load_conf()
+    })
+    .as_ref()
+}
+
+fn load_conf() -> Option<Conf> {
+    match Config::load() {
         Ok(cfg) => {
             let mounts = cfg
                 .mounts
@@ -373,8 +387,7 @@ pub fn conf() -> Option<&'static Conf> {
             crate::log::always(format_args!("PLFS disabled, every call passes through to libc: {e}"));
             None
         }
-    })
-    .as_ref()
+    }
 }
 
 /// The PLFS instance of this process, built at first need (and again in a forked child).
