@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
-# Installs the system packages the tests need (Debian 12). Idempotent; installs only what is
-# missing. Needs root (or passwordless sudo); otherwise prints the command to run and fails.
+# Installs the system packages plfs needs (Debian 12): by default those of the test suite; or the
+# packages named as arguments. Idempotent; installs only what is missing. Needs root (or
+# passwordless sudo); otherwise prints the command to run and fails, unless `--soft-if CMD` is
+# given and CMD is on the PATH (the caller can do without the rest).
+#   scripts/install-deps.sh [--soft-if CMD] [PACKAGE...]
 set -euo pipefail
-pkgs=(build-essential pkg-config mpich libmpich-dev fuse3 python3 python3-pytest coreutils tar)
+soft=""
+if [ "${1:-}" = "--soft-if" ]; then
+    soft="$2"
+    shift 2
+fi
+if (($# > 0)); then
+    pkgs=("$@")
+else
+    pkgs=(build-essential pkg-config mpich libmpich-dev fuse3 python3 python3-pytest coreutils tar strace)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,6 +29,9 @@ elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
 else
     echo "missing packages: ${missing[*]}" >&2
     echo "install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    if [ -n "$soft" ] && command -v "$soft" >/dev/null; then
+        exit 0
+    fi
     exit 1
 fi
 echo "installing: ${missing[*]}" >&2
