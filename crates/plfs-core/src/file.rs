@@ -348,7 +348,13 @@ impl Shared {
                 // hostdir's own entry in its parent.
                 sys::fsync(&*l.dir, &l.dir_path)?;
                 if let Some(parent) = l.dir_path.parent() {
-                    sys::fsync_dir(parent)?;
+                    match sys::fsync_dir(parent) {
+                        // Renamed while open: the path is stale, the hostdir itself is synced.
+                        Err(Error::Io {
+                            errno: Errno::NOENT, ..
+                        }) => {}
+                        r => r?,
+                    }
                 }
                 l.dirs_synced = true;
             }
