@@ -79,14 +79,9 @@ pub fn stat_entry(e: &Entry) -> Res<Stat> {
         Kind::File => {
             let mut st = e.lock();
             let f = file_of(e, &mut st)?;
-            let mut s = plfs.fstat(f)?;
-            // Plfs::stat reports the marker file's inode, Plfs::fstat the container's: use the
-            // marker's for both, so tools (cp) that compare stat with fstat see one file.
-            if let Ok(m) = rustix::fs::stat(f.container_path().join(plfs_core::format::MARKER_NAME)) {
-                s.ino = m.st_ino;
-                s.dev = m.st_dev;
-            }
-            Ok(s)
+            // Plfs::stat and Plfs::fstat report the same inode (the container directory's), so
+            // tools that compare stat with fstat (cp) see one file.
+            Ok(plfs.fstat(f)?)
         }
         Kind::Dir | Kind::Path => Ok(plfs.stat(&e.path)?),
     }
