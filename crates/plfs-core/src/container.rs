@@ -290,24 +290,7 @@ impl Container {
 
     /// utimensat on the marker.
     pub fn set_times(&self, atime: sys::TimeSpec, mtime: sys::TimeSpec) -> Result<()> {
-        let conv = |t: sys::TimeSpec| match t {
-            sys::TimeSpec::Now => rustix::fs::Timespec {
-                tv_sec: 0,
-                tv_nsec: rustix::fs::UTIME_NOW,
-            },
-            sys::TimeSpec::Omit => rustix::fs::Timespec {
-                tv_sec: 0,
-                tv_nsec: rustix::fs::UTIME_OMIT,
-            },
-            sys::TimeSpec::At(s, n) => rustix::fs::Timespec {
-                tv_sec: s,
-                tv_nsec: n as _,
-            },
-        };
-        let times = rustix::fs::Timestamps {
-            last_access: conv(atime),
-            last_modification: conv(mtime),
-        };
+        let times = sys::timestamps(atime, mtime);
         rustix::fs::utimensat(&self.dir, format::MARKER_NAME, &times, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| Error::io(self.sub(format::MARKER_NAME), "utimensat", e))
     }

@@ -272,12 +272,17 @@ fn ts(t: TimeSpec) -> fs::Timespec {
     }
 }
 
-/// utimensat on a path (does not follow a final symlink when `nofollow`).
-pub fn utimens(path: &Path, atime: TimeSpec, mtime: TimeSpec, nofollow: bool) -> Result<()> {
-    let times = fs::Timestamps {
+/// The `utimensat` argument for an access and a modification time.
+pub fn timestamps(atime: TimeSpec, mtime: TimeSpec) -> fs::Timestamps {
+    fs::Timestamps {
         last_access: ts(atime),
         last_modification: ts(mtime),
-    };
+    }
+}
+
+/// utimensat on a path (does not follow a final symlink when `nofollow`).
+pub fn utimens(path: &Path, atime: TimeSpec, mtime: TimeSpec, nofollow: bool) -> Result<()> {
+    let times = timestamps(atime, mtime);
     let flags = if nofollow {
         AtFlags::SYMLINK_NOFOLLOW
     } else {
