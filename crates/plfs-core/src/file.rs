@@ -431,8 +431,8 @@ impl Shared {
         self.with_index(true, |s| Ok(s.map.size()))
     }
 
-    fn read(&self, buf: &mut [u8], off: u64, refresh: bool) -> Result<usize> {
-        let plan = self.with_index(refresh, |s| {
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        let plan = self.with_index(false, |s| {
             let segs = s.map.lookup(off, buf.len() as u64);
             let mut plan = Vec::with_capacity(segs.len());
             for seg in segs {
@@ -653,7 +653,7 @@ impl OpenFile {
             return Err(not_open(&self.path, "reading"));
         }
         match &self.backing {
-            Backing::Container { shared, .. } => shared.read(buf, off, false),
+            Backing::Container { shared, .. } => shared.read(buf, off),
             Backing::Plain(f) => f.read(buf, off),
             Backing::Small(h) => h.read(buf, off),
         }

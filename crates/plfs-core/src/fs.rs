@@ -381,7 +381,7 @@ impl Plfs {
             return Ok(None);
         }
         let (d, name) = self.small_parts(loc)?;
-        Ok(d.lookup(&name)?.map(|st| (d, name, st)))
+        Ok(d.entry(&name)?.map(|(_, st)| (d, name, st)))
     }
 
     /// Forgets cached 1-N views at or under a logical directory (after rename or rmdir).

@@ -20,7 +20,7 @@ use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Name of the per-directory store.
@@ -517,15 +517,6 @@ impl SmallDir {
         Ok(())
     }
 
-    /// Looks a name up; `None` if it does not exist.
-    pub fn lookup(&self, name: &str) -> Result<Option<Stat>> {
-        let mut g = lock(&self.inner);
-        self.refresh(&mut g)?;
-        Ok(g.names
-            .get(name)
-            .and_then(|id| g.files.get(id).map(|m| stat_of(*id, m))))
-    }
-
     /// Looks a name up: its file id and attributes.
     pub fn entry(&self, name: &str) -> Result<Option<(u64, Stat)>> {
         let mut g = lock(&self.inner);
@@ -953,11 +944,6 @@ impl SmallHandle {
         let g = lock(&self.dir.inner);
         self.meta(&g, |m| stat_of(self.id, m))
     }
-}
-
-/// Checks whether `p` is a store directory name (hidden from listings).
-pub fn is_store_name(p: &Path) -> bool {
-    p.as_os_str() == SMALL_DIR
 }
 
 #[cfg(test)]
