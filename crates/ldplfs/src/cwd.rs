@@ -99,9 +99,8 @@ fn chdir_p(p: PathBuf) -> Res<c_int> {
             }
         }
     };
-    let loc = plfs()?.resolve(&p)?;
-    for i in 0..loc.mount.canonical.len() {
-        let dir = paths::cstring(&loc.on(i))?;
+    for d in plfs()?.backend_dirs(&p)? {
+        let dir = paths::cstring(&d)?;
         // SAFETY: a valid C string.
         if unsafe { libc::syscall(libc::SYS_chdir, dir.as_ptr()) } == 0 {
             paths::set_logical_cwd(p);

@@ -1,20 +1,20 @@
-//! Container layout on the backends: creating a container, finding its droppings, and the
-//! metadata droppings in `meta/`. The byte-level grammar is in [`crate::format`] and docs/format.md.
+//! A container on its backend: creating one atomically, opening one, its `meta/` droppings, its
+//! marker and its hostdirs (inside it and on shadow backends). The byte-level grammar is in
+//! [`crate::format`] and docs/format.md.
 //!
 //! A container is opened through a directory descriptor, and everything inside it is reached with
-//! `*at` calls relative to that descriptor, so renaming a container never strands an open handle.
+//! `*at` calls relative to that descriptor, one component at a time, so renaming a container never
+//! strands an open handle and nothing inside it is ever followed as a link.
 
 use crate::error::{Error, Result};
 use crate::format::{self, MetaDropping};
-use crate::fs::Mount;
-use crate::sys;
-use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{AtFlags, Mode, OFlags};
+use crate::mount::{Backend, Mount};
+use crate::sys::{self, Access, Create, Dir, TimeSpec};
 use rustix::io::Errno;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// An open container.
 #[derive(Debug)]
@@ -23,55 +23,31 @@ pub struct Container {
     pub mount: Arc<Mount>,
     /// Index of its canonical backend in `mount.canonical`.
     pub backend: usize,
-    /// Its backend path when it was opened (for messages; the descriptor stays valid across renames).
-    pub path: PathBuf,
-    /// Directory descriptor of the container.
-    pub dir: OwnedFd,
-    /// Container id (names its shadow directories).
-    pub cid: u128,
-    /// (st_dev, st_ino) of the container directory: its process-wide identity.
+    /// Directory of the container (its display path is the path it was opened at; the
+    /// descriptor stays valid across renames).
+    pub dir: Dir,
+    /// (st_dev, st_ino) of the marker: the logical file's process-wide identity and inode number.
     pub ident: (u64, u64),
+    cid: OnceLock<u128>,
+    meta: OnceLock<Dir>,
 }
 
-/// What a backend path holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Probe {
-    /// Nothing.
-    Missing,
-    /// A container (a logical regular file).
-    Container,
-    /// A logical directory.
-    Dir,
-    /// A symbolic link.
-    Symlink,
-    /// Some other file (not created by PLFS).
-    Other,
-}
-
-/// Classifies a backend path.
-pub fn probe(path: &Path) -> Result<Probe> {
-    let Some(st) = sys::lstat_opt(path)? else {
-        return Ok(Probe::Missing);
-    };
-    Ok(match sys::FileType::from_raw_mode(st.st_mode) {
-        sys::FileType::Directory => {
-            if sys::lstat_opt(&path.join(format::MARKER_NAME))?.is_some() {
-                Probe::Container
-            } else {
-                Probe::Dir
-            }
-        }
-        sys::FileType::Symlink => Probe::Symlink,
-        _ => Probe::Other,
-    })
-}
-
-/// Mode of a container directory for a logical file of mode `mode`: everyone may list it and
-/// its `meta/` (stat of a file needs no permission on the file itself, as in POSIX); group and
-/// other get write where the logical mode lets them write. The data is protected by the logs'
-/// own modes ([`log_mode`]).
+/// Mode of a container directory for a logical file of mode `mode`: the owner has `rwx`; group
+/// and other may always search it (stat of a file needs no permission on the file itself, as in
+/// POSIX, only a way to its marker and `meta/`), may list it where the logical mode lets them
+/// read or write, and may create their logs in it where it lets them write. A 0600 file's
+/// container is 0711: nobody else can list it or read its logs (the logs have their own modes).
 pub fn container_dir_mode(mode: u32) -> u32 {
-    0o755 | (mode & 0o022)
+    let mut m = 0o711;
+    for (r, w, shift) in [(0o040, 0o020, 3), (0o004, 0o002, 0)] {
+        if mode & (r | w) != 0 {
+            m |= 0o4 << shift;
+        }
+        if mode & w != 0 {
+            m |= 0o2 << shift;
+        }
+    }
+    m
 }
 
 /// Mode of a data or index log: readable by those who may read the logical file, always owner rw.
@@ -84,74 +60,94 @@ fn cid_dropping(cid: u128) -> String {
 }
 
 impl Container {
-    /// Opens the container at backend path `path`; `Ok(None)` if nothing is there, an error if
-    /// something that is not a container is there.
-    pub fn open(mount: &Arc<Mount>, backend: usize, path: &Path) -> Result<Option<Container>> {
-        let dir = match rustix::fs::open(
-            path,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
-            Mode::empty(),
-        ) {
-            Ok(fd) => sys::high(fd),
-            Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::NOTDIR) | Err(Errno::LOOP) => {
-                return Err(Error::errno(
-                    Errno::NOTDIR,
-                    format!("{}: not a PLFS file", path.display()),
+    /// Opens the container at `rel` on canonical backend `backend`; an error if something that
+    /// is not a container is there (`ENOENT` if nothing is).
+    pub fn open(mount: &Arc<Mount>, backend: usize, rel: &Path) -> Result<Container> {
+        let dir = match mount.canonical[backend].dir(rel) {
+            Ok(d) => d,
+            Err(e) if e.raw_errno() == Errno::NOTDIR.raw_os_error() || e.raw_errno() == Errno::LOOP.raw_os_error() => {
+                let p = mount.canonical[backend].path.join(rel);
+                return Err(Error::errno(Errno::NOTDIR, format!("{}: not a PLFS file", p.display())));
+            }
+            Err(e) => return Err(e),
+        };
+        Container::from_dir(mount, backend, dir)
+    }
+
+    /// A container from its open directory.
+    pub fn from_dir(mount: &Arc<Mount>, backend: usize, dir: Dir) -> Result<Container> {
+        let st = match dir.stat(format::MARKER_NAME) {
+            Ok(st) if sys::is_file(&st) => st,
+            Ok(_) => {
+                return Err(Error::corrupt(
+                    dir.sub(format::MARKER_NAME),
+                    "marker is not a regular file",
                 ))
             }
-            Err(e) => return Err(Error::io(path, "open", e)),
-        };
-        match rustix::fs::statat(&dir, format::MARKER_NAME, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(_) => {}
-            Err(Errno::NOENT) => {
+            Err(e) if sys::is_missing(&e) => {
                 return Err(Error::errno(
                     Errno::ISDIR,
-                    format!("{}: is a directory", path.display()),
+                    format!("{}: is a directory", dir.path().display()),
                 ))
             }
-            Err(e) => return Err(Error::io(path.join(format::MARKER_NAME), "stat", e)),
-        }
-        let st = sys::fstat(&dir, path)?;
-        let mut c = Container {
+            Err(e) => return Err(e),
+        };
+        Ok(Container {
             mount: mount.clone(),
             backend,
-            path: path.to_path_buf(),
-            dir,
-            cid: 0,
+            dir: dir.kept(),
             ident: (st.st_dev, st.st_ino),
+            cid: OnceLock::new(),
+            meta: OnceLock::new(),
+        })
+    }
+
+    /// A container for fsck, which may have to repair its marker or cid dropping: nothing is
+    /// required of the directory, and the id is given.
+    pub fn for_fsck(mount: &Arc<Mount>, backend: usize, dir: Dir, cid: u128) -> Result<Container> {
+        let st = dir.stat_opt(format::MARKER_NAME)?.unwrap_or(dir.fstat()?);
+        let c = Container {
+            mount: mount.clone(),
+            backend,
+            dir: dir.kept(),
+            ident: (st.st_dev, st.st_ino),
+            cid: OnceLock::new(),
+            meta: OnceLock::new(),
         };
-        c.cid = c.read_cid()?;
-        Ok(Some(c))
+        let _ = c.cid.set(cid);
+        Ok(c)
     }
 
-    fn read_cid(&self) -> Result<u128> {
-        for name in self.list_meta_raw()? {
-            if let Some(hex) = name.to_str().and_then(|n| n.strip_prefix("cid.")) {
-                if let Ok(v) = u128::from_str_radix(hex, 16) {
-                    return Ok(v);
-                }
-            }
+    /// Its backend path when it was opened (for messages).
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Display path of an entry inside the container.
+    pub fn sub(&self, rel: &str) -> PathBuf {
+        self.dir.sub(rel)
+    }
+
+    /// The container id (names its shadow directories): see [`cid_of`].
+    pub fn cid(&self) -> Result<u128> {
+        if let Some(c) = self.cid.get() {
+            return Ok(*c);
         }
-        Err(Error::corrupt(
-            self.path.join(format::META_DIR),
-            "container has no cid dropping",
-        ))
+        let cid = cid_of(&self.dir)?;
+        Ok(*self.cid.get_or_init(|| cid))
     }
 
-    /// Creates a container at `path` atomically (built under a temporary name, then renamed into
-    /// place without replacing). Returns `Ok(false)` if something already exists at `path`.
-    pub fn create(path: &Path, mode: u32, uid_gid: Option<(u32, u32)>) -> Result<bool> {
-        let parent = path
-            .parent()
-            .ok_or_else(|| Error::InvalidArgument(format!("{}: bad path", path.display())))?;
+    /// Creates a container named `name` in `parent` atomically: built under a temporary name
+    /// (marker, `meta/`, `meta/cid.*`) and renamed into place without replacing. Returns
+    /// `Ok(false)` if something already exists at `name`.
+    pub fn create(parent: &Dir, name: &std::ffi::OsStr, mode: u32, owner: Option<(u32, u32)>) -> Result<bool> {
         // The temporary name does not embed the logical name, so names up to NAME_MAX work.
-        let tmp = parent.join(format!(
+        let tmp = format!(
             "{}{:016x}{:016x}",
             format::TMP_PREFIX,
             crate::clock::random_u64(),
             crate::clock::pid()
-        ));
+        );
         let cid = (u128::from(crate::clock::random_u64()) << 64) | u128::from(crate::clock::random_u64());
         let marker = format::Marker {
             version: format::FORMAT_VERSION,
@@ -159,73 +155,66 @@ impl Container {
             created_ns: crate::clock::now_ns(),
         };
         let build = || -> Result<()> {
-            sys::mkdir(&tmp, container_dir_mode(mode))?;
-            let mpath = tmp.join(format::MARKER_NAME);
-            sys::create_file_with(&mpath, &marker.encode(), mode & 0o7777)?;
+            parent.mkdir(&tmp, container_dir_mode(mode))?;
+            let t = parent.open_dir(&tmp)?;
+            let m = t.create_file(format::MARKER_NAME, mode & 0o7777, Create::Excl)?;
+            m.pwrite_all(&marker.encode(), 0)?;
             // The marker's mode is the logical mode; set it exactly (creation applies the umask).
-            sys::chmod(&mpath, mode & 0o7777)?;
-            sys::mkdir(&tmp.join(format::META_DIR), 0o755)?;
-            sys::touch(&tmp.join(format::META_DIR).join(cid_dropping(cid)), 0o644)?;
-            if let Some((u, g)) = uid_gid {
-                sys::lchown(&mpath, u, g)?;
+            m.chmod(mode & 0o7777)?;
+            if let Some((u, g)) = owner {
+                m.chown(u, g)?;
+                t.chown_self(u, g)?;
             }
+            t.mkdir(format::META_DIR, 0o755)?;
+            t.open_dir(format::META_DIR)?.touch(cid_dropping(cid), 0o644)?;
             Ok(())
         };
         if let Err(e) = build() {
-            let _ = sys::remove_tree(&tmp);
+            let _ = parent.remove_tree(&tmp);
             return Err(e);
         }
-        match sys::rename_noreplace(&tmp, path) {
+        match parent.rename_noreplace(&tmp, parent, name) {
             Ok(()) => Ok(true),
             Err(Error::Io {
-                errno: Errno::EXIST, ..
-            })
-            | Err(Error::Io {
-                errno: Errno::NOTEMPTY, ..
+                errno: Errno::EXIST | Errno::NOTEMPTY,
+                ..
             }) => {
-                sys::remove_tree(&tmp)?;
+                parent.remove_tree(&tmp)?;
                 Ok(false)
             }
-            Err(Error::Io {
-                errno: Errno::NOENT, ..
-            }) => {
-                let _ = sys::remove_tree(&tmp);
-                Err(Error::NotFound(parent.to_path_buf()))
-            }
             Err(e) => {
-                let _ = sys::remove_tree(&tmp);
+                let _ = parent.remove_tree(&tmp);
                 Err(e)
             }
         }
     }
 
-    /// Display path of an entry inside the container.
-    pub fn sub(&self, rel: &str) -> PathBuf {
-        self.path.join(rel)
-    }
-
-    fn list_at(&self, rel: &str) -> Result<Vec<OsString>> {
-        let fd = match rustix::fs::openat(
-            &self.dir,
-            rel,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(self.sub(rel), "open", e)),
+    /// The `meta/` directory (opened once).
+    fn meta(&self) -> Result<&Dir> {
+        if let Some(d) = self.meta.get() {
+            return Ok(d);
+        }
+        let d = match self.dir.open_dir_opt(format::META_DIR)? {
+            Some(d) => d,
+            None => {
+                // Created by fsck or by an earlier version without `meta/`: make it now.
+                self.dir.mkdir_ok(format::META_DIR, 0o755)?;
+                self.dir.open_dir(format::META_DIR)?
+            }
         };
-        list_fd(&fd, &self.sub(rel))
-    }
-
-    fn list_meta_raw(&self) -> Result<Vec<OsString>> {
-        self.list_at(format::META_DIR)
+        Ok(self.meta.get_or_init(|| d.kept()))
     }
 
     /// Lists and parses `meta/`. Unknown names are skipped (fsck reports them).
     pub fn list_meta(&self) -> Result<Vec<MetaDropping>> {
-        Ok(self
-            .list_meta_raw()?
+        let names: Vec<OsString> = match self.meta.get() {
+            Some(d) => d.list()?,
+            None => match self.dir.open_dir_opt(format::META_DIR)? {
+                Some(d) => d.list()?,
+                None => Vec::new(),
+            },
+        };
+        Ok(names
             .iter()
             .filter_map(|n| n.to_str().and_then(MetaDropping::parse))
             .collect())
@@ -233,140 +222,117 @@ impl Container {
 
     /// Creates a zero-length dropping in `meta/`.
     pub fn add_meta(&self, d: &MetaDropping) -> Result<()> {
-        let rel = format!("{}/{}", format::META_DIR, d.name());
-        match rustix::fs::openat(
-            &self.dir,
-            rel.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o644),
-        ) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(Error::io(self.sub(&rel), "create", e)),
-        }
+        self.meta()?.touch(d.name(), 0o644).map(drop)
     }
 
     /// Removes a dropping from `meta/` (missing is fine).
     pub fn remove_meta(&self, d: &MetaDropping) -> Result<()> {
-        let rel = format!("{}/{}", format::META_DIR, d.name());
-        match rustix::fs::unlinkat(&self.dir, rel.as_str(), AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => Ok(()),
-            Err(e) => Err(Error::io(self.sub(&rel), "unlink", e)),
+        self.meta()?.unlink_opt(d.name()).map(drop)
+    }
+
+    /// Replaces dropping `from` by `to` in one rename (an open record becoming a close record).
+    pub fn replace_meta(&self, from: &MetaDropping, to: &MetaDropping) -> Result<()> {
+        let m = self.meta()?;
+        match m.rename(from.name(), m, to.name()) {
+            Ok(()) => Ok(()),
+            Err(e) if sys::is_missing(&e) => self.add_meta(to),
+            Err(e) => Err(e),
         }
     }
 
     /// stat of the marker: the logical file's mode, owner and times.
     pub fn marker_stat(&self) -> Result<sys::RawStat> {
-        rustix::fs::statat(&self.dir, format::MARKER_NAME, AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(|e| Error::io(self.sub(format::MARKER_NAME), "stat", e))
+        self.dir.stat(format::MARKER_NAME)
     }
 
     /// Reads and checks the marker's contents.
     pub fn read_marker(&self) -> Result<format::Marker> {
-        let p = self.sub(format::MARKER_NAME);
-        let fd = rustix::fs::openat(
-            &self.dir,
-            format::MARKER_NAME,
-            OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::io(&p, "open", e))?;
-        let mut b = [0u8; format::MARKER_LEN];
-        let n = sys::pread_full(&fd, &p, &mut b, 0)?;
-        format::Marker::decode(&p, &b[..n])
+        read_marker(&self.dir)
     }
 
     /// Sets the marker's mtime to `ns` if that is newer than its current mtime.
     pub fn bump_mtime(&self, ns: u64) -> Result<()> {
-        let st = self.marker_stat()?;
-        let cur = (st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128).max(0) as u64;
+        let cur = sys::mtime_ns(&self.marker_stat()?).max(0) as u64;
         if ns > cur {
             self.set_times(
-                sys::TimeSpec::Omit,
-                sys::TimeSpec::At((ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64),
+                TimeSpec::Omit,
+                TimeSpec::At((ns / 1_000_000_000) as i64, (ns % 1_000_000_000) as i64),
             )?;
         }
         Ok(())
     }
 
     /// utimensat on the marker.
-    pub fn set_times(&self, atime: sys::TimeSpec, mtime: sys::TimeSpec) -> Result<()> {
-        let times = sys::timestamps(atime, mtime);
-        rustix::fs::utimensat(&self.dir, format::MARKER_NAME, &times, AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(|e| Error::io(self.sub(format::MARKER_NAME), "utimensat", e))
+    pub fn set_times(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        self.dir.set_times(format::MARKER_NAME, atime, mtime)
     }
 
-    /// The directory where a writer on `host` keeps its logs, and its display path. Created if
-    /// `create`. Writers whose shadow backend is this container's canonical backend use the
-    /// container itself; others use `<shadow>/.plfs_shadow/<cid>/`.
-    pub fn writer_dir(&self, host: &str, create: bool) -> Result<(OwnedFd, PathBuf)> {
-        let hd = format!(
-            "{}{}",
-            format::HOSTDIR_PREFIX,
-            format::hash_str(host) % u64::from(self.mount.global.num_hostdirs.max(1))
-        );
-        let shadows = &self.mount.shadows;
-        let sidx = (format::hash_str(host) % shadows.len() as u64) as usize;
-        let shadow = &shadows[sidx];
-        if *shadow == self.mount.canonical[self.backend] {
+    /// The directory where a writer on `host` keeps its logs, and whether it is inside the
+    /// container. Created if `create`. Writers whose shadow backend is this container's canonical
+    /// backend use the container itself; others use `<shadow>/.plfs_shadow/<cid>/`.
+    pub fn writer_dir(&self, host: &str, create: bool) -> Result<(Dir, bool)> {
+        let hd = self.mount.hostdir_for(host);
+        let shadow = self.mount.shadow_for(host);
+        if Arc::ptr_eq(shadow, &self.mount.canonical[self.backend]) {
             if create {
-                match rustix::fs::mkdirat(&self.dir, hd.as_str(), Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => return Err(Error::io(self.sub(&hd), "mkdir", e)),
-                }
+                self.dir.mkdir_ok(&hd, 0o755)?;
             }
-            let fd = rustix::fs::openat(
-                &self.dir,
-                hd.as_str(),
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| Error::io(self.sub(&hd), "open", e))?;
-            return Ok((sys::high(fd), self.sub(&hd)));
+            return Ok((self.dir.open_dir_kept(&hd)?, true));
         }
-        let dir = self.shadow_dir(shadow).join(&hd);
-        if create {
-            sys::mkdir_all(&dir, 0o755)?;
-        }
-        Ok((sys::high(sys::open(&dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)?), dir))
+        let rel = self.shadow_rel()?.join(&hd);
+        let d = if create {
+            shadow.root()?.mkdir_beneath(&rel, 0o755)?
+        } else {
+            shadow.dir(&rel)?
+        };
+        Ok((d.kept(), false))
     }
 
-    /// `<shadow>/.plfs_shadow/<cid>`.
-    pub fn shadow_dir(&self, shadow: &Path) -> PathBuf {
-        shadow.join(format::SHADOW_ROOT).join(format!("{:032x}", self.cid))
+    /// fsync of the directory holding a writer's hostdir: the container, or its shadow directory
+    /// on the writer's shadow backend.
+    pub fn sync_hostdir_parent(&self, host: &str, in_container: bool) -> Result<()> {
+        if in_container {
+            return self.dir.fsync();
+        }
+        self.mount.shadow_for(host).dir(&self.shadow_rel()?)?.fsync()
+    }
+
+    /// `.plfs_shadow/<cid>`, relative to a shadow backend's root.
+    pub fn shadow_rel(&self) -> Result<PathBuf> {
+        Ok(shadow_rel(self.cid()?))
     }
 
     /// Every hostdir of the container: those inside it and those on shadow backends.
-    /// Returns (display path, directory descriptor).
-    pub fn hostdirs(&self) -> Result<Vec<(PathBuf, OwnedFd)>> {
+    pub fn hostdirs(&self) -> Result<Vec<Dir>> {
         let mut out = Vec::new();
-        for name in list_fd(&self.dir, &self.path)? {
+        for name in self.dir.list()? {
             if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
-                let p = self.path.join(&name);
-                match rustix::fs::openat(
-                    &self.dir,
-                    name.as_os_str(),
-                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                ) {
-                    Ok(fd) => out.push((p, sys::high(fd))),
-                    Err(Errno::NOENT) => {}
-                    Err(e) => return Err(Error::io(p, "open", e)),
+                if let Some(d) = self.dir.open_dir_opt(&name)? {
+                    out.push(d.kept());
                 }
             }
         }
+        // Every shadow backend, the container's own included (a rename may have moved the
+        // container onto the backend that holds its shadow logs); with a single backend in all,
+        // every writer logs inside the container.
+        let m = &self.mount;
+        if m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]) {
+            return Ok(out);
+        }
+        let rel = self.shadow_rel()?;
         for shadow in &self.mount.shadows {
-            let sdir = self.shadow_dir(shadow);
-            for name in sys::read_dir_opt(&sdir)? {
+            let sdir = match shadow.dir_opt(&rel) {
+                Ok(Some(d)) => d,
+                Ok(None) => continue,
+                Err(e) => {
+                    crate::warn!("{e}: skipping an unreachable shadow backend");
+                    continue;
+                }
+            };
+            for name in sdir.list()? {
                 if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
-                    let p = sdir.join(&name);
-                    match sys::open(&p, OFlags::RDONLY | OFlags::DIRECTORY, 0) {
-                        Ok(fd) => out.push((p, sys::high(fd))),
-                        Err(Error::Io {
-                            errno: Errno::NOENT, ..
-                        }) => {}
-                        Err(e) => {
-                            crate::warn!("{e}: skipping an unreachable shadow hostdir");
-                        }
+                    if let Some(d) = sdir.open_dir_opt(&name)? {
+                        out.push(d.kept());
                     }
                 }
             }
@@ -377,17 +343,13 @@ impl Container {
     /// Deletes every writer's logs (all hostdirs, here and on shadows) and the close/trunc
     /// droppings and flattened index. Used by truncate-to-zero when no writer has the file open.
     pub fn wipe_data(&self) -> Result<()> {
-        for name in list_fd(&self.dir, &self.path)? {
+        for name in self.dir.list()? {
             let b = name.as_bytes();
-            if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) || b == crate::index::FLAT_NAME.as_bytes() {
-                sys::remove_tree(&self.path_of_fd_entry(&name))?;
+            if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) || b == format::FLAT_NAME.as_bytes() {
+                self.dir.remove_tree(&name)?;
             }
         }
-        // Every shadow backend, the container's own included: a rename may have moved the
-        // container onto the backend that holds its shadow logs.
-        for shadow in &self.mount.shadows {
-            sys::remove_tree(&self.shadow_dir(shadow))?;
-        }
+        self.remove_shadows()?;
         for d in self.list_meta()? {
             if !matches!(d, MetaDropping::Open { .. }) {
                 self.remove_meta(&d)?;
@@ -396,76 +358,77 @@ impl Container {
         Ok(())
     }
 
-    /// Backend path of an entry, resolved through the descriptor (correct even after a rename).
-    pub fn path_of_fd_entry(&self, name: &OsString) -> PathBuf {
-        self.current_path().join(name)
+    /// Whether the container was unlinked (renamed aside to a trash name): its directory's
+    /// current name, read back from /proc, says so.
+    pub fn in_trash(&self) -> bool {
+        self.dir.current_path().is_some_and(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(format::TRASH_PREFIX) || n.starts_with(format::RENAME_TRASH_PREFIX))
+        })
     }
 
-    /// The container's current backend path, read back from /proc/self/fd (falls back to the
-    /// path it was opened at).
-    pub fn current_path(&self) -> PathBuf {
-        use rustix::fd::AsRawFd;
-        let link = format!("/proc/self/fd/{}", self.dir.as_fd().as_raw_fd());
-        match sys::readlink(Path::new(&link)) {
-            Ok(p) if !p.as_bytes().ends_with(b" (deleted)") => PathBuf::from(p),
-            _ => self.path.clone(),
+    /// Deletes this container, which sits under a trash name (see [`Container::in_trash`]), and
+    /// its shadow directories.
+    pub fn remove_trashed(&self) -> Result<()> {
+        let Some(cur) = self.dir.current_path() else {
+            return Ok(());
+        };
+        let (Some(parent), Some(name)) = (cur.parent(), cur.file_name()) else {
+            return Ok(());
+        };
+        self.remove_shadows()?;
+        Dir::open(parent)?.remove_tree(name)
+    }
+
+    /// Removes the container's shadow directories on every shadow backend (its own canonical
+    /// backend included: a rename may have moved the container onto the backend that holds
+    /// its shadow logs).
+    pub fn remove_shadows(&self) -> Result<()> {
+        let rel = self.shadow_rel()?;
+        for shadow in &self.mount.shadows {
+            remove_shadow_dir(shadow, &rel)?;
         }
+        Ok(())
     }
 }
 
-/// Lists an open directory descriptor (without `.` and `..`).
-pub fn list_fd(fd: &OwnedFd, display: &Path) -> Result<Vec<OsString>> {
-    use std::os::unix::ffi::OsStringExt;
-    // Dir::read_from reopens the directory itself, so the caller's descriptor is left untouched.
-    let dir = rustix::fs::Dir::read_from(fd).map_err(|e| Error::io(display, "opendir", e))?;
-    let mut out = Vec::new();
-    for ent in dir {
-        let ent = ent.map_err(|e| Error::io(display, "readdir", e))?;
-        let n = ent.file_name().to_bytes();
-        if n != b"." && n != b".." {
-            out.push(OsString::from_vec(n.to_vec()));
+/// The id of the container in directory `d`: from its `meta/cid.*` dropping where there is one
+/// (containers of earlier versions, and fsck's authority when the two disagree), else from the
+/// marker.
+pub fn cid_of(d: &Dir) -> Result<u128> {
+    if let Some(m) = d.open_dir_opt(format::META_DIR)? {
+        let found = m.list()?.iter().find_map(|n| {
+            n.to_str()
+                .and_then(|n| n.strip_prefix("cid."))
+                .and_then(|hex| u128::from_str_radix(hex, 16).ok())
+        });
+        if let Some(c) = found {
+            return Ok(c);
         }
     }
-    Ok(out)
+    read_marker(d).map(|m| m.container_id)
 }
 
-/// Size and mtime of a closed container from its droppings (the fast stat path). `None` when the
-/// droppings cannot decide (a writer is open, or a writer's session straddles a truncate).
-pub fn fast_size(droppings: &[MetaDropping]) -> Option<(u64, u64)> {
-    let mut last_trunc: Option<(u64, u64)> = None;
-    for d in droppings {
-        match d {
-            MetaDropping::Open { .. } => return None,
-            MetaDropping::Trunc { ts, size, .. } => {
-                if last_trunc.is_none_or(|(t, _)| *ts > t) {
-                    last_trunc = Some((*ts, *size));
-                }
-            }
-            MetaDropping::Close { .. } => {}
-        }
-    }
-    let (tts, mut size) = last_trunc.unwrap_or((0, 0));
-    let mut mtime = tts;
-    for d in droppings {
-        if let MetaDropping::Close {
-            open_ts,
-            close_ts,
-            eof,
-            mtime_ns,
-            ..
-        } = d
-        {
-            if *close_ts < tts {
-                continue; // wholly before the last truncate: superseded by it
-            }
-            if *open_ts < tts {
-                return None; // straddles the truncate: only the index can tell
-            }
-            size = size.max(*eof);
-            mtime = mtime.max(*mtime_ns);
-        }
-    }
-    Some((size, mtime))
+/// Reads and checks the marker of the container in directory `d`.
+pub fn read_marker(d: &Dir) -> Result<format::Marker> {
+    let f = d.open_file(format::MARKER_NAME, Access::Read)?;
+    let mut b = [0u8; format::MARKER_LEN];
+    let n = f.pread_full(&mut b, 0)?;
+    format::Marker::decode(f.path(), &b[..n])
+}
+
+/// `.plfs_shadow/<cid>` relative to a shadow backend's root.
+pub fn shadow_rel(cid: u128) -> PathBuf {
+    Path::new(format::SHADOW_ROOT).join(format!("{cid:032x}"))
+}
+
+/// Removes `<shadow>/.plfs_shadow/<cid>` (missing is fine).
+pub fn remove_shadow_dir(shadow: &Backend, rel: &Path) -> Result<()> {
+    let Some(sroot) = shadow.dir_opt(Path::new(format::SHADOW_ROOT))? else {
+        return Ok(());
+    };
+    sroot.remove_tree(rel.file_name().unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -475,34 +438,10 @@ mod tests {
     #[test]
     fn modes() {
         assert_eq!(container_dir_mode(0o644), 0o755);
-        assert_eq!(container_dir_mode(0o600), 0o755);
-        assert_eq!(container_dir_mode(0o620), 0o775);
+        assert_eq!(container_dir_mode(0o600), 0o711);
+        assert_eq!(container_dir_mode(0o620), 0o771);
+        assert_eq!(container_dir_mode(0o640), 0o751);
+        assert_eq!(container_dir_mode(0o602), 0o717);
         assert_eq!(log_mode(0o444), 0o644);
-    }
-
-    #[test]
-    fn fast_size_rules() {
-        let close = |o, c, eof| MetaDropping::Close {
-            writer_id: 1,
-            open_ts: o,
-            close_ts: c,
-            eof,
-            bytes: eof,
-            mtime_ns: c,
-        };
-        let trunc = |ts, size| MetaDropping::Trunc { ts, size, writer_id: 2 };
-        assert_eq!(fast_size(&[]), Some((0, 0)));
-        assert_eq!(fast_size(&[close(1, 2, 10), close(3, 4, 30)]), Some((30, 4)));
-        assert_eq!(fast_size(&[close(1, 2, 10), trunc(5, 3)]), Some((3, 5)));
-        assert_eq!(fast_size(&[close(1, 2, 10), trunc(5, 3), close(6, 7, 4)]), Some((4, 7)));
-        assert_eq!(fast_size(&[close(1, 6, 10), trunc(5, 3)]), None);
-        assert_eq!(
-            fast_size(&[MetaDropping::Open {
-                writer_id: 1,
-                pid: 1,
-                host: "h".into()
-            }]),
-            None
-        );
     }
 }

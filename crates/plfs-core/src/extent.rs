@@ -163,19 +163,9 @@ impl ExtentMap {
         Self::default()
     }
 
-    /// Number of pieces plus compressed patterns (memory is proportional to it).
-    pub fn len(&self) -> usize {
-        self.pieces.len() + self.patterns.len()
-    }
-
     /// Number of compressed patterns.
     pub fn pattern_count(&self) -> usize {
         self.patterns.len()
-    }
-
-    /// True when there are no pieces and no patterns.
-    pub fn is_empty(&self) -> bool {
-        self.pieces.is_empty() && self.patterns.is_empty()
     }
 
     /// True when an expansion needed timestamps that [`ExtentMap::compact`] had dropped: the map

@@ -4,28 +4,47 @@
 //! own data log and records where each byte went in its own index log; readers merge the indexes.
 //! `docs/design.md` describes the layers and data flow, `docs/format.md` the bytes on disk.
 //!
-//! All backend I/O goes through raw system calls ([`sys`]), never through interposable libc
+//! The layers, each only using those above it in this list:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`types`], [`error`], [`log`], [`clock`] | shared types, errors, logging, the ordering clock |
+//! | [`sys`] | the backend I/O seam: raw system calls, failpoints, symlink policy, fallbacks |
+//! | [`config`] | the plfsrc |
+//! | [`format`] | every byte on disk: records, headers, names, flattened index, 1-N logs |
+//! | `extent` | the merged index: an ordered map of non-overlapping pieces |
+//! | `mount` | backends of a mount point and where a logical path lives on them |
+//! | `container` | a container on its backend: create, open, droppings, hostdirs |
+//! | `index` | loading and refreshing a container's merged index |
+//! | `layout` | how a regular file is stored: N-1 containers, N-N plain files, 1-N packed files |
+//! | `namespace` | [`Plfs`]: path resolution and every operation, dispatched once |
+//! | [`tools`], [`fsck`] | map, query, flatten; fsck and verify |
+//!
+//! All backend I/O goes through raw system calls in [`sys`], never through interposable libc
 //! symbols, so the LD_PRELOAD front end can embed this crate without intercepting itself.
 
 pub mod clock;
 pub mod config;
-pub mod container;
 pub mod error;
-pub mod extent;
-pub mod failpoint;
-pub mod file;
-pub mod flat;
 pub mod format;
-pub mod fs;
-pub mod fsck;
-pub mod index;
 pub mod log;
-pub mod nn;
-pub mod smallfile;
 pub mod sys;
+pub mod types;
+
+pub(crate) mod container;
+pub(crate) mod extent;
+pub(crate) mod index;
+pub(crate) mod layout;
+pub(crate) mod mount;
+pub(crate) mod namespace;
+
+pub mod fsck;
 pub mod tools;
 
 pub use config::Config;
 pub use error::{Error, Result};
-pub use file::{OpenFile, OpenFlags};
-pub use fs::{FileKind, Plfs, Stat};
+pub use layout::OpenFile;
+pub use namespace::Plfs;
+pub use sys::failpoint;
+pub use sys::TimeSpec;
+pub use types::{DirEntry, FileKind, IndexStats, OpenFlags, Stat};

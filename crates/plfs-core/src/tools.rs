@@ -1,14 +1,13 @@
 //! Support for the `plfs` tools: the merged index as a table (`map`), the physical files behind a
-//! logical file and the reverse (`query`), writing a flattened index (`flatten`) and the format
-//! version of a file.
+//! logical file and the reverse (`query`), writing a flattened index (`flatten`), the format
+//! version of a file and its metadata droppings.
 
-use crate::container::{list_fd, Container};
 use crate::error::{Error, Result};
-use crate::flat;
-use crate::format;
-use crate::fs::Plfs;
-use crate::index::{IndexState, FLAT_NAME};
-use crate::sys;
+use crate::format::{self, MetaDropping, FLAT_NAME};
+use crate::index::IndexState;
+use crate::namespace::Plfs;
+use crate::sys::{self, Dir};
+use rustix::io::Errno;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -69,22 +68,26 @@ pub struct Physical {
     pub size: u64,
 }
 
-fn entry(path: PathBuf, kind: &str) -> Physical {
-    let size = sys::lstat_opt(&path)
+fn entry(dir: &Dir, name: &std::ffi::OsStr, kind: &str) -> Physical {
+    let size = dir
+        .stat_opt(name)
         .ok()
         .flatten()
-        .filter(|s| sys::FileType::from_raw_mode(s.st_mode) != sys::FileType::Directory)
-        .map_or(0, |s| s.st_size as u64);
+        .filter(|s| !sys::is_dir(s))
+        .map_or(0, |s| s.st_size.max(0) as u64);
     Physical {
-        path,
+        path: dir.sub(name),
         kind: kind.to_string(),
         size,
     }
 }
 
-fn list_hostdir(dir: &Path, out: &mut Vec<Physical>) -> Result<()> {
-    out.push(entry(dir.to_path_buf(), "hostdir"));
-    let mut names = sys::read_dir_opt(dir)?;
+fn list_hostdir(parent: &Dir, name: &std::ffi::OsStr, out: &mut Vec<Physical>) -> Result<()> {
+    out.push(entry(parent, name, "hostdir"));
+    let Some(d) = parent.open_dir_opt(name)? else {
+        return Ok(());
+    };
+    let mut names = d.list()?;
     names.sort();
     for n in names {
         let kind = match n.to_str().and_then(format::parse_log_name) {
@@ -92,7 +95,7 @@ fn list_hostdir(dir: &Path, out: &mut Vec<Physical>) -> Result<()> {
             Some(_) => "data log",
             None => "unknown",
         };
-        out.push(entry(dir.join(n), kind));
+        out.push(entry(&d, &n, kind));
     }
     Ok(())
 }
@@ -101,38 +104,45 @@ fn list_hostdir(dir: &Path, out: &mut Vec<Physical>) -> Result<()> {
 /// hostdirs and logs (including those on shadow backends) and the flattened index.
 pub fn query(plfs: &Plfs, path: &Path) -> Result<Vec<Physical>> {
     let c = plfs.container(path)?;
-    let root = c.current_path();
-    let mut out = vec![entry(root.clone(), "container")];
-    let mut names = list_fd(&c.dir, &root)?;
+    let root = c.dir.current_path().unwrap_or_else(|| c.path().to_path_buf());
+    let mut out = vec![Physical {
+        path: root.clone(),
+        kind: "container".into(),
+        size: 0,
+    }];
+    let mut names = c.dir.list()?;
     names.sort();
     for n in names {
-        let p = root.join(&n);
         let b = n.as_bytes();
         if b == format::MARKER_NAME.as_bytes() {
-            out.push(entry(p, "marker"));
+            out.push(entry(&c.dir, &n, "marker"));
         } else if b == format::META_DIR.as_bytes() {
-            out.push(entry(p.clone(), "meta"));
-            let mut ds = sys::read_dir_opt(&p)?;
-            ds.sort();
-            out.extend(ds.into_iter().map(|d| entry(p.join(d), "dropping")));
+            out.push(entry(&c.dir, &n, "meta"));
+            if let Some(m) = c.dir.open_dir_opt(&n)? {
+                let mut ds = m.list()?;
+                ds.sort();
+                out.extend(ds.iter().map(|d| entry(&m, d, "dropping")));
+            }
         } else if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
-            list_hostdir(&p, &mut out)?;
+            list_hostdir(&c.dir, &n, &mut out)?;
         } else if b == FLAT_NAME.as_bytes() {
-            out.push(entry(p, "flat index"));
+            out.push(entry(&c.dir, &n, "flat index"));
         } else {
-            out.push(entry(p, "unknown"));
+            out.push(entry(&c.dir, &n, "unknown"));
         }
     }
+    let srel = c.shadow_rel()?;
     for s in &c.mount.shadows {
-        let sd = c.shadow_dir(s);
-        if sys::lstat_opt(&sd)?.is_none() {
-            continue;
-        }
-        out.push(entry(sd.clone(), "shadow dir"));
-        let mut hs = sys::read_dir_opt(&sd)?;
+        let Some(sd) = s.dir_opt(&srel)? else { continue };
+        out.push(Physical {
+            path: sd.path().to_path_buf(),
+            kind: "shadow dir".into(),
+            size: 0,
+        });
+        let mut hs = sd.list()?;
         hs.sort();
         for h in hs {
-            list_hostdir(&sd.join(h), &mut out)?;
+            list_hostdir(&sd, &h, &mut out)?;
         }
     }
     Ok(out)
@@ -144,14 +154,13 @@ pub fn reverse_query(plfs: &Plfs, backend_path: &Path) -> Result<PathBuf> {
     let norm = crate::config::normalize_path(backend_path)
         .ok_or_else(|| Error::InvalidArgument(format!("{}: must be an absolute path", backend_path.display())))?;
     for m in plfs.mounts() {
-        for (i, root) in m.canonical.iter().enumerate() {
-            let Ok(rel) = norm.strip_prefix(root) else { continue };
+        for b in &m.canonical {
+            let Ok(rel) = norm.strip_prefix(&b.path) else { continue };
             // Walk up from the path to the first directory that is a container.
+            let root = b.root()?;
             let mut cur = rel.to_path_buf();
             loop {
-                if !cur.as_os_str().is_empty() && sys::lstat_opt(&root.join(&cur).join(format::MARKER_NAME))?.is_some()
-                {
-                    let _ = i;
+                if !cur.as_os_str().is_empty() && root.stat_beneath_opt(&cur.join(format::MARKER_NAME))?.is_some() {
                     return Ok(m.cfg.mount_point.join(&cur));
                 }
                 if !cur.pop() {
@@ -159,19 +168,18 @@ pub fn reverse_query(plfs: &Plfs, backend_path: &Path) -> Result<PathBuf> {
                 }
             }
         }
-        for sroot in &m.shadows {
-            let Ok(rel) = norm.strip_prefix(sroot.join(format::SHADOW_ROOT)) else {
+        for s in &m.shadows {
+            let Ok(rel) = norm.strip_prefix(s.path.join(format::SHADOW_ROOT)) else {
                 continue;
             };
             let cid = rel
                 .components()
                 .next()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .unwrap_or_default();
-            for root in &m.canonical {
-                if let Some(found) = find_cid(root, &format!("cid.{cid}"))? {
-                    let rel = found.strip_prefix(root).unwrap_or(&found);
-                    return Ok(m.cfg.mount_point.join(rel));
+                .and_then(|c| u128::from_str_radix(&c.as_os_str().to_string_lossy(), 16).ok())
+                .ok_or_else(|| Error::NotFound(backend_path.to_path_buf()))?;
+            for b in &m.canonical {
+                if let Some(found) = find_cid(b.root()?, Path::new(""), cid)? {
+                    return Ok(m.cfg.mount_point.join(found));
                 }
             }
             return Err(Error::NotFound(backend_path.to_path_buf()));
@@ -183,24 +191,28 @@ pub fn reverse_query(plfs: &Plfs, backend_path: &Path) -> Result<PathBuf> {
     )))
 }
 
-/// Searches a backend tree for the container whose `meta/` holds `cid_name`.
-fn find_cid(dir: &Path, cid_name: &str) -> Result<Option<PathBuf>> {
-    for n in sys::read_dir_opt(dir)? {
-        let p = dir.join(&n);
+/// Searches a backend tree for the container whose id is `cid`; returns its path relative to
+/// the backend root.
+fn find_cid(root: &Dir, rel: &Path, cid: u128) -> Result<Option<PathBuf>> {
+    let Some(dir) = root.open_dir_beneath_opt(rel)? else {
+        return Ok(None);
+    };
+    for n in dir.list()? {
         if n.as_bytes() == format::SHADOW_ROOT.as_bytes() {
             continue;
         }
-        match sys::lstat_opt(&p)? {
-            Some(st) if sys::FileType::from_raw_mode(st.st_mode) == sys::FileType::Directory => {
-                if sys::lstat_opt(&p.join(format::MARKER_NAME))?.is_some() {
-                    if sys::lstat_opt(&p.join(format::META_DIR).join(cid_name))?.is_some() {
-                        return Ok(Some(p));
-                    }
-                } else if let Some(f) = find_cid(&p, cid_name)? {
-                    return Ok(Some(f));
-                }
+        let Some(st) = dir.stat_opt(&n)? else { continue };
+        if !sys::is_dir(&st) {
+            continue;
+        }
+        let sub = rel.join(&n);
+        let d = dir.open_dir(&n)?;
+        if d.stat_opt(format::MARKER_NAME)?.is_some() {
+            if crate::container::cid_of(&d).is_ok_and(|c| c == cid) {
+                return Ok(Some(sub));
             }
-            _ => {}
+        } else if let Some(f) = find_cid(root, &sub, cid)? {
+            return Ok(Some(f));
         }
     }
     Ok(None)
@@ -222,9 +234,9 @@ pub struct FlattenReport {
 pub fn flatten(plfs: &Plfs, path: &Path) -> Result<FlattenReport> {
     let loc = plfs.resolve(path)?;
     let c = plfs.container(path)?;
-    let sig = flat::signature(&c.list_meta()?).ok_or_else(|| {
+    let sig = format::flat::signature(&c.list_meta()?).ok_or_else(|| {
         Error::errno(
-            rustix::io::Errno::BUSY,
+            Errno::BUSY,
             format!(
                 "{}: open for writing; flatten it after the writers close",
                 loc.logical.display()
@@ -233,24 +245,32 @@ pub fn flatten(plfs: &Plfs, path: &Path) -> Result<FlattenReport> {
     })?;
     let mut s = IndexState::empty(1);
     s.refresh(&c)?;
-    if flat::signature(&c.list_meta()?) != Some(sig) {
+    if format::flat::signature(&c.list_meta()?) != Some(sig) {
         return Err(Error::errno(
-            rustix::io::Errno::BUSY,
+            Errno::BUSY,
             format!("{}: changed while flattening; try again", loc.logical.display()),
         ));
     }
     let f = s.to_flat(&c, &loc.logical, sig);
-    let out = c.current_path().join(FLAT_NAME);
-    sys::write_atomic(&out, &f.encode(), 0o644)?;
+    c.dir.write_atomic(FLAT_NAME, &f.encode(), 0o644)?;
     Ok(FlattenReport {
         extents: f.pieces.len() + f.patterns.len(),
         chunks: f.chunks.len(),
-        path: out,
+        path: c.dir.sub(FLAT_NAME),
     })
 }
 
 /// The format version a file was written with (from its marker).
 pub fn file_version(plfs: &Plfs, path: &Path) -> Result<u32> {
-    let c: Container = plfs.container(path)?;
-    c.read_marker().map(|m| m.version)
+    plfs.container(path)?.read_marker().map(|m| m.version)
+}
+
+/// The marker of a file's container (its format version, id and creation time).
+pub fn marker(plfs: &Plfs, path: &Path) -> Result<format::Marker> {
+    plfs.container(path)?.read_marker()
+}
+
+/// The metadata droppings of a file's container (`meta/`).
+pub fn droppings(plfs: &Plfs, path: &Path) -> Result<Vec<MetaDropping>> {
+    plfs.container(path)?.list_meta()
 }

@@ -359,7 +359,7 @@ fn bad_marker_magic() {
         Err(e) => assert!(e.contains(".plfscontainer"), "error does not name the marker: {e}"),
     }
     // The fsck-style check must notice it.
-    let err = fx.plfs().container(&fx.path("f")).unwrap().read_marker().unwrap_err();
+    let err = plfs_core::tools::marker(&fx.plfs(), &fx.path("f")).unwrap_err();
     assert!(err.to_string().contains(".plfscontainer"), "{err}");
     assert_eq!(err.raw_errno(), 5, "EIO");
 }

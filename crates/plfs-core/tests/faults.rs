@@ -499,7 +499,7 @@ mod fuzz {
         let _ = format::decode_records(b);
         let _ = LogHeader::decode(p, b, format::INDEX_MAGIC);
         let _ = Marker::decode(p, b);
-        let _ = plfs_core::flat::Flat::decode(p, b);
+        let _ = plfs_core::format::flat::Flat::decode(p, b);
         let s = String::from_utf8_lossy(b);
         let _ = MetaDropping::parse(&s);
         let _ = format::parse_log_name(&s);

@@ -371,7 +371,7 @@ fn wait_for_line(r: &mut impl BufRead, key: &str) {
 }
 
 fn meta_fast_size(p: &Plfs, path: &Path) -> Option<(u64, u64)> {
-    plfs_core::container::fast_size(&p.container(path).unwrap().list_meta().unwrap())
+    plfs_core::format::fast_size(&plfs_core::tools::droppings(p, path).unwrap())
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 
 use common::{assert_bytes_eq, assert_errno, get, pattern, put, ro, wo_create, Fixture};
 use plfs_core::config::GlobalParams;
-use plfs_core::fs::DirEntry;
+use plfs_core::DirEntry;
 use plfs_core::{FileKind, OpenFlags, Plfs};
 use rustix::io::Errno;
 use std::ffi::OsString;

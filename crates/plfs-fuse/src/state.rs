@@ -8,7 +8,7 @@
 use crate::attr::{self, errno, file_attr};
 use crate::inodes::{Inodes, ROOT};
 use fuser::{Errno, FileHandle, INodeNo, Request, TimeOrNow};
-use plfs_core::fs::DirEntry;
+use plfs_core::DirEntry;
 use plfs_core::{FileKind, OpenFile, Plfs, Stat};
 use std::collections::HashMap;
 use std::ffi::OsStr;

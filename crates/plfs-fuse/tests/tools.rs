@@ -145,14 +145,15 @@ fn errors_map_to_errno_and_the_daemon_survives() {
 
     // A corrupt container: reads fail with EIO, everything else keeps working.
     std::fs::write(m.p("c"), pattern(2, 100_000)).unwrap();
-    // Remove its container id dropping: the core reports the container as corrupt.
-    let cid: Vec<_> = m
-        .backend_files("cid.")
+    // Replace its marker by a directory: the core reports the container as corrupt.
+    let marker: Vec<_> = m
+        .backend_files(".plfscontainer")
         .into_iter()
         .filter(|p| p.to_string_lossy().contains("/c/"))
         .collect();
-    assert_eq!(cid.len(), 1);
-    std::fs::remove_file(&cid[0]).unwrap();
+    assert_eq!(marker.len(), 1);
+    std::fs::remove_file(&marker[0]).unwrap();
+    std::fs::create_dir(&marker[0]).unwrap();
     // Wait for the kernel's attribute cache (1 s) so the open re-reads the container.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let r = std::fs::read(m.p("c"));

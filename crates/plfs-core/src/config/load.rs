@@ -1,38 +1,39 @@
 //! The plfsrc loader: reads a file and its includes, checks every key and value, and builds a
 //! [`Config`](super::Config), with errors that name the file, line and key.
 
+use super::values::*;
 use super::*;
 
 /// One file read.
-struct Source {
-    path: PathBuf,
-    text: String,
-    ident: Ident,
+pub(super) struct Source {
+    pub(super) path: PathBuf,
+    pub(super) text: String,
+    pub(super) ident: Ident,
 }
 
 /// Where a mount point was defined, for messages about it found later.
-struct MountOrigin {
-    src: usize,
+pub(super) struct MountOrigin {
+    pub(super) src: usize,
     /// Steps to the `mount_point` value.
-    mount_point: Vec<Step>,
+    pub(super) mount_point: Vec<Step>,
     /// Steps to each backend's location (parallel to `MountConfig::backends`).
-    locations: Vec<Vec<Step>>,
+    pub(super) locations: Vec<Vec<Step>>,
 }
 
 /// Accumulates the files of one configuration (the top-level file and its includes).
 #[derive(Default)]
 pub(super) struct Loader {
-    sources: Vec<Source>,
+    pub(super) sources: Vec<Source>,
     /// Indices into `sources` of the files being parsed (the include chain).
-    stack: Vec<usize>,
-    global: GlobalParams,
-    mounts: Vec<(MountConfig, MountOrigin)>,
-    warnings: Vec<String>,
+    pub(super) stack: Vec<usize>,
+    pub(super) global: GlobalParams,
+    pub(super) mounts: Vec<(MountConfig, MountOrigin)>,
+    pub(super) warnings: Vec<String>,
 }
 
 impl Loader {
     /// `FILE: line N` (or just `FILE` when the node's line cannot be determined).
-    fn at(&self, src: usize, steps: &[Step]) -> String {
+    pub(super) fn at(&self, src: usize, steps: &[Step]) -> String {
         let Some(s) = self.sources.get(src) else {
             return String::from("<unknown file>");
         };
@@ -42,11 +43,11 @@ impl Loader {
         }
     }
 
-    fn err(&self, src: usize, steps: &[Step], msg: impl std::fmt::Display) -> Error {
+    pub(super) fn err(&self, src: usize, steps: &[Step], msg: impl std::fmt::Display) -> Error {
         Error::Config(format!("{}: {}", self.at(src, steps), msg))
     }
 
-    fn warn(&mut self, src: usize, steps: &[Step], msg: impl std::fmt::Display) {
+    pub(super) fn warn(&mut self, src: usize, steps: &[Step], msg: impl std::fmt::Display) {
         let w = format!("{}: {}", self.at(src, steps), msg);
         self.warnings.push(w);
     }
@@ -80,7 +81,7 @@ impl Loader {
         r
     }
 
-    fn parse_entries(&mut self, src: usize, depth: usize) -> Result<()> {
+    pub(super) fn parse_entries(&mut self, src: usize, depth: usize) -> Result<()> {
         let path = self.sources[src].path.display().to_string();
         let text = &self.sources[src].text;
         if text.trim().is_empty() {
@@ -119,7 +120,7 @@ impl Loader {
         Ok(())
     }
 
-    fn parse_entry(&mut self, src: usize, i: usize, entry: &Value, depth: usize) -> Result<()> {
+    pub(super) fn parse_entry(&mut self, src: usize, i: usize, entry: &Value, depth: usize) -> Result<()> {
         let Value::Mapping(map) = entry else {
             return Err(self.err(
                 src,
@@ -167,7 +168,7 @@ impl Loader {
 
     // ---- global_params ----------------------------------------------------------------------
 
-    fn global_entry(&mut self, src: usize, i: usize, keys: &[(&str, &Value)]) -> Result<()> {
+    pub(super) fn global_entry(&mut self, src: usize, i: usize, keys: &[(&str, &Value)]) -> Result<()> {
         // Parameters may follow `global_params:` at the same indentation (the original PLFS 2.5
         // layout, where global_params has no value) or be nested under it.
         let mut params: Vec<(&str, &Value, Vec<Step>)> = Vec::new();
@@ -218,7 +219,7 @@ impl Loader {
         Ok(())
     }
 
-    fn global_param(&mut self, src: usize, base: &[Step], k: &str, v: &Value) -> Result<()> {
+    pub(super) fn global_param(&mut self, src: usize, base: &[Step], k: &str, v: &Value) -> Result<()> {
         let vs = with(base, val(k));
         match k {
             "num_hostdirs" => self.global.num_hostdirs = self.uint(src, &vs, k, v, 1, 1024)? as u32,
@@ -265,7 +266,7 @@ impl Loader {
     }
 
     /// An unsigned integer in `lo..=hi` (a quoted number is accepted too, as the original did).
-    fn uint(&self, src: usize, vs: &[Step], k: &str, v: &Value, lo: u64, hi: u64) -> Result<u64> {
+    pub(super) fn uint(&self, src: usize, vs: &[Step], k: &str, v: &Value, lo: u64, hi: u64) -> Result<u64> {
         let n: Option<i128> = match v {
             Value::Number(n) => n.as_u64().map(i128::from).or_else(|| n.as_i64().map(i128::from)),
             Value::String(s) => s.trim().parse::<i128>().ok(),
@@ -291,7 +292,7 @@ impl Loader {
     }
 
     /// A boolean: true/false, yes/no, on/off, y/n (any case), or 0/1.
-    fn boolean(&self, src: usize, vs: &[Step], k: &str, v: &Value) -> Result<bool> {
+    pub(super) fn boolean(&self, src: usize, vs: &[Step], k: &str, v: &Value) -> Result<bool> {
         let b = match v {
             Value::Bool(b) => Some(*b),
             Value::Number(n) => match n.as_u64() {
@@ -317,7 +318,7 @@ impl Loader {
 
     // ---- include ----------------------------------------------------------------------------
 
-    fn include_entry(&mut self, src: usize, i: usize, keys: &[(&str, &Value)], depth: usize) -> Result<()> {
+    pub(super) fn include_entry(&mut self, src: usize, i: usize, keys: &[(&str, &Value)], depth: usize) -> Result<()> {
         if let Some((k, _)) = keys.iter().find(|(k, _)| *k != "include") {
             return Err(self.err(
                 src,
@@ -364,7 +365,7 @@ impl Loader {
         Ok(())
     }
 
-    fn include_one(&mut self, src: usize, st: &[Step], name: &str, depth: usize) -> Result<()> {
+    pub(super) fn include_one(&mut self, src: usize, st: &[Step], name: &str, depth: usize) -> Result<()> {
         if name.is_empty() {
             return Err(self.err(src, st, "include: empty file name"));
         }
@@ -410,247 +411,6 @@ impl Loader {
             ));
         }
         self.parse_bytes(&target, &bytes, ident, depth + 1)
-    }
-
-    // ---- mount_point ------------------------------------------------------------------------
-
-    fn mount_entry(&mut self, src: usize, i: usize, keys: &[(&str, &Value)]) -> Result<()> {
-        let mps = vec![idx(i), val("mount_point")];
-        let mp_val = keys
-            .iter()
-            .find(|(k, _)| *k == "mount_point")
-            .map(|(_, v)| *v)
-            .unwrap_or(&Value::Null);
-        let mount_point = match mp_val.as_str() {
-            Some(s) => abs_path(s).map_err(|m| self.err(src, &mps, format!("mount_point: {m}")))?,
-            None => {
-                return Err(self.err(
-                    src,
-                    &mps,
-                    format!("mount_point: expected an absolute path, found {}", describe(mp_val)),
-                ))
-            }
-        };
-        let mpd = mount_point.display().to_string();
-        let mut workload = Workload::SharedFile;
-        let mut backends = None;
-        for &(k, v) in keys {
-            match k {
-                "mount_point" => {}
-                "workload" => workload = self.workload(src, &[idx(i), val(k)], v)?,
-                "backends" => backends = Some(self.backends(src, i, v)?),
-                _ if IGNORED_MOUNT_KEYS.contains(&k) => self.warn(
-                    src,
-                    &[idx(i), key(k)],
-                    format!("{k}: accepted for compatibility, has no effect"),
-                ),
-                _ => {
-                    return Err(self.err(
-                        src,
-                        &[idx(i), key(k)],
-                        format!("unknown key \"{k}\" in mount_point {mpd}"),
-                    ))
-                }
-            }
-        }
-        let Some((backends, locations)) = backends else {
-            return Err(self.err(
-                src,
-                &[idx(i), key("mount_point")],
-                format!("mount_point {mpd}: missing required key \"backends\""),
-            ));
-        };
-        // Checks within the mount point.
-        for (b, spec) in backends.iter().enumerate() {
-            for prev in &backends[..b] {
-                let loc = spec.location.display();
-                if spec.location == prev.location {
-                    return Err(self.err(
-                        src,
-                        &locations[b],
-                        format!("location: {loc} is listed twice in the backends of mount_point {mpd}"),
-                    ));
-                }
-                if spec.location.starts_with(&prev.location) || prev.location.starts_with(&spec.location) {
-                    return Err(self.err(
-                        src,
-                        &locations[b],
-                        format!(
-                            "location: {loc} and {} overlap (one is inside the other) in the backends of \
-                             mount_point {mpd}; backends must be disjoint",
-                            prev.location.display()
-                        ),
-                    ));
-                }
-            }
-        }
-        let bs = [idx(i), key("backends")];
-        if backends.iter().all(|b| b.role == BackendRole::Shadow) {
-            return Err(self.err(
-                src,
-                &bs,
-                format!(
-                    "backends: every backend of mount_point {mpd} is type: shadow; at least one must be \
-                     canonical (type: canonical or no type)"
-                ),
-            ));
-        }
-        if backends.iter().all(|b| b.role == BackendRole::Canonical) {
-            return Err(self.err(
-                src,
-                &bs,
-                format!(
-                    "backends: every backend of mount_point {mpd} is type: canonical; writers need at least \
-                     one shadow backend (type: shadow or no type)"
-                ),
-            ));
-        }
-        let mount = MountConfig {
-            mount_point,
-            workload,
-            backends,
-        };
-        self.mounts.push((
-            mount,
-            MountOrigin {
-                src,
-                mount_point: mps,
-                locations,
-            },
-        ));
-        Ok(())
-    }
-
-    fn workload(&self, src: usize, vs: &[Step], v: &Value) -> Result<Workload> {
-        let Some(s) = v.as_str() else {
-            return Err(self.err(
-                src,
-                vs,
-                format!("workload: expected shared_file, found {}", describe(v)),
-            ));
-        };
-        match s.trim().to_ascii_lowercase().as_str() {
-            "shared_file" | "n-1" | "n-1:byterange" => Ok(Workload::SharedFile),
-            "file_per_proc" | "n-n" => Ok(Workload::FilePerProc),
-            "small_file" | "1-n" => Ok(Workload::SmallFile),
-            _ => Err(self.err(
-                src,
-                vs,
-                format!("workload: unknown workload \"{s}\" (expected shared_file/n-1, file_per_proc/n-n or small_file/1-n)"),
-            )),
-        }
-    }
-
-    /// Parses `backends:`, returning the specs and the steps to each location.
-    fn backends(&self, src: usize, i: usize, v: &Value) -> Result<(Vec<BackendSpec>, Vec<Steps>)> {
-        let bs = vec![idx(i), val("backends")];
-        let mut specs = Vec::new();
-        let mut steps = Vec::new();
-        match v {
-            // The older form: a comma-separated list of directories.
-            Value::String(s) => {
-                for part in s.split(',') {
-                    let part = part.trim();
-                    if part.is_empty() {
-                        return Err(self.err(src, &bs, format!("backends: empty location in \"{s}\"")));
-                    }
-                    let location = location(part).map_err(|m| self.err(src, &bs, format!("backends: {m}")))?;
-                    specs.push(BackendSpec {
-                        location,
-                        role: BackendRole::Both,
-                    });
-                    steps.push(bs.clone());
-                }
-            }
-            Value::Sequence(seq) => {
-                for (j, el) in seq.iter().enumerate() {
-                    let es = with(&bs, idx(j));
-                    let (spec, ls) = self.backend(src, &es, el)?;
-                    specs.push(spec);
-                    steps.push(ls);
-                }
-            }
-            Value::Null => {}
-            other => {
-                return Err(self.err(
-                    src,
-                    &bs,
-                    format!(
-                        "backends: expected a list of \"- location: <dir>\" entries, found {}",
-                        describe(other)
-                    ),
-                ))
-            }
-        }
-        if specs.is_empty() {
-            return Err(self.err(src, &bs, "backends: no locations listed; at least one is required"));
-        }
-        Ok((specs, steps))
-    }
-
-    fn backend(&self, src: usize, es: &[Step], el: &Value) -> Result<(BackendSpec, Vec<Step>)> {
-        match el {
-            Value::String(s) => {
-                let location = location(s).map_err(|m| self.err(src, es, format!("location: {m}")))?;
-                Ok((
-                    BackendSpec {
-                        location,
-                        role: BackendRole::Both,
-                    },
-                    es.to_vec(),
-                ))
-            }
-            Value::Mapping(m) => {
-                let keys = string_keys(m)
-                    .map_err(|k| self.err(src, es, format!("backends: key {} is not a string", describe(k))))?;
-                let mut loc = None;
-                let mut role = BackendRole::Both;
-                for (k, v) in keys {
-                    let vs = with(es, val(k));
-                    match k {
-                        "location" => {
-                            let Some(s) = v.as_str() else {
-                                return Err(self.err(
-                                    src,
-                                    &vs,
-                                    format!("location: expected a directory, found {}", describe(v)),
-                                ));
-                            };
-                            loc = Some(location(s).map_err(|m| self.err(src, &vs, format!("location: {m}")))?);
-                        }
-                        "type" => {
-                            role = match v.as_str().map(|s| s.trim().to_ascii_lowercase()).as_deref() {
-                                Some("canonical") => BackendRole::Canonical,
-                                Some("shadow") => BackendRole::Shadow,
-                                _ => {
-                                    return Err(self.err(
-                                        src,
-                                        &vs,
-                                        format!("type: expected canonical or shadow, found {}", describe(v)),
-                                    ))
-                                }
-                            }
-                        }
-                        _ => {
-                            return Err(self.err(
-                                src,
-                                &with(es, key(k)),
-                                format!("unknown key \"{k}\" in backends entry (expected location and type)"),
-                            ))
-                        }
-                    }
-                }
-                match loc {
-                    Some(location) => Ok((BackendSpec { location, role }, with(es, val("location")))),
-                    None => Err(self.err(src, es, "backends: entry has no \"location\" key")),
-                }
-            }
-            other => Err(self.err(
-                src,
-                es,
-                format!("backends: expected \"- location: <dir>\", found {}", describe(other)),
-            )),
-        }
     }
 
     // ---- whole-configuration checks ---------------------------------------------------------
@@ -733,112 +493,4 @@ impl Loader {
             warnings: self.warnings,
         })
     }
-}
-
-/// The string keys of a mapping, in order; Err with the first non-string key.
-fn string_keys(m: &serde_yaml::Mapping) -> std::result::Result<Vec<(&str, &Value)>, &Value> {
-    m.iter().map(|(k, v)| k.as_str().map(|s| (s, v)).ok_or(k)).collect()
-}
-
-/// A short description of a value for messages.
-fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "nothing (an empty value)".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => format!("{s:?}"),
-        Value::Sequence(_) => "a list".into(),
-        Value::Mapping(_) => "a mapping".into(),
-        Value::Tagged(t) => format!("a value tagged {}", t.tag),
-    }
-}
-
-/// Formats a YAML syntax error with the file and line.
-fn yaml_error(path: &str, e: &serde_yaml::Error) -> Error {
-    let mut msg = e.to_string();
-    let Some(loc) = e.location() else {
-        return Error::Config(format!("{path}: invalid YAML: {msg}"));
-    };
-    let suffix = format!(" at line {} column {}", loc.line(), loc.column());
-    if let Some(p) = msg.find(&suffix) {
-        msg.replace_range(p..p + suffix.len(), "");
-    }
-    // serde's path to the node (".[2].global_params.num_hostdirs: ..."): keep the key names, drop
-    // the entry index (the line says where the entry is).
-    if msg.starts_with(['.', '[']) {
-        if let Some(p) = msg.find(": ").filter(|&p| !msg[..p].contains(' ')) {
-            let path = msg[..p].trim_start_matches('.');
-            let path = match path.strip_prefix('[').and_then(|r| r.split_once(']')) {
-                Some((n, rest)) if n.bytes().all(|b| b.is_ascii_digit()) => rest.trim_start_matches('.'),
-                _ => path,
-            };
-            let rest = msg[p + 2..].to_string();
-            msg = if path.is_empty() {
-                rest
-            } else {
-                format!("{path}: {rest}")
-            };
-        }
-    }
-    if let Some(rest) = msg.strip_prefix("duplicate entry with key ") {
-        msg = format!("duplicate key {rest} in the mapping that starts on this line");
-    }
-    if msg.contains("cannot start any token") || msg.contains("tab character") {
-        msg.push_str(" (tabs cannot be used for indentation in YAML)");
-    }
-    Error::Config(format!(
-        "{path}: line {}: invalid YAML (column {}): {msg}",
-        loc.line(),
-        loc.column()
-    ))
-}
-
-/// Expands a leading `~` or `~/` with `$HOME`.
-fn expand_tilde(s: &str) -> std::result::Result<PathBuf, String> {
-    if s != "~" && !s.starts_with("~/") {
-        return Ok(PathBuf::from(s));
-    }
-    let Some(mut home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else {
-        return Err(format!("{s:?} starts with ~ but $HOME is not set"));
-    };
-    if let Some(rest) = s.strip_prefix("~/") {
-        home.push("/");
-        home.push(rest);
-    }
-    Ok(PathBuf::from(home))
-}
-
-/// An absolute path (after `~` expansion), lexically normalised.
-fn abs_path(s: &str) -> std::result::Result<PathBuf, String> {
-    if s.is_empty() {
-        return Err("empty path; expected an absolute path".into());
-    }
-    let p = expand_tilde(s)?;
-    normalize_path(&p).ok_or_else(|| format!("{s:?} is not an absolute path"))
-}
-
-/// A backend location: `posix://` / `posix:` prefixes are stripped, other URL-like schemes are
-/// rejected, and the rest must be an absolute directory.
-fn location(raw: &str) -> std::result::Result<PathBuf, String> {
-    let rest = if let Some(r) = raw.strip_prefix("posix://") {
-        r
-    } else if let Some(r) = raw.strip_prefix("posix:") {
-        r
-    } else {
-        if let Some((scheme, _)) = raw.split_once(':') {
-            let scheme_like = !scheme.is_empty()
-                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-                && scheme
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-            if scheme_like {
-                return Err(format!(
-                    "backend type \"{scheme}\" (in {raw:?}) is not supported; only POSIX directories \
-                     (a plain path, posix:// or posix:) are"
-                ));
-            }
-        }
-        raw
-    };
-    abs_path(rest).map_err(|m| if rest == raw { m } else { format!("{m} (in {raw:?})") })
 }

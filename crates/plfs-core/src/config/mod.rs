@@ -10,6 +10,7 @@
 //! `/etc/plfsrc: line 4: unknown key "num_hostdir" in global_params`.
 
 use crate::error::{Error, Result};
+use crate::sys;
 use serde_yaml::Value;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -180,7 +181,7 @@ impl Config {
     /// Parses plfsrc text as if it had been read from the file `name` (used in messages; relative
     /// `include:` paths are resolved against `name`'s directory).
     pub fn from_str(text: &str, name: &Path) -> Result<Config> {
-        let ident = match rustix::fs::stat(name) {
+        let ident = match sys::stat_follow(name) {
             Ok(st) => Ident::from_stat(&st),
             Err(_) => Ident::Path(normalize_path(name).unwrap_or_else(|| name.to_path_buf())),
         };
@@ -259,7 +260,7 @@ pub fn normalize_path(p: &Path) -> Option<PathBuf> {
 fn load_from(plfsrc: Option<OsString>, home: Option<OsString>, etc: &Path) -> Result<Config> {
     if let Some(p) = plfsrc.filter(|p| !p.is_empty()) {
         let path = PathBuf::from(p);
-        return match rustix::fs::stat(&path) {
+        return match sys::stat_follow(&path) {
             Ok(_) => Config::from_file(&path),
             Err(e) => Err(Error::Config(format!(
                 "{} (from $PLFSRC): cannot read: {}",
@@ -274,7 +275,7 @@ fn load_from(plfsrc: Option<OsString>, home: Option<OsString>, etc: &Path) -> Re
     }
     candidates.push(etc.to_path_buf());
     for path in candidates {
-        match rustix::fs::stat(&path) {
+        match sys::stat_follow(&path) {
             Ok(_) => return Config::from_file(&path),
             Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => continue,
             Err(e) => return Err(Error::Config(format!("{}: cannot stat: {}", path.display(), e))),
@@ -294,41 +295,15 @@ enum Ident {
 
 impl Ident {
     #[allow(clippy::unnecessary_cast)]
-    fn from_stat(st: &rustix::fs::Stat) -> Ident {
+    fn from_stat(st: &sys::RawStat) -> Ident {
         Ident::Inode(st.st_dev as u64, st.st_ino as u64)
     }
 }
 
 /// Reads a whole file with raw system calls (never std::fs or libc stdio).
 fn read_file(path: &Path) -> std::result::Result<(Vec<u8>, Ident), rustix::io::Errno> {
-    use rustix::fs::{Mode, OFlags};
-    use rustix::io::Errno;
-    let fd = loop {
-        match rustix::fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) {
-            Err(Errno::INTR) => continue,
-            r => break r?,
-        }
-    };
-    let st = rustix::fs::fstat(&fd)?;
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory {
-        return Err(Errno::ISDIR);
-    }
-    let mut out = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match rustix::io::read(&fd, &mut buf[..]) {
-            Ok(0) => break,
-            Ok(n) => {
-                out.extend_from_slice(&buf[..n.min(buf.len())]);
-                if out.len() > MAX_FILE_BYTES {
-                    return Err(Errno::FBIG);
-                }
-            }
-            Err(Errno::INTR) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok((out, Ident::from_stat(&st)))
+    let (bytes, st) = sys::read_config_file(path, MAX_FILE_BYTES)?;
+    Ok((bytes, Ident::from_stat(&st)))
 }
 
 /// A path from a file's root node to one node (see [`Step`]).
@@ -363,7 +338,9 @@ fn with(base: &[Step], s: Step) -> Vec<Step> {
 
 mod load;
 mod locate;
+mod mounts;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use load::*;

@@ -2,113 +2,34 @@
 //! and on shadow backends), and the consistency between what the droppings say and what the
 //! index logs hold. Repairs follow the invariant in the parent module.
 
+use super::debris;
+use super::droppings::check_droppings;
+use super::index_log::{fix_index_log, scan_index};
 use super::liveness::{writer_liveness, Liveness};
-use super::{repair_step, Kind, Options, Repair, Report};
-use crate::container::{list_fd, Container};
-use crate::error::{Error, Result};
-use crate::format::{self, LogHeader, MetaDropping, WriteRecord};
-use crate::fs::Mount;
-use crate::sys;
-use rustix::fd::OwnedFd;
-use rustix::fs::{AtFlags, OFlags};
+use super::report::{repair_step, Kind, Options, Repair, Report};
+use super::writer::{LogFile, WriterState};
+use crate::container::Container;
+use crate::error::Result;
+use crate::format::{self, LogHeader, MetaDropping};
+use crate::mount::Mount;
+use crate::sys::{self, Access, Dir, TimeSpec};
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// An index or data log found in a hostdir.
-#[derive(Debug, Clone)]
-pub(super) struct LogFile {
-    pub path: PathBuf,
-    pub size: u64,
-}
-
-/// What one writer left in the container.
-#[derive(Debug, Default)]
-struct WriterState {
-    pid: u32,
-    host: String,
-    index: Option<LogFile>,
-    data: Option<LogFile>,
-    opens: Vec<MetaDropping>,
-    closes: Vec<MetaDropping>,
-}
-
-/// A decoded index log.
-#[derive(Debug)]
-pub(super) struct IndexScan {
-    /// The header, or why it is unusable (`None` when the file is shorter than a header).
-    pub header: Option<std::result::Result<LogHeader, String>>,
-    pub records: Vec<WriteRecord>,
-    /// File offset just past the last valid record.
-    pub valid_end: u64,
-    pub tail_error: Option<String>,
-    /// For a bad (not torn) tail: whether a valid record follows the bad one.
-    pub resyncs: bool,
-}
-
-/// Reads and decodes a whole index log.
-pub(super) fn scan_index(path: &Path) -> Result<IndexScan> {
-    let bytes = sys::read_file(path)?;
-    let hl = format::INDEX_HEADER_LEN;
-    if bytes.len() < hl {
-        return Ok(IndexScan {
-            header: None,
-            records: Vec::new(),
-            valid_end: 0,
-            tail_error: None,
-            resyncs: false,
-        });
-    }
-    let header = LogHeader::decode(path, &bytes, format::INDEX_MAGIC).map_err(|e| e.to_string());
-    let mut dec = format::decode_records(&bytes[hl..]);
-    // A pattern record stands for a run of writes: fsck reasons about the writes themselves.
-    for p in std::mem::take(&mut dec.patterns) {
-        for (i, ts) in p.ts.iter().enumerate() {
-            let i = i as u64;
-            dec.records.push(WriteRecord {
-                logical_off: p.logical_start + i * p.stride,
-                length: p.length,
-                physical_off: p.physical_start + i * p.length,
-                ts: *ts,
-                data_crc: 0,
-            });
-        }
-    }
-    let resyncs = match &dec.tail_error {
-        Some(e) if !e.starts_with("torn") => {
-            let rest = &bytes[hl + dec.valid_len..];
-            (1..rest.len()).any(|i| {
-                let d = format::decode_records(&rest[i..]);
-                !d.records.is_empty() || !d.patterns.is_empty()
-            })
-        }
-        _ => false,
-    };
-    Ok(IndexScan {
-        header: Some(header),
-        records: dec.records,
-        valid_end: (hl + dec.valid_len) as u64,
-        tail_error: dec.tail_error,
-        resyncs,
-    })
-}
-
-/// Opens the container directory at `path` and builds a [`Container`] for it without
-/// requiring a `cid` dropping (which fsck may have to restore).
-pub(super) fn check(mount: &Arc<Mount>, backend: usize, path: &Path, opts: &Options, rep: &mut Report) -> Result<u128> {
-    let dir = sys::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW, 0)?;
-    let st = sys::fstat(&dir, path)?;
+/// Checks the container in directory `dir` without requiring a `cid` dropping (which fsck may
+/// have to restore).
+pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options, rep: &mut Report) -> Result<u128> {
+    let path = dir.path().to_path_buf();
     rep.containers += 1;
-    let marker_path = path.join(format::MARKER_NAME);
-    let marker = sys::read_file(&marker_path).and_then(|b| format::Marker::decode(&marker_path, &b));
-    let meta_dir = path.join(format::META_DIR);
-    let meta_names = match sys::read_dir(&meta_dir) {
+    let marker_path = dir.sub(format::MARKER_NAME);
+    let marker = crate::container::read_marker(&dir);
+    let meta_dir = dir.sub(format::META_DIR);
+    let meta_names = match dir
+        .open_dir_opt(format::META_DIR)
+        .and_then(|m| m.map_or(Ok(Vec::new()), |m| m.list()))
+    {
         Ok(n) => n,
-        Err(Error::Io {
-            errno: rustix::io::Errno::NOENT,
-            ..
-        }) => Vec::new(),
         Err(e) => {
             rep.push(
                 Kind::Unreadable,
@@ -141,24 +62,18 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, path: &Path, opts: &Opti
             ),
         }
     }
-    let cid = resolve_cid(path, &marker, &cids, opts, rep);
+    let cid = resolve_cid(&dir, &marker, &cids, opts, rep);
     if let Err(e) = &marker {
         let repair = match cid {
             Some(cid) => repair_step(opts, "rewrote the marker from the cid dropping", || {
-                rewrite_marker(&marker_path, cid)
+                rewrite_marker(&dir, cid)
             }),
             None => Repair::Manual("no cid is known either; the container id cannot be restored".into()),
         };
         rep.push(Kind::BadMarker, true, &marker_path, e.to_string(), repair);
     }
-    let c = Container {
-        mount: mount.clone(),
-        backend,
-        path: path.to_path_buf(),
-        dir,
-        cid: cid.unwrap_or(0),
-        ident: (st.st_dev, st.st_ino),
-    };
+    let _ = path;
+    let c = Container::for_fsck(mount, backend, dir, cid.unwrap_or(0))?;
     check_root_entries(&c, opts, rep)?;
     let writers = collect_writers(&c, cid.is_some(), opts, rep)?;
     let has_truncs = droppings.iter().any(|d| matches!(d, MetaDropping::Trunc { .. }));
@@ -179,17 +94,17 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, path: &Path, opts: &Opti
         rep.writers += 1;
         check_writer(&c, *id, w, has_truncs, opts, rep);
     }
-    Ok(c.cid)
+    Ok(cid.unwrap_or(0))
 }
 
 fn resolve_cid(
-    path: &Path,
+    dir: &Dir,
     marker: &Result<format::Marker>,
     cids: &[u128],
     opts: &Options,
     rep: &mut Report,
 ) -> Option<u128> {
-    let meta = path.join(format::META_DIR);
+    let meta = dir.sub(format::META_DIR);
     let mcid = marker.as_ref().ok().map(|m| m.container_id);
     match (cids, mcid) {
         ([c], Some(m)) if *c != m => {
@@ -205,14 +120,16 @@ fn resolve_cid(
         ([c], _) => Some(*c),
         ([], Some(m)) => {
             let repair = repair_step(opts, format!("created meta/cid.{m:032x} from the marker"), || {
-                sys::mkdir_exist_ok(&meta, 0o755)?;
-                sys::touch(&meta.join(format!("cid.{m:032x}")), 0o644)
+                dir.mkdir_ok(format::META_DIR, 0o755)?;
+                dir.open_dir(format::META_DIR)?
+                    .touch(format!("cid.{m:032x}"), 0o644)
+                    .map(drop)
             });
             rep.push(
                 Kind::MissingCid,
                 true,
                 &meta,
-                "no cid dropping: readers cannot open the file".into(),
+                "no cid dropping: only the marker still holds the container id".into(),
                 repair,
             );
             Some(m)
@@ -234,8 +151,9 @@ fn resolve_cid(
                     opts,
                     format!("kept cid.{k:032x} (the marker's), removed the others"),
                     || {
+                        let md = dir.open_dir(format::META_DIR)?;
                         for c in many.iter().filter(|c| **c != k) {
-                            sys::unlink_missing_ok(&meta.join(format!("cid.{c:032x}")))?;
+                            md.unlink_opt(format!("cid.{c:032x}"))?;
                         }
                         Ok(())
                     },
@@ -254,24 +172,24 @@ fn resolve_cid(
     }
 }
 
-/// Rewrites a marker for container id `cid`, keeping the old file's mode, owner and times.
-fn rewrite_marker(path: &Path, cid: u128) -> Result<()> {
-    let old = sys::lstat_opt(path)?;
+/// Rewrites the marker in `dir` for container id `cid`, keeping the old file's mode, owner and
+/// times.
+fn rewrite_marker(dir: &Dir, cid: u128) -> Result<()> {
+    let old = dir.stat_opt(format::MARKER_NAME)?;
     let m = format::Marker {
         version: format::FORMAT_VERSION,
         container_id: cid,
         created_ns: crate::clock::now_ns(),
     };
     let mode = old.as_ref().map_or(0o644, |s| s.st_mode & 0o7777);
-    sys::write_atomic(path, &m.encode(), mode)?;
-    sys::chmod(path, mode)?;
+    dir.write_atomic(format::MARKER_NAME, &m.encode(), mode)?;
+    dir.chmod(format::MARKER_NAME, mode)?;
     if let Some(s) = old {
-        sys::lchown(path, s.st_uid, s.st_gid)?;
-        sys::utimens(
-            path,
-            sys::TimeSpec::At(s.st_atime, s.st_atime_nsec as i64),
-            sys::TimeSpec::At(s.st_mtime, s.st_mtime_nsec as i64),
-            true,
+        dir.chown(format::MARKER_NAME, s.st_uid, s.st_gid)?;
+        dir.set_times(
+            format::MARKER_NAME,
+            TimeSpec::At(s.st_atime, s.st_atime_nsec as i64),
+            TimeSpec::At(s.st_mtime, s.st_mtime_nsec as i64),
         )?;
     }
     Ok(())
@@ -279,15 +197,14 @@ fn rewrite_marker(path: &Path, cid: u128) -> Result<()> {
 
 /// Entries at the container's top level: debris and unknown files, and the flattened index.
 fn check_root_entries(c: &Container, opts: &Options, rep: &mut Report) -> Result<()> {
-    for n in list_fd(&c.dir, &c.path)? {
+    for n in c.dir.list()? {
         let b = n.as_bytes();
-        let p = c.path.join(&n);
+        let p = c.dir.sub(&n);
         if b == format::MARKER_NAME.as_bytes() || b == format::META_DIR.as_bytes() {
             continue;
         }
         if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
-            let is_dir = sys::lstat_opt(&p)?
-                .is_some_and(|s| sys::FileType::from_raw_mode(s.st_mode) == sys::FileType::Directory);
+            let is_dir = c.dir.stat_opt(&n)?.is_some_and(|s| sys::is_dir(&s));
             if !is_dir {
                 rep.push(
                     Kind::UnknownFile,
@@ -297,16 +214,20 @@ fn check_root_entries(c: &Container, opts: &Options, rep: &mut Report) -> Result
                     Repair::None,
                 );
             }
-        } else if b == crate::index::FLAT_NAME.as_bytes() {
-            let r = sys::read_file(&p).and_then(|bytes| crate::flat::Flat::decode(&p, &bytes).map(drop));
+        } else if b == format::FLAT_NAME.as_bytes() {
+            let r = c
+                .dir
+                .open_file(&n, Access::Read)
+                .and_then(|f| f.read_from(0))
+                .and_then(|bytes| format::flat::Flat::decode(&p, &bytes).map(drop));
             if let Err(e) = r {
                 let repair = repair_step(opts, "removed it (a cache: readers rebuild from the logs)", || {
-                    sys::unlink_missing_ok(&p)
+                    c.dir.unlink_opt(&n).map(drop)
                 });
                 rep.push(Kind::BadFlatIndex, true, &p, e.to_string(), repair);
             }
         } else if b.starts_with(format::TMP_PREFIX.as_bytes()) {
-            super::walk::tmp_debris(&p, opts, rep)?;
+            debris::tmp_debris(&c.dir, &n, opts, rep)?;
         } else {
             rep.push(
                 Kind::UnknownFile,
@@ -328,35 +249,34 @@ fn collect_writers(
     rep: &mut Report,
 ) -> Result<BTreeMap<u64, WriterState>> {
     let mut out: BTreeMap<u64, WriterState> = BTreeMap::new();
-    let mut dirs: Vec<(PathBuf, OwnedFd)> = if have_cid {
-        c.hostdirs()?
-    } else {
+    let in_container = || -> Result<Vec<Dir>> {
         // Without a cid only the hostdirs inside the container can be found.
         let mut v = Vec::new();
-        for n in list_fd(&c.dir, &c.path)? {
+        for n in c.dir.list()? {
             if n.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
-                let p = c.path.join(&n);
-                if let Ok(fd) = sys::open(&p, OFlags::RDONLY | OFlags::DIRECTORY, 0) {
-                    v.push((p, fd));
+                if let Ok(Some(d)) = c.dir.open_dir_opt(&n) {
+                    v.push(d);
                 }
             }
         }
-        v
+        Ok(v)
     };
+    let mut dirs: Vec<Dir> = if have_cid { c.hostdirs()? } else { in_container()? };
     if have_cid {
-        super::walk::stranded_shadow(c, &dirs, opts, rep)?;
+        debris::stranded_shadow(c, &dirs, opts, rep)?;
         if opts.repair {
             dirs = c.hostdirs()?;
         }
     }
-    for (dpath, fd) in &dirs {
-        let names = match list_fd(fd, dpath) {
+    for d in dirs {
+        let d = Arc::new(d);
+        let names = match d.list() {
             Ok(n) => n,
             Err(e) => {
                 rep.push(
                     Kind::Unreadable,
                     true,
-                    dpath,
+                    d.path(),
                     e.to_string(),
                     Repair::Manual("check permissions".into()),
                 );
@@ -364,11 +284,11 @@ fn collect_writers(
             }
         };
         for n in names {
-            let p = dpath.join(&n);
+            let p = d.sub(&n);
             let name = n.to_string_lossy();
             if let Some(info) = format::parse_log_name(&name) {
-                let size = match rustix::fs::statat(fd, n.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) => st.st_size as u64,
+                let st = match d.stat(&n) {
+                    Ok(st) => st,
                     Err(e) => {
                         rep.push(
                             Kind::Unreadable,
@@ -383,14 +303,21 @@ fn collect_writers(
                 let w = out.entry(info.writer_id).or_default();
                 w.pid = info.pid;
                 w.host = info.host;
-                let lf = Some(LogFile { path: p, size });
+                let lf = Some(LogFile {
+                    dir: d.clone(),
+                    name: n.clone(),
+                    path: p,
+                    size: st.st_size.max(0) as u64,
+                    ident: (st.st_dev, st.st_ino),
+                    mtime_ns: sys::mtime_ns(&st),
+                });
                 if info.is_index {
                     w.index = lf;
                 } else {
                     w.data = lf;
                 }
             } else if name.starts_with(format::TMP_PREFIX) {
-                super::walk::tmp_debris(&p, opts, rep)?;
+                debris::tmp_debris(&d, &n, opts, rep)?;
             } else {
                 rep.push(
                     Kind::UnknownFile,
@@ -405,30 +332,10 @@ fn collect_writers(
     Ok(out)
 }
 
-/// The close record a writer would have written, computed from its index log.
-fn computed_close(id: u64, open_ts: u64, scan: &IndexScan, data: Option<&LogFile>) -> MetaDropping {
-    let eof = scan.records.iter().map(|r| r.logical_off + r.length).max().unwrap_or(0);
-    let bytes = scan.records.iter().map(|r| r.length).sum();
-    let close_ts = scan.records.iter().map(|r| r.ts).max().unwrap_or(open_ts).max(open_ts);
-    let mtime_ns = data
-        .and_then(|d| sys::lstat_opt(&d.path).ok().flatten())
-        .map_or(close_ts, |s| {
-            (s.st_mtime as u64).saturating_mul(1_000_000_000) + s.st_mtime_nsec
-        });
-    MetaDropping::Close {
-        writer_id: id,
-        open_ts,
-        close_ts,
-        eof,
-        bytes,
-        mtime_ns,
-    }
-}
-
 fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts: &Options, rep: &mut Report) {
     let wname = format!("writer {id:016x} (pid {} on {})", w.pid, w.host);
-    let meta = c.path.join(format::META_DIR);
-    let scan = match w.index.as_ref().map(|l| scan_index(&l.path)) {
+    let meta = c.sub(format::META_DIR);
+    let scan = match w.index.as_ref().map(scan_index) {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => {
             let p = w.index.as_ref().map(|l| l.path.clone()).unwrap_or_default();
@@ -446,8 +353,8 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
     let data_size = w.data.as_ref().map(|d| d.size);
     let data_header = w.data.as_ref().and_then(|d| {
         let mut b = [0u8; format::DATA_HEADER_LEN];
-        let fd = sys::open(&d.path, OFlags::RDONLY, 0).ok()?;
-        let n = sys::pread_full(&fd, &d.path, &mut b, 0).ok()?;
+        let f = d.dir.open_file(&d.name, Access::Read).ok()?;
+        let n = f.pread_full(&mut b, 0).ok()?;
         LogHeader::decode(&d.path, &b[..n], format::DATA_MAGIC).ok()
     });
     let opened_ns = scan
@@ -458,7 +365,7 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
     let live = if w.opens.is_empty() {
         None
     } else {
-        let logs: Vec<PathBuf> = w.index.iter().chain(w.data.iter()).map(|l| l.path.clone()).collect();
+        let logs: Vec<(u64, u64)> = w.index.iter().chain(w.data.iter()).map(|l| l.ident).collect();
         Some(writer_liveness(w.pid, &w.host, opened_ns, &logs))
     };
     let may_touch = match &live {
@@ -490,7 +397,9 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
         (None, Some(d)) => {
             let empty = d.size <= format::DATA_HEADER_LEN as u64;
             let repair = if empty && may_touch {
-                repair_step(opts, "removed the empty data log", || sys::unlink_missing_ok(&d.path))
+                repair_step(opts, "removed the empty data log", || {
+                    d.dir.unlink_opt(&d.name).map(drop)
+                })
             } else if empty {
                 Repair::Manual("its writer may still be running".into())
             } else {
@@ -555,299 +464,4 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
         opts,
         rep,
     );
-}
-
-#[allow(clippy::too_many_arguments)]
-fn fix_index_log(
-    c: &Container,
-    id: u64,
-    w: &WriterState,
-    ix: &LogFile,
-    s: &mut IndexScan,
-    data_header: Option<LogHeader>,
-    may_touch: bool,
-    opts: &Options,
-    rep: &mut Report,
-) -> bool {
-    let _ = c;
-    let guard = |opts: &Options, what: &str, f: &mut dyn FnMut() -> Result<()>| {
-        if may_touch {
-            repair_step(opts, what, f)
-        } else {
-            Repair::Manual("its writer may still be running (use --force-stale if it is not)".into())
-        }
-    };
-    match &s.header {
-        None => {
-            let data_empty = w.data.as_ref().is_none_or(|d| d.size <= format::DATA_HEADER_LEN as u64);
-            let mut paths = vec![ix.path.clone()];
-            paths.extend(w.data.iter().map(|d| d.path.clone()));
-            let h = LogHeader {
-                magic: format::INDEX_MAGIC,
-                writer_id: id,
-                open_ns: data_header.map_or(0, |h| h.open_ns),
-                pid: w.pid,
-                flags: data_header.map_or(0, |h| h.flags),
-            };
-            let repair = if data_empty {
-                guard(opts, "removed the logs (they hold no data)", &mut || {
-                    paths.iter().try_for_each(|p| sys::unlink_missing_ok(p))
-                })
-            } else {
-                guard(opts, "wrote a valid header (the log has no records)", &mut || {
-                    rewrite_index(&ix.path, Some(&h.encode()), format::INDEX_HEADER_LEN as u64)
-                })
-            };
-            let done = matches!(repair, Repair::Done(_));
-            let msg = format!(
-                "index log of writer {id:016x} is {} bytes, shorter than its header",
-                ix.size
-            );
-            rep.push(Kind::EmptyLogs, true, &ix.path, msg, repair);
-            if done && !data_empty {
-                s.header = Some(Ok(h));
-            }
-            return done && data_empty;
-        }
-        Some(Err(e)) => {
-            let usable = data_header.filter(|h| h.writer_id == id);
-            let repair = match usable {
-                Some(dh) if !s.records.is_empty() => {
-                    let h = LogHeader {
-                        magic: format::INDEX_MAGIC,
-                        ..dh
-                    };
-                    guard(opts, "rewrote the header from the data log's header", &mut || {
-                        rewrite_index(&ix.path, Some(&h.encode()), ix.size)
-                    })
-                }
-                _ => Repair::Manual("no valid data log header to rebuild it from".into()),
-            };
-            let msg = format!("{e}; readers skip this log ({} records behind it)", s.records.len());
-            rep.push(Kind::BadIndexHeader, true, &ix.path, msg, repair);
-            if !matches!(rep.findings.last().map(|f| &f.repair), Some(Repair::Done(_))) {
-                return false;
-            }
-            s.header = Some(Ok(LogHeader {
-                magic: format::INDEX_MAGIC,
-                ..usable.expect("repaired from it")
-            }));
-        }
-        Some(Ok(_)) => {}
-    }
-    let Some(err) = s.tail_error.clone() else { return false };
-    let cut = s.valid_end;
-    let (kind, repair) = if err.starts_with("torn") {
-        let r = guard(opts, &format!("truncated the log to {cut} bytes"), &mut || {
-            rewrite_index(&ix.path, None, cut)
-        });
-        (Kind::TornIndexTail, r)
-    } else if !s.resyncs {
-        let r = guard(opts, &format!("truncated the log to {cut} bytes"), &mut || {
-            rewrite_index(&ix.path, None, cut)
-        });
-        (Kind::CorruptIndexTail, r)
-    } else {
-        (
-            Kind::CorruptIndexMiddle,
-            Repair::Manual("valid records follow the bad one; truncating would lose them".into()),
-        )
-    };
-    let msg = format!("{err}: {} bytes after the last valid record", ix.size - cut);
-    rep.push(kind, true, &ix.path, msg, repair);
-    if matches!(rep.findings.last().map(|f| &f.repair), Some(Repair::Done(_))) {
-        s.tail_error = None;
-    }
-    false
-}
-
-/// Writes `header` at offset 0 (if given) and truncates the index log to `len` bytes.
-fn rewrite_index(path: &Path, header: Option<&[u8]>, len: u64) -> Result<()> {
-    let fd = sys::open(path, OFlags::WRONLY, 0)?;
-    if let Some(h) = header {
-        sys::pwrite_all(&fd, path, h, 0)?;
-    }
-    sys::ftruncate(&fd, path, len)?;
-    sys::fsync(&fd, path)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn check_droppings(
-    c: &Container,
-    id: u64,
-    w: &WriterState,
-    wname: &str,
-    scan: Option<&IndexScan>,
-    opened_ns: Option<u64>,
-    has_truncs: bool,
-    live: &Option<Liveness>,
-    may_touch: bool,
-    opts: &Options,
-    rep: &mut Report,
-) {
-    let meta = c.path.join(format::META_DIR);
-    let records = scan.map_or(0, |s| s.records.len());
-    let index_ok = scan.is_some_and(|s| matches!(s.header, Some(Ok(_))) && s.tail_error.is_none());
-    let open_ts = w
-        .closes
-        .iter()
-        .find_map(|d| match d {
-            MetaDropping::Close { open_ts, .. } => Some(*open_ts),
-            _ => None,
-        })
-        .or(opened_ns)
-        .unwrap_or_else(|| scan.and_then(|s| s.records.iter().map(|r| r.ts).min()).unwrap_or(1) - 1);
-    let want = scan.map(|s| computed_close(id, open_ts, s, w.data.as_ref()));
-    // Replaces the writer's close records by `new` (if any) and removes its open records.
-    let settle = |new: Option<&MetaDropping>, drop_opens: bool| -> Result<()> {
-        if let Some(d) = new {
-            if !w.closes.contains(d) {
-                c.add_meta(d)?;
-            }
-            if let MetaDropping::Close { mtime_ns, .. } = d {
-                c.bump_mtime(*mtime_ns)?;
-            }
-        }
-        for old in w.closes.iter().filter(|o| Some(*o) != new) {
-            c.remove_meta(old)?;
-        }
-        if drop_opens {
-            for o in &w.opens {
-                c.remove_meta(o)?;
-            }
-        }
-        Ok(())
-    };
-    let new_close = want.clone().filter(|_| records > 0);
-    if !w.opens.is_empty() {
-        let (kind, why) = match live {
-            Some(Liveness::Dead(why)) => (
-                if w.closes.is_empty() {
-                    Kind::StaleOpen
-                } else {
-                    Kind::OpenAndClosed
-                },
-                why.clone(),
-            ),
-            Some(Liveness::Unknown(why)) => (Kind::UnverifiableOpen, why.clone()),
-            _ => return,
-        };
-        let repair = if !may_touch {
-            Repair::Manual("rerun with --force-stale if the writer is known to be dead".into())
-        } else if !w.closes.is_empty() {
-            repair_step(opts, "removed the open record (the writer had closed)", || {
-                settle(None, true)
-            })
-        } else if scan.is_some() && !index_ok {
-            Repair::Manual("the index log must be repaired first".into())
-        } else {
-            let what = match &new_close {
-                Some(d) => format!("wrote {} from the index log and removed the open record", d.name()),
-                None => "removed the open record (the writer wrote nothing)".into(),
-            };
-            repair_step(opts, what, || settle(new_close.as_ref(), true))
-        };
-        let msg = format!(
-            "{wname} left an open record: {why}; stat takes the slow path and truncate-to-zero cannot reclaim space"
-        );
-        rep.push(kind, true, &meta, msg, repair);
-        return;
-    }
-    match (w.closes.len(), &new_close) {
-        (0, Some(d)) => {
-            let repair = if index_ok {
-                repair_step(opts, format!("wrote {}", d.name()), || settle(Some(d), false))
-            } else {
-                Repair::Manual("the index log must be repaired first".into())
-            };
-            let msg = format!("{wname}: {records} indexed writes but no open or close record; stat misses them");
-            rep.push(Kind::MissingClose, true, &meta, msg, repair);
-        }
-        (0, None) => {}
-        (n, _) if scan.is_none() => {
-            let any_bytes = w
-                .closes
-                .iter()
-                .any(|d| matches!(d, MetaDropping::Close { bytes, .. } if *bytes > 0));
-            if any_bytes {
-                let msg =
-                    format!("{wname}: {n} close record(s) but no index log; stat reports data that reads cannot find");
-                let repair = Repair::Manual("restore the logs, or remove the close record to match the data".into());
-                rep.push(Kind::CloseWithoutLogs, true, &meta, msg, repair);
-            }
-        }
-        (n, _) => {
-            let Some(want) = want.as_ref() else { return };
-            let agrees = |d: &MetaDropping| match (d, want) {
-                (
-                    MetaDropping::Close { eof, bytes, .. },
-                    MetaDropping::Close {
-                        eof: weof,
-                        bytes: wbytes,
-                        ..
-                    },
-                ) => bytes == wbytes && (eof == weof || (has_truncs && eof <= weof)),
-                _ => false,
-            };
-            if n == 1 && agrees(&w.closes[0]) {
-                return;
-            }
-            if !index_ok {
-                let msg = format!("{wname}: close record(s) cannot be checked against a damaged index log");
-                rep.push(
-                    Kind::ContradictoryClose,
-                    true,
-                    &meta,
-                    msg,
-                    Repair::Manual("repair the index log first".into()),
-                );
-                return;
-            }
-            // Keep one that agrees if there is one, else replace with the computed record
-            // (keeping the original open and close timestamps).
-            let keep = w
-                .closes
-                .iter()
-                .find(|d| agrees(d))
-                .cloned()
-                .or_else(|| match (&w.closes[0], want) {
-                    (
-                        MetaDropping::Close {
-                            open_ts,
-                            close_ts,
-                            mtime_ns,
-                            ..
-                        },
-                        MetaDropping::Close { eof, bytes, .. },
-                    ) => Some(MetaDropping::Close {
-                        writer_id: id,
-                        open_ts: *open_ts,
-                        close_ts: *close_ts,
-                        eof: *eof,
-                        bytes: *bytes,
-                        mtime_ns: *mtime_ns,
-                    }),
-                    _ => None,
-                });
-            let keep = keep.filter(|_| records > 0);
-            let what = match &keep {
-                Some(k) => format!("kept {} only", k.name()),
-                None => "removed the close records (the index holds no writes)".into(),
-            };
-            let repair = repair_step(opts, what, || settle(keep.as_ref(), false));
-            let names: Vec<String> = w.closes.iter().map(MetaDropping::name).collect();
-            let msg = format!(
-                "{wname}: close record(s) {} disagree with the index log ({records} records, {} bytes)",
-                names.join(", "),
-                scan.map_or(0, |s| s.records.iter().map(|r| r.length).sum::<u64>())
-            );
-            rep.push(Kind::ContradictoryClose, true, &meta, msg, repair);
-        }
-    }
-}
-
-/// Reads a file's directory mode and owner for a recreated marker.
-pub(super) fn dir_mode_owner(path: &Path) -> Result<(u32, u32, u32)> {
-    let st = sys::lstat(path)?;
-    Ok((st.st_mode & 0o7777, st.st_uid, st.st_gid))
 }

@@ -19,8 +19,8 @@ pub enum Liveness {
 }
 
 /// Judges the writer `pid` on `host` that opened the file at `opened_ns` (wall clock, if known)
-/// and owns the logs `logs` (those that exist).
-pub fn writer_liveness(pid: u32, host: &str, opened_ns: Option<u64>, logs: &[PathBuf]) -> Liveness {
+/// and owns the logs whose (st_dev, st_ino) are `idents` (those that exist).
+pub fn writer_liveness(pid: u32, host: &str, opened_ns: Option<u64>, idents: &[(u64, u64)]) -> Liveness {
     let me = clock::hostname();
     if host != me {
         return Liveness::Unknown(format!("writer ran on host {host}, this is {me}"));
@@ -42,15 +42,10 @@ pub fn writer_liveness(pid: u32, host: &str, opened_ns: Option<u64>, logs: &[Pat
             ));
         }
     }
-    let idents: Vec<(u64, u64)> = logs
-        .iter()
-        .filter_map(|p| sys::lstat_opt(p).ok().flatten())
-        .map(|st| (st.st_dev, st.st_ino))
-        .collect();
     if idents.is_empty() {
         return Liveness::Live(format!("process {pid} is running (the writer has no logs yet)"));
     }
-    match holds_open(pid, &idents) {
+    match holds_open(pid, idents) {
         Some(true) => Liveness::Live(format!("process {pid} holds the writer's logs open")),
         Some(false) => Liveness::Unknown(format!(
             "process {pid} is running but does not hold the writer's logs open (a reused pid, or an MPI rank?)"
@@ -62,17 +57,7 @@ pub fn writer_liveness(pid: u32, host: &str, opened_ns: Option<u64>, logs: &[Pat
 /// Whether process `pid` has one of the files `idents` (dev, ino) open; `None` if its
 /// descriptor table cannot be read.
 fn holds_open(pid: u32, idents: &[(u64, u64)]) -> Option<bool> {
-    let fd_dir = PathBuf::from(format!("/proc/{pid}/fd"));
-    let names = sys::read_dir(&fd_dir).ok()?;
-    for n in names {
-        // stat (not lstat) follows the magic link to the open file itself.
-        if let Ok(st) = rustix::fs::stat(fd_dir.join(n)) {
-            if idents.contains(&(st.st_dev, st.st_ino)) {
-                return Some(true);
-            }
-        }
-    }
-    Some(false)
+    Some(sys::open_file_idents(pid)?.iter().any(|i| idents.contains(i)))
 }
 
 /// When process `pid` started, in ns since the epoch (from /proc/<pid>/stat and the boot time).
@@ -102,7 +87,10 @@ mod tests {
     #[test]
     fn own_process_and_dead_pid() {
         let me = clock::pid();
-        let exe = PathBuf::from("/proc/self/exe");
+        let exe = sys::stat_follow_opt(Path::new("/proc/self/exe"))
+            .unwrap()
+            .map(|s| (s.st_dev, s.st_ino))
+            .unwrap();
         // This process holds no log; it is alive and older than "now".
         match writer_liveness(me, &clock::hostname(), Some(clock::now_ns()), &[]) {
             Liveness::Live(_) => {}

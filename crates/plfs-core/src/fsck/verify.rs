@@ -3,12 +3,10 @@
 //! crc32c of each write's data in its record) and compares. Records are checked whole, straight
 //! from the index logs: the merged map may hold only pieces of a write.
 
-use crate::container::list_fd;
 use crate::error::Result;
 use crate::format::{self, LogHeader};
-use crate::fs::Plfs;
-use crate::sys;
-use rustix::fs::OFlags;
+use crate::namespace::Plfs;
+use crate::sys::{Access, Dir};
 use std::path::{Path, PathBuf};
 
 /// A record whose data does not match its checksum.
@@ -64,26 +62,27 @@ impl VerifyReport {
 pub fn verify(plfs: &Plfs, path: &Path) -> Result<VerifyReport> {
     let c = plfs.container(path)?;
     let mut rep = VerifyReport::default();
-    for (dpath, fd) in c.hostdirs()? {
-        let mut names = list_fd(&fd, &dpath)?;
+    for d in c.hostdirs()? {
+        let mut names = d.list()?;
         names.sort();
         for n in names {
             let Some(info) = n.to_str().and_then(format::parse_log_name).filter(|i| i.is_index) else {
                 continue;
             };
-            let ipath = dpath.join(&n);
-            let dlog = dpath.join(format::data_log_name(info.writer_id, info.pid, &info.host));
+            let dname = format::data_log_name(info.writer_id, info.pid, &info.host);
             rep.logs += 1;
-            if let Err(e) = verify_log(&ipath, &dlog, &mut rep) {
-                rep.unreadable.push((ipath, e.to_string()));
+            if let Err(e) = verify_log(&d, n.to_str().unwrap_or_default(), &dname, &mut rep) {
+                rep.unreadable.push((d.sub(&n), e.to_string()));
             }
         }
     }
     Ok(rep)
 }
 
-fn verify_log(ipath: &Path, dlog: &Path, rep: &mut VerifyReport) -> Result<()> {
-    let bytes = sys::read_file(ipath)?;
+fn verify_log(d: &Dir, iname: &str, dname: &str, rep: &mut VerifyReport) -> Result<()> {
+    let ipath = &d.sub(iname);
+    let dlog = &d.sub(dname);
+    let bytes = d.open_file(iname, Access::Read)?.read_from(0)?;
     if bytes.len() < format::INDEX_HEADER_LEN {
         return Ok(()); // a writer that never wrote a record
     }
@@ -105,7 +104,7 @@ fn verify_log(ipath: &Path, dlog: &Path, rep: &mut VerifyReport) -> Result<()> {
     if dec.records.is_empty() {
         return Ok(());
     }
-    let fd = sys::open(dlog, OFlags::RDONLY, 0)?;
+    let fd = d.open_file(dname, Access::Read)?;
     let mut buf = vec![0u8; 1 << 22];
     for r in &dec.records {
         let mut crc = 0u32;
@@ -113,7 +112,7 @@ fn verify_log(ipath: &Path, dlog: &Path, rep: &mut VerifyReport) -> Result<()> {
         let mut short = false;
         while done < r.length {
             let want = (r.length - done).min(buf.len() as u64) as usize;
-            let n = sys::pread_full(&fd, dlog, &mut buf[..want], r.physical_off + done)?;
+            let n = fd.pread_full(&mut buf[..want], r.physical_off + done)?;
             crc = crc32c::crc32c_append(crc, &buf[..n]);
             done += n as u64;
             if n < want {

@@ -5,6 +5,15 @@
 use crate::error::{Error, Result};
 use std::path::Path;
 
+pub mod flat;
+mod names;
+pub mod small;
+
+pub use names::{data_log_name, fast_size, hash_str, index_log_name, parse_log_name, LogName, MetaDropping};
+
+/// Name of the flattened index inside a container.
+pub const FLAT_NAME: &str = "flat.index";
+
 /// Format version written by this library and the newest one it reads.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -49,6 +58,14 @@ pub const HOSTDIR_PREFIX: &str = "hostdir.";
 pub const SHADOW_ROOT: &str = ".plfs_shadow";
 /// Prefix of the temporary names used while a container is created (never visible as a file).
 pub const TMP_PREFIX: &str = ".plfstmp.";
+/// Prefix of a container deleted by an unlink, renamed aside before its removal.
+pub const TRASH_PREFIX: &str = ".plfstmp.rm.";
+/// Prefix of a container displaced by a rename onto its name on a backend without
+/// `RENAME_EXCHANGE`, renamed aside before its removal.
+pub const RENAME_TRASH_PREFIX: &str = ".plfstmp.rp.";
+/// File inside a container displaced by a rename, holding the name it had (so fsck can move it
+/// back if the rename was interrupted before the new file took the name).
+pub const RENAME_NAME_FILE: &str = ".plfstmp.name";
 /// Maximum `num_hostdirs`.
 pub const MAX_HOSTDIRS: u32 = 1024;
 
@@ -442,170 +459,6 @@ pub(crate) fn le_u64(b: &[u8]) -> u64 {
 }
 fn le_u128(b: &[u8]) -> u128 {
     u128::from_le_bytes(b[..16].try_into().expect("16 bytes"))
-}
-
-// ---- Dropping names -------------------------------------------------------------------------------
-
-/// Name of a writer's data log: `data.<writer_id hex16>.<pid>.<host>`.
-pub fn data_log_name(writer_id: u64, pid: u32, host: &str) -> String {
-    format!("data.{writer_id:016x}.{pid}.{host}")
-}
-
-/// Name of a writer's index log: `index.<writer_id hex16>.<pid>.<host>`.
-pub fn index_log_name(writer_id: u64, pid: u32, host: &str) -> String {
-    format!("index.{writer_id:016x}.{pid}.{host}")
-}
-
-/// Parsed name of a data or index log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogName {
-    /// True for an index log, false for a data log.
-    pub is_index: bool,
-    /// Writer id.
-    pub writer_id: u64,
-    /// Writer pid.
-    pub pid: u32,
-    /// Writer host.
-    pub host: String,
-}
-
-/// Parses `data.<id>.<pid>.<host>` or `index.<id>.<pid>.<host>`; `None` for any other name.
-pub fn parse_log_name(name: &str) -> Option<LogName> {
-    let (is_index, rest) = if let Some(r) = name.strip_prefix("index.") {
-        (true, r)
-    } else if let Some(r) = name.strip_prefix("data.") {
-        (false, r)
-    } else {
-        return None;
-    };
-    let mut it = rest.splitn(3, '.');
-    let id = it.next()?;
-    let pid = it.next()?;
-    let host = it.next()?;
-    if id.len() != 16 || host.is_empty() {
-        return None;
-    }
-    Some(LogName {
-        is_index,
-        writer_id: u64::from_str_radix(id, 16).ok()?,
-        pid: pid.parse().ok()?,
-        host: host.to_string(),
-    })
-}
-
-/// A metadata dropping in `meta/`, encoded entirely in its (zero-length) file's name so that stat
-/// of a closed container is one `readdir` and no open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetaDropping {
-    /// `open.<writer_id hex16>.<pid>.<host>`: a writer has the file open.
-    Open {
-        /// Writer id.
-        writer_id: u64,
-        /// Writer pid.
-        pid: u32,
-        /// Writer host.
-        host: String,
-    },
-    /// `close.<writer_id hex16>.<open_ts>.<close_ts>.<eof>.<bytes>.<mtime_ns>`: a writer closed.
-    /// `eof` is the end of the highest byte it wrote (0 if none), `bytes` the bytes it wrote.
-    Close {
-        /// Writer id.
-        writer_id: u64,
-        /// Timestamp (clock of [`crate::clock`]) taken at open.
-        open_ts: u64,
-        /// Timestamp taken at close.
-        close_ts: u64,
-        /// Highest written end offset.
-        eof: u64,
-        /// Bytes written.
-        bytes: u64,
-        /// Modification time of the last write, ns since the epoch.
-        mtime_ns: u64,
-    },
-    /// `trunc.<ts>.<size>.<writer_id hex16>`: the file was truncated to `size` at `ts`.
-    Trunc {
-        /// Timestamp of the truncate.
-        ts: u64,
-        /// New size.
-        size: u64,
-        /// Id of the truncating handle (random for path truncates); makes the name unique.
-        writer_id: u64,
-    },
-}
-
-impl MetaDropping {
-    /// The file name of this dropping.
-    pub fn name(&self) -> String {
-        match self {
-            MetaDropping::Open { writer_id, pid, host } => format!("open.{writer_id:016x}.{pid}.{host}"),
-            MetaDropping::Close {
-                writer_id,
-                open_ts,
-                close_ts,
-                eof,
-                bytes,
-                mtime_ns,
-            } => {
-                format!("close.{writer_id:016x}.{open_ts}.{close_ts}.{eof}.{bytes}.{mtime_ns}")
-            }
-            MetaDropping::Trunc { ts, size, writer_id } => format!("trunc.{ts}.{size}.{writer_id:016x}"),
-        }
-    }
-
-    /// Parses a dropping name; `None` for names that are not droppings.
-    pub fn parse(name: &str) -> Option<MetaDropping> {
-        if let Some(r) = name.strip_prefix("open.") {
-            let mut it = r.splitn(3, '.');
-            let id = it.next()?;
-            let pid = it.next()?.parse().ok()?;
-            let host = it.next()?.to_string();
-            if id.len() != 16 || host.is_empty() {
-                return None;
-            }
-            return Some(MetaDropping::Open {
-                writer_id: u64::from_str_radix(id, 16).ok()?,
-                pid,
-                host,
-            });
-        }
-        if let Some(r) = name.strip_prefix("close.") {
-            let f: Vec<&str> = r.split('.').collect();
-            if f.len() != 6 || f[0].len() != 16 {
-                return None;
-            }
-            return Some(MetaDropping::Close {
-                writer_id: u64::from_str_radix(f[0], 16).ok()?,
-                open_ts: f[1].parse().ok()?,
-                close_ts: f[2].parse().ok()?,
-                eof: f[3].parse().ok()?,
-                bytes: f[4].parse().ok()?,
-                mtime_ns: f[5].parse().ok()?,
-            });
-        }
-        if let Some(r) = name.strip_prefix("trunc.") {
-            let f: Vec<&str> = r.split('.').collect();
-            if f.len() != 3 || f[2].len() != 16 {
-                return None;
-            }
-            return Some(MetaDropping::Trunc {
-                ts: f[0].parse().ok()?,
-                size: f[1].parse().ok()?,
-                writer_id: u64::from_str_radix(f[2], 16).ok()?,
-            });
-        }
-        None
-    }
-}
-
-/// Hash used to pick a canonical backend (of a logical path), a shadow backend and a hostdir
-/// (of a host name): 64-bit FNV-1a. Pinned by a test: changing it moves existing containers.
-pub fn hash_str(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in s.as_bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 #[cfg(test)]

@@ -1,34 +1,8 @@
-//! `plfs fsck` and `plfs verify`: finding and repairing the debris that crashed writers, failed
-//! I/O and outside damage leave in containers, and checking stored data against its checksums.
-//!
-//! What fsck looks for (each finding has a stable [`Kind`] code that scripts can match):
-//! torn or corrupt index-log tails, unreadable log headers, open records of writers that died
-//! (`meta/open.*` left behind), missing, duplicate or contradictory close records, a missing or
-//! contradictory `cid` dropping, a bad or missing marker, data logs without index logs and the
-//! reverse, creation and deletion debris (`.plfstmp.*`), shadow directories no container owns,
-//! logs stranded where readers do not look, undecodable flattened indexes and unknown files.
-//!
-//! Repair invariant: **`--repair` never deletes bytes that a valid index record references.** It
-//! truncates index logs only past their last valid record (and only when no valid record follows),
-//! removes only logs that hold no data, debris whose rename never committed (or whose deletion
-//! did), and caches (the flattened index); stale open records are replaced by close records
-//! computed from the writer's own index log. Anything else is reported for a person to decide.
-//!
-//! Exit codes ([`Report::exit_code`], e2fsck's convention): 0 = clean, 1 = problems found and all
-//! repaired, 4 = problems left (found without `--repair`, or not repairable automatically),
-//! 8 = fsck could not run (the CLI maps errors to it).
-
-mod container;
-mod liveness;
-mod verify;
-mod walk;
-
-pub use liveness::{writer_liveness, Liveness};
-pub use verify::{verify, Mismatch, VerifyReport};
+//! What fsck finds and does: [`Kind`] codes, [`Finding`]s, the [`Report`] and its exit code, and
+//! the repair step wrapper every check uses.
 
 use crate::error::Result;
-use crate::fs::Plfs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// How fsck runs.
@@ -220,7 +194,14 @@ impl Report {
         self.findings.iter().filter(|f| f.kind == kind).collect()
     }
 
-    fn push(&mut self, kind: Kind, problem: bool, path: impl Into<PathBuf>, message: String, repair: Repair) {
+    pub(super) fn push(
+        &mut self,
+        kind: Kind,
+        problem: bool,
+        path: impl Into<PathBuf>,
+        message: String,
+        repair: Repair,
+    ) {
         self.findings.push(Finding {
             kind,
             problem,
@@ -231,16 +212,9 @@ impl Report {
     }
 }
 
-/// Checks (and with `opts.repair` repairs) a logical file, or every container under a logical
-/// directory on every canonical backend. At a mount point's root it also finds shadow
-/// directories that belong to no container.
-pub fn fsck(plfs: &Plfs, path: &Path, opts: &Options) -> Result<Report> {
-    walk::run(plfs, path, opts)
-}
-
 /// Runs a repair step: `Done(what)` if `f` succeeds, `Failed` with the error otherwise; without
 /// `--repair`, `Possible(what)` and `f` is not run.
-fn repair_step(opts: &Options, what: impl Into<String>, f: impl FnOnce() -> Result<()>) -> Repair {
+pub(super) fn repair_step(opts: &Options, what: impl Into<String>, f: impl FnOnce() -> Result<()>) -> Repair {
     let what = what.into();
     if !opts.repair {
         return Repair::Possible(what);

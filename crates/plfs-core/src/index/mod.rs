@@ -2,21 +2,15 @@
 //! every backend) into an [`ExtentMap`], incrementally refreshing it, and the table of data logs
 //! ("chunks") the map points into.
 
-use crate::container::{list_fd, Container};
+use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key};
-use crate::flat;
-use crate::format::{self, MetaDropping};
-use crate::sys;
-use rustix::fd::OwnedFd;
-use rustix::fs::{Mode, OFlags};
+use crate::format::{self, flat, MetaDropping, FLAT_NAME};
+use crate::sys::{Access, Dir, File};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Name of the flattened index inside a container.
-pub const FLAT_NAME: &str = "flat.index";
 
 /// A data log the map points into.
 #[derive(Debug, Clone)]
@@ -40,15 +34,15 @@ pub struct IndexState {
     pub map: ExtentMap,
     /// Data logs, indexed by `Piece::chunk`.
     pub chunks: Vec<Chunk>,
-    /// Hostdirs: display path and descriptor.
-    pub dirs: Vec<(PathBuf, Arc<OwnedFd>)>,
+    /// Hostdirs.
+    pub dirs: Vec<Arc<Dir>>,
     chunk_by_writer: HashMap<u64, u32>,
     dir_by_path: HashMap<PathBuf, usize>,
     /// Index logs read so far: display path → bytes consumed (header included).
     logs: HashMap<PathBuf, u64>,
     truncs: HashSet<(u64, u64, u64)>,
     /// Open data-log descriptors with their last use (least recently used is closed first).
-    fds: HashMap<u32, (Arc<OwnedFd>, u64)>,
+    fds: HashMap<u32, (Arc<File>, u64)>,
     fd_tick: u64,
     max_fds: usize,
     /// Index records read (for statistics).
@@ -102,39 +96,21 @@ impl IndexState {
         let Some(sig) = flat::signature(&c.list_meta()?) else {
             return Ok(false);
         };
-        let bytes = match rustix::fs::openat(&c.dir, FLAT_NAME, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()) {
-            Ok(fd) => {
-                let p = c.sub(FLAT_NAME);
-                let len = sys::fstat(&fd, &p)?.st_size as usize;
-                let mut b = vec![0u8; len];
-                let n = sys::pread_full(&fd, &p, &mut b, 0)?;
-                b.truncate(n);
-                b
-            }
-            Err(rustix::io::Errno::NOENT) => return Ok(false),
-            Err(e) => return Err(Error::io(c.sub(FLAT_NAME), "open", e)),
+        let bytes = match c.dir.open_file_opt(FLAT_NAME, Access::Read)? {
+            Some(f) => f.read_from(0)?,
+            None => return Ok(false),
         };
         let f = flat::Flat::decode(&c.sub(FLAT_NAME), &bytes)?;
         if f.signature != sig || f.logical != logical {
             return Ok(false);
         }
         for ch in &f.chunks {
-            let (display, fd) = if ch.in_container {
-                let fd = rustix::fs::openat(
-                    &c.dir,
-                    ch.dir.as_path(),
-                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(|e| Error::io(c.sub(&ch.dir.to_string_lossy()), "open", e))?;
-                (c.path.join(&ch.dir), fd)
+            let dir = if ch.in_container {
+                c.dir.open_dir_beneath(&ch.dir)?
             } else {
-                (
-                    ch.dir.clone(),
-                    sys::open(&ch.dir, OFlags::RDONLY | OFlags::DIRECTORY, 0)?,
-                )
+                Dir::open(&ch.dir)?
             };
-            let d = self.add_dir(display, Arc::new(sys::high(fd)));
+            let d = self.add_dir(Arc::new(dir.kept()));
             self.chunk_for(d, ch.writer_id, ch.pid, &ch.host);
         }
         for &(ts, writer, size) in &f.truncs {
@@ -165,15 +141,15 @@ impl IndexState {
 
     /// Builds the flattened form of this (fully refreshed) state.
     pub fn to_flat(&self, c: &Container, logical: &Path, signature: u64) -> flat::Flat {
-        let cpath = c.path.clone();
+        let cpath = c.path().to_path_buf();
         let chunks = self
             .chunks
             .iter()
             .map(|ch| {
-                let dir = &self.dirs[ch.dir].0;
+                let dir = self.dirs[ch.dir].path();
                 let (in_container, dir) = match dir.strip_prefix(&cpath) {
                     Ok(rel) => (true, rel.to_path_buf()),
-                    Err(_) => (false, dir.clone()),
+                    Err(_) => (false, dir.to_path_buf()),
                 };
                 flat::FlatChunk {
                     writer_id: ch.writer_id,
@@ -211,13 +187,13 @@ impl IndexState {
         }
     }
 
-    /// Registers a hostdir descriptor, returning its index.
-    pub fn add_dir(&mut self, path: PathBuf, fd: Arc<OwnedFd>) -> usize {
-        if let Some(&i) = self.dir_by_path.get(&path) {
+    /// Registers a hostdir, returning its index.
+    pub fn add_dir(&mut self, dir: Arc<Dir>) -> usize {
+        if let Some(&i) = self.dir_by_path.get(dir.path()) {
             return i;
         }
-        self.dirs.push((path.clone(), fd));
-        self.dir_by_path.insert(path, self.dirs.len() - 1);
+        self.dir_by_path.insert(dir.path().to_path_buf(), self.dirs.len());
+        self.dirs.push(dir);
         self.dirs.len() - 1
     }
 
@@ -250,10 +226,10 @@ impl IndexState {
             *self = IndexState::empty(self.max_fds);
         }
         let mut found: Vec<FoundLog> = Vec::new();
-        for (path, fd) in c.hostdirs()? {
-            let fd = Arc::new(fd);
-            let names = list_fd(&fd, &path)?;
-            let dir = self.add_dir(path.clone(), fd);
+        for hd in c.hostdirs()? {
+            let names = hd.list()?;
+            let path = hd.path().to_path_buf();
+            let dir = self.add_dir(Arc::new(hd));
             for name in names {
                 let Some(info) = name.to_str().and_then(format::parse_log_name) else {
                     continue;
@@ -309,7 +285,7 @@ impl IndexState {
                     scope.spawn(move || {
                         fs.iter()
                             .zip(ss)
-                            .map(|(f, &s)| read_log(&dirs[f.dir].1, f, s))
+                            .map(|(f, &s)| read_log(&dirs[f.dir], f, s))
                             .collect::<Vec<_>>()
                     })
                 })
@@ -392,7 +368,7 @@ impl IndexState {
 
     /// A descriptor for a chunk's data log (cached, at most `max_open_data_logs` open; the least
     /// recently used one is closed first).
-    pub fn data_fd(&mut self, chunk: u32) -> Result<Arc<OwnedFd>> {
+    pub fn data_fd(&mut self, chunk: u32) -> Result<Arc<File>> {
         self.fd_tick += 1;
         if let Some((fd, used)) = self.fds.get_mut(&chunk) {
             *used = self.fd_tick;
@@ -402,15 +378,7 @@ impl IndexState {
             .chunks
             .get(chunk as usize)
             .ok_or_else(|| Error::InvalidArgument(format!("unknown chunk {chunk}")))?;
-        let (dpath, dfd) = &self.dirs[c.dir];
-        let fd = rustix::fs::openat(
-            &**dfd,
-            c.name.as_os_str(),
-            OFlags::RDONLY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Error::io(dpath.join(&c.name), "open", e))?;
-        let fd = Arc::new(sys::high(fd));
+        let fd = Arc::new(self.dirs[c.dir].open_file(&c.name, Access::Read)?.kept());
         if self.fds.len() >= self.max_fds {
             if let Some(&lru) = self.fds.iter().min_by_key(|(_, (_, used))| *used).map(|(c, _)| c) {
                 self.fds.remove(&lru);
@@ -423,21 +391,20 @@ impl IndexState {
     /// Display path of a chunk's data log.
     pub fn chunk_path(&self, chunk: u32) -> PathBuf {
         let c = &self.chunks[chunk as usize];
-        self.dirs[c.dir].0.join(&c.name)
+        self.dirs[c.dir].sub(&c.name)
     }
 }
 
 /// Reads an index log from byte `start`, returning (bytes now consumed, decoded records, size of
 /// the matching data log if it exists).
-fn read_log(dir: &OwnedFd, f: &FoundLog, start: u64) -> Result<(u64, format::DecodedRecords, Option<u64>)> {
-    let fd = rustix::fs::openat(dir, f.name.as_os_str(), OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| Error::io(&f.path, "open", e))?;
-    let size = sys::fstat(&fd, &f.path)?.st_size as u64;
+fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::DecodedRecords, Option<u64>)> {
+    let file = dir.open_file(&f.name, Access::Read)?;
+    let size = file.size()?;
     if size < start {
         return Ok((size, format::DecodedRecords::default(), None));
     }
     let mut buf = vec![0u8; (size - start) as usize];
-    let n = sys::pread_full(&fd, &f.path, &mut buf, start)?;
+    let n = file.pread_full(&mut buf, start)?;
     buf.truncate(n);
     let mut body_start = 0usize;
     if start == 0 {
@@ -460,8 +427,8 @@ fn read_log(dir: &OwnedFd, f: &FoundLog, start: u64) -> Result<(u64, format::Dec
     let dec = format::decode_records(&buf[body_start..]);
     let consumed = start + (body_start + dec.valid_len) as u64;
     let data_name = format::data_log_name(f.info.writer_id, f.info.pid, &f.info.host);
-    let data_len = match rustix::fs::statat(dir, data_name.as_str(), rustix::fs::AtFlags::empty()) {
-        Ok(st) => Some(st.st_size as u64),
+    let data_len = match dir.stat(&data_name) {
+        Ok(st) => Some(st.st_size.max(0) as u64),
         Err(_) => {
             if !dec.records.is_empty() {
                 crate::warn!(

@@ -1,0 +1,112 @@
+//! Helpers of the plfsrc loader: YAML values in messages, YAML errors, paths and backend
+//! locations.
+
+use super::*;
+
+/// The string keys of a mapping, in order; Err with the first non-string key.
+pub(super) fn string_keys(m: &serde_yaml::Mapping) -> std::result::Result<Vec<(&str, &Value)>, &Value> {
+    m.iter().map(|(k, v)| k.as_str().map(|s| (s, v)).ok_or(k)).collect()
+}
+
+/// A short description of a value for messages.
+pub(super) fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "nothing (an empty value)".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Sequence(_) => "a list".into(),
+        Value::Mapping(_) => "a mapping".into(),
+        Value::Tagged(t) => format!("a value tagged {}", t.tag),
+    }
+}
+
+/// Formats a YAML syntax error with the file and line.
+pub(super) fn yaml_error(path: &str, e: &serde_yaml::Error) -> Error {
+    let mut msg = e.to_string();
+    let Some(loc) = e.location() else {
+        return Error::Config(format!("{path}: invalid YAML: {msg}"));
+    };
+    let suffix = format!(" at line {} column {}", loc.line(), loc.column());
+    if let Some(p) = msg.find(&suffix) {
+        msg.replace_range(p..p + suffix.len(), "");
+    }
+    // serde's path to the node (".[2].global_params.num_hostdirs: ..."): keep the key names, drop
+    // the entry index (the line says where the entry is).
+    if msg.starts_with(['.', '[']) {
+        if let Some(p) = msg.find(": ").filter(|&p| !msg[..p].contains(' ')) {
+            let path = msg[..p].trim_start_matches('.');
+            let path = match path.strip_prefix('[').and_then(|r| r.split_once(']')) {
+                Some((n, rest)) if n.bytes().all(|b| b.is_ascii_digit()) => rest.trim_start_matches('.'),
+                _ => path,
+            };
+            let rest = msg[p + 2..].to_string();
+            msg = if path.is_empty() {
+                rest
+            } else {
+                format!("{path}: {rest}")
+            };
+        }
+    }
+    if let Some(rest) = msg.strip_prefix("duplicate entry with key ") {
+        msg = format!("duplicate key {rest} in the mapping that starts on this line");
+    }
+    if msg.contains("cannot start any token") || msg.contains("tab character") {
+        msg.push_str(" (tabs cannot be used for indentation in YAML)");
+    }
+    Error::Config(format!(
+        "{path}: line {}: invalid YAML (column {}): {msg}",
+        loc.line(),
+        loc.column()
+    ))
+}
+
+/// Expands a leading `~` or `~/` with `$HOME`.
+pub(super) fn expand_tilde(s: &str) -> std::result::Result<PathBuf, String> {
+    if s != "~" && !s.starts_with("~/") {
+        return Ok(PathBuf::from(s));
+    }
+    let Some(mut home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) else {
+        return Err(format!("{s:?} starts with ~ but $HOME is not set"));
+    };
+    if let Some(rest) = s.strip_prefix("~/") {
+        home.push("/");
+        home.push(rest);
+    }
+    Ok(PathBuf::from(home))
+}
+
+/// An absolute path (after `~` expansion), lexically normalised.
+pub(super) fn abs_path(s: &str) -> std::result::Result<PathBuf, String> {
+    if s.is_empty() {
+        return Err("empty path; expected an absolute path".into());
+    }
+    let p = expand_tilde(s)?;
+    normalize_path(&p).ok_or_else(|| format!("{s:?} is not an absolute path"))
+}
+
+/// A backend location: `posix://` / `posix:` prefixes are stripped, other URL-like schemes are
+/// rejected, and the rest must be an absolute directory.
+pub(super) fn location(raw: &str) -> std::result::Result<PathBuf, String> {
+    let rest = if let Some(r) = raw.strip_prefix("posix://") {
+        r
+    } else if let Some(r) = raw.strip_prefix("posix:") {
+        r
+    } else {
+        if let Some((scheme, _)) = raw.split_once(':') {
+            let scheme_like = !scheme.is_empty()
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if scheme_like {
+                return Err(format!(
+                    "backend type \"{scheme}\" (in {raw:?}) is not supported; only POSIX directories \
+                     (a plain path, posix:// or posix:) are"
+                ));
+            }
+        }
+        raw
+    };
+    abs_path(rest).map_err(|m| if rest == raw { m } else { format!("{m} (in {raw:?})") })
+}

@@ -1,0 +1,235 @@
+//! File-name grammars of a container's logs and `meta/` droppings (docs/format.md §3 and §5),
+//! the placement hash, and the stat rule over droppings.
+
+/// Name of a writer's data log: `data.<writer_id hex16>.<pid>.<host>`.
+pub fn data_log_name(writer_id: u64, pid: u32, host: &str) -> String {
+    format!("data.{writer_id:016x}.{pid}.{host}")
+}
+
+/// Name of a writer's index log: `index.<writer_id hex16>.<pid>.<host>`.
+pub fn index_log_name(writer_id: u64, pid: u32, host: &str) -> String {
+    format!("index.{writer_id:016x}.{pid}.{host}")
+}
+
+/// Parsed name of a data or index log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogName {
+    /// True for an index log, false for a data log.
+    pub is_index: bool,
+    /// Writer id.
+    pub writer_id: u64,
+    /// Writer pid.
+    pub pid: u32,
+    /// Writer host.
+    pub host: String,
+}
+
+/// Parses `data.<id>.<pid>.<host>` or `index.<id>.<pid>.<host>`; `None` for any other name.
+pub fn parse_log_name(name: &str) -> Option<LogName> {
+    let (is_index, rest) = if let Some(r) = name.strip_prefix("index.") {
+        (true, r)
+    } else if let Some(r) = name.strip_prefix("data.") {
+        (false, r)
+    } else {
+        return None;
+    };
+    let mut it = rest.splitn(3, '.');
+    let id = it.next()?;
+    let pid = it.next()?;
+    let host = it.next()?;
+    if id.len() != 16 || host.is_empty() {
+        return None;
+    }
+    Some(LogName {
+        is_index,
+        writer_id: u64::from_str_radix(id, 16).ok()?,
+        pid: pid.parse().ok()?,
+        host: host.to_string(),
+    })
+}
+
+/// A metadata dropping in `meta/`, encoded entirely in its (zero-length) file's name so that stat
+/// of a closed container is one `readdir` and no open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetaDropping {
+    /// `open.<writer_id hex16>.<pid>.<host>`: a writer has the file open.
+    Open {
+        /// Writer id.
+        writer_id: u64,
+        /// Writer pid.
+        pid: u32,
+        /// Writer host.
+        host: String,
+    },
+    /// `close.<writer_id hex16>.<open_ts>.<close_ts>.<eof>.<bytes>.<mtime_ns>`: a writer closed.
+    /// `eof` is the end of the highest byte it wrote (0 if none), `bytes` the bytes it wrote.
+    Close {
+        /// Writer id.
+        writer_id: u64,
+        /// Timestamp (clock of [`crate::clock`]) taken at open.
+        open_ts: u64,
+        /// Timestamp taken at close.
+        close_ts: u64,
+        /// Highest written end offset.
+        eof: u64,
+        /// Bytes written.
+        bytes: u64,
+        /// Modification time of the last write, ns since the epoch.
+        mtime_ns: u64,
+    },
+    /// `trunc.<ts>.<size>.<writer_id hex16>`: the file was truncated to `size` at `ts`.
+    Trunc {
+        /// Timestamp of the truncate.
+        ts: u64,
+        /// New size.
+        size: u64,
+        /// Id of the truncating handle (random for path truncates); makes the name unique.
+        writer_id: u64,
+    },
+}
+
+impl MetaDropping {
+    /// The file name of this dropping.
+    pub fn name(&self) -> String {
+        match self {
+            MetaDropping::Open { writer_id, pid, host } => format!("open.{writer_id:016x}.{pid}.{host}"),
+            MetaDropping::Close {
+                writer_id,
+                open_ts,
+                close_ts,
+                eof,
+                bytes,
+                mtime_ns,
+            } => {
+                format!("close.{writer_id:016x}.{open_ts}.{close_ts}.{eof}.{bytes}.{mtime_ns}")
+            }
+            MetaDropping::Trunc { ts, size, writer_id } => format!("trunc.{ts}.{size}.{writer_id:016x}"),
+        }
+    }
+
+    /// Parses a dropping name; `None` for names that are not droppings.
+    pub fn parse(name: &str) -> Option<MetaDropping> {
+        if let Some(r) = name.strip_prefix("open.") {
+            let mut it = r.splitn(3, '.');
+            let id = it.next()?;
+            let pid = it.next()?.parse().ok()?;
+            let host = it.next()?.to_string();
+            if id.len() != 16 || host.is_empty() {
+                return None;
+            }
+            return Some(MetaDropping::Open {
+                writer_id: u64::from_str_radix(id, 16).ok()?,
+                pid,
+                host,
+            });
+        }
+        if let Some(r) = name.strip_prefix("close.") {
+            let f: Vec<&str> = r.split('.').collect();
+            if f.len() != 6 || f[0].len() != 16 {
+                return None;
+            }
+            return Some(MetaDropping::Close {
+                writer_id: u64::from_str_radix(f[0], 16).ok()?,
+                open_ts: f[1].parse().ok()?,
+                close_ts: f[2].parse().ok()?,
+                eof: f[3].parse().ok()?,
+                bytes: f[4].parse().ok()?,
+                mtime_ns: f[5].parse().ok()?,
+            });
+        }
+        if let Some(r) = name.strip_prefix("trunc.") {
+            let f: Vec<&str> = r.split('.').collect();
+            if f.len() != 3 || f[2].len() != 16 {
+                return None;
+            }
+            return Some(MetaDropping::Trunc {
+                ts: f[0].parse().ok()?,
+                size: f[1].parse().ok()?,
+                writer_id: u64::from_str_radix(f[2], 16).ok()?,
+            });
+        }
+        None
+    }
+}
+
+/// Hash used to pick a canonical backend (of a logical path), a shadow backend and a hostdir
+/// (of a host name): 64-bit FNV-1a. Pinned by a test: changing it moves existing containers.
+pub fn hash_str(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in s.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Size and mtime of a closed container from its droppings (the fast stat path, §5). `None`
+/// when the droppings cannot decide (a writer is open, or a writer's session straddles a
+/// truncate).
+pub fn fast_size(droppings: &[MetaDropping]) -> Option<(u64, u64)> {
+    let mut last_trunc: Option<(u64, u64)> = None;
+    for d in droppings {
+        match d {
+            MetaDropping::Open { .. } => return None,
+            MetaDropping::Trunc { ts, size, .. } => {
+                if last_trunc.is_none_or(|(t, _)| *ts > t) {
+                    last_trunc = Some((*ts, *size));
+                }
+            }
+            MetaDropping::Close { .. } => {}
+        }
+    }
+    let (tts, mut size) = last_trunc.unwrap_or((0, 0));
+    let mut mtime = tts;
+    for d in droppings {
+        if let MetaDropping::Close {
+            open_ts,
+            close_ts,
+            eof,
+            mtime_ns,
+            ..
+        } = d
+        {
+            if *close_ts < tts {
+                continue; // wholly before the last truncate: superseded by it
+            }
+            if *open_ts < tts {
+                return None; // straddles the truncate: only the index can tell
+            }
+            size = size.max(*eof);
+            mtime = mtime.max(*mtime_ns);
+        }
+    }
+    Some((size, mtime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_size_rules() {
+        let close = |o, c, eof| MetaDropping::Close {
+            writer_id: 1,
+            open_ts: o,
+            close_ts: c,
+            eof,
+            bytes: eof,
+            mtime_ns: c,
+        };
+        let trunc = |ts, size| MetaDropping::Trunc { ts, size, writer_id: 2 };
+        assert_eq!(fast_size(&[]), Some((0, 0)));
+        assert_eq!(fast_size(&[close(1, 2, 10), close(3, 4, 30)]), Some((30, 4)));
+        assert_eq!(fast_size(&[close(1, 2, 10), trunc(5, 3)]), Some((3, 5)));
+        assert_eq!(fast_size(&[close(1, 2, 10), trunc(5, 3), close(6, 7, 4)]), Some((4, 7)));
+        assert_eq!(fast_size(&[close(1, 6, 10), trunc(5, 3)]), None);
+        assert_eq!(
+            fast_size(&[MetaDropping::Open {
+                writer_id: 1,
+                pid: 1,
+                host: "h".into()
+            }]),
+            None
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! fsck of one writer's `meta/` droppings against what its index log holds: stale open records,
+//! missing, duplicate or contradictory close records.
+
+use super::index_log::IndexScan;
+use super::liveness::Liveness;
+use super::report::{repair_step, Kind, Options, Repair, Report};
+use super::writer::{LogFile, WriterState};
+use crate::container::Container;
+use crate::error::Result;
+use crate::format::{self, MetaDropping};
+
+/// The close record a writer would have written, computed from its index log.
+fn computed_close(id: u64, open_ts: u64, scan: &IndexScan, data: Option<&LogFile>) -> MetaDropping {
+    let eof = scan.records.iter().map(|r| r.logical_off + r.length).max().unwrap_or(0);
+    let bytes = scan.records.iter().map(|r| r.length).sum();
+    let close_ts = scan.records.iter().map(|r| r.ts).max().unwrap_or(open_ts).max(open_ts);
+    let mtime_ns = data.map_or(close_ts, |d| d.mtime_ns.max(0) as u64);
+    MetaDropping::Close {
+        writer_id: id,
+        open_ts,
+        close_ts,
+        eof,
+        bytes,
+        mtime_ns,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_droppings(
+    c: &Container,
+    id: u64,
+    w: &WriterState,
+    wname: &str,
+    scan: Option<&IndexScan>,
+    opened_ns: Option<u64>,
+    has_truncs: bool,
+    live: &Option<Liveness>,
+    may_touch: bool,
+    opts: &Options,
+    rep: &mut Report,
+) {
+    let meta = c.sub(format::META_DIR);
+    let records = scan.map_or(0, |s| s.records.len());
+    let index_ok = scan.is_some_and(|s| matches!(s.header, Some(Ok(_))) && s.tail_error.is_none());
+    let open_ts = w
+        .closes
+        .iter()
+        .find_map(|d| match d {
+            MetaDropping::Close { open_ts, .. } => Some(*open_ts),
+            _ => None,
+        })
+        .or(opened_ns)
+        .unwrap_or_else(|| scan.and_then(|s| s.records.iter().map(|r| r.ts).min()).unwrap_or(1) - 1);
+    let want = scan.map(|s| computed_close(id, open_ts, s, w.data.as_ref()));
+    // Replaces the writer's close records by `new` (if any) and removes its open records.
+    let settle = |new: Option<&MetaDropping>, drop_opens: bool| -> Result<()> {
+        if let Some(d) = new {
+            if !w.closes.contains(d) {
+                c.add_meta(d)?;
+            }
+            if let MetaDropping::Close { mtime_ns, .. } = d {
+                c.bump_mtime(*mtime_ns)?;
+            }
+        }
+        for old in w.closes.iter().filter(|o| Some(*o) != new) {
+            c.remove_meta(old)?;
+        }
+        if drop_opens {
+            for o in &w.opens {
+                c.remove_meta(o)?;
+            }
+        }
+        Ok(())
+    };
+    let new_close = want.clone().filter(|_| records > 0);
+    if !w.opens.is_empty() {
+        let (kind, why) = match live {
+            Some(Liveness::Dead(why)) => (
+                if w.closes.is_empty() {
+                    Kind::StaleOpen
+                } else {
+                    Kind::OpenAndClosed
+                },
+                why.clone(),
+            ),
+            Some(Liveness::Unknown(why)) => (Kind::UnverifiableOpen, why.clone()),
+            _ => return,
+        };
+        let repair = if !may_touch {
+            Repair::Manual("rerun with --force-stale if the writer is known to be dead".into())
+        } else if !w.closes.is_empty() {
+            repair_step(opts, "removed the open record (the writer had closed)", || {
+                settle(None, true)
+            })
+        } else if scan.is_some() && !index_ok {
+            Repair::Manual("the index log must be repaired first".into())
+        } else {
+            let what = match &new_close {
+                Some(d) => format!("wrote {} from the index log and removed the open record", d.name()),
+                None => "removed the open record (the writer wrote nothing)".into(),
+            };
+            repair_step(opts, what, || settle(new_close.as_ref(), true))
+        };
+        let msg = format!(
+            "{wname} left an open record: {why}; stat takes the slow path and truncate-to-zero cannot reclaim space"
+        );
+        rep.push(kind, true, &meta, msg, repair);
+        return;
+    }
+    match (w.closes.len(), &new_close) {
+        (0, Some(d)) => {
+            let repair = if index_ok {
+                repair_step(opts, format!("wrote {}", d.name()), || settle(Some(d), false))
+            } else {
+                Repair::Manual("the index log must be repaired first".into())
+            };
+            let msg = format!("{wname}: {records} indexed writes but no open or close record; stat misses them");
+            rep.push(Kind::MissingClose, true, &meta, msg, repair);
+        }
+        (0, None) => {}
+        (n, _) if scan.is_none() => {
+            let any_bytes = w
+                .closes
+                .iter()
+                .any(|d| matches!(d, MetaDropping::Close { bytes, .. } if *bytes > 0));
+            if any_bytes {
+                let msg =
+                    format!("{wname}: {n} close record(s) but no index log; stat reports data that reads cannot find");
+                let repair = Repair::Manual("restore the logs, or remove the close record to match the data".into());
+                rep.push(Kind::CloseWithoutLogs, true, &meta, msg, repair);
+            }
+        }
+        (n, _) => {
+            let Some(want) = want.as_ref() else { return };
+            let agrees = |d: &MetaDropping| match (d, want) {
+                (
+                    MetaDropping::Close { eof, bytes, .. },
+                    MetaDropping::Close {
+                        eof: weof,
+                        bytes: wbytes,
+                        ..
+                    },
+                ) => bytes == wbytes && (eof == weof || (has_truncs && eof <= weof)),
+                _ => false,
+            };
+            if n == 1 && agrees(&w.closes[0]) {
+                return;
+            }
+            if !index_ok {
+                let msg = format!("{wname}: close record(s) cannot be checked against a damaged index log");
+                rep.push(
+                    Kind::ContradictoryClose,
+                    true,
+                    &meta,
+                    msg,
+                    Repair::Manual("repair the index log first".into()),
+                );
+                return;
+            }
+            // Keep one that agrees if there is one, else replace with the computed record
+            // (keeping the original open and close timestamps).
+            let keep = w
+                .closes
+                .iter()
+                .find(|d| agrees(d))
+                .cloned()
+                .or_else(|| match (&w.closes[0], want) {
+                    (
+                        MetaDropping::Close {
+                            open_ts,
+                            close_ts,
+                            mtime_ns,
+                            ..
+                        },
+                        MetaDropping::Close { eof, bytes, .. },
+                    ) => Some(MetaDropping::Close {
+                        writer_id: id,
+                        open_ts: *open_ts,
+                        close_ts: *close_ts,
+                        eof: *eof,
+                        bytes: *bytes,
+                        mtime_ns: *mtime_ns,
+                    }),
+                    _ => None,
+                });
+            let keep = keep.filter(|_| records > 0);
+            let what = match &keep {
+                Some(k) => format!("kept {} only", k.name()),
+                None => "removed the close records (the index holds no writes)".into(),
+            };
+            let repair = repair_step(opts, what, || settle(keep.as_ref(), false));
+            let names: Vec<String> = w.closes.iter().map(MetaDropping::name).collect();
+            let msg = format!(
+                "{wname}: close record(s) {} disagree with the index log ({records} records, {} bytes)",
+                names.join(", "),
+                scan.map_or(0, |s| s.records.iter().map(|r| r.length).sum::<u64>())
+            );
+            rep.push(Kind::ContradictoryClose, true, &meta, msg, repair);
+        }
+    }
+}

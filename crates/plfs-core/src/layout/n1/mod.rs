@@ -1,0 +1,440 @@
+//! N-1 (`workload: shared_file | n-1`): a logical file is a container directory in which every
+//! writer appends to its own data log and index log; readers merge the index logs.
+
+mod shared;
+mod writer;
+
+use crate::container::{self, Container};
+use crate::error::{Error, Result};
+use crate::format;
+use crate::layout::{Handle, Layout, Node, OpenFile};
+use crate::mount::Loc;
+use crate::sys::{self, RawStat, TimeSpec};
+use crate::types::{IndexStats, OpenFlags, Stat};
+use rustix::io::Errno;
+use shared::{lock, Doomed, Shared};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use writer::Writer;
+
+/// The containers this process has open, by identity, so every handle on one container shares
+/// its writers and merged index.
+#[derive(Debug, Default)]
+pub struct Registry {
+    open: Mutex<HashMap<(u64, u64), Weak<Shared>>>,
+}
+
+impl Registry {
+    fn get(&self, ident: (u64, u64)) -> Option<Arc<Shared>> {
+        lock(&self.open).get(&ident).and_then(Weak::upgrade)
+    }
+
+    /// This process's state of container `c`, created on first use. A new one takes a shared
+    /// flock on the container, so that an unlink by another process leaves its data in place
+    /// until this process closes it; if the container was deleted before the lock was taken,
+    /// the open lost the race to the unlink: `ENOENT`.
+    fn shared(&self, c: Container, logical: &std::path::Path) -> Result<Arc<Shared>> {
+        let mut t = lock(&self.open);
+        t.retain(|_, w| w.strong_count() > 0);
+        if let Some(s) = t.get(&c.ident).and_then(Weak::upgrade) {
+            return Ok(s);
+        }
+        c.dir.lock_shared()?;
+        if c.dir.stat_opt(format::MARKER_NAME)?.is_none() {
+            return Err(Error::NotFound(logical.to_path_buf()));
+        }
+        let ident = c.ident;
+        let s = Arc::new(Shared::new(c, logical.to_path_buf()));
+        t.insert(ident, Arc::downgrade(&s));
+        Ok(s)
+    }
+}
+
+/// The N-1 layout: a create makes a container.
+#[derive(Debug)]
+pub struct N1 {
+    pub(crate) reg: Arc<Registry>,
+    umask: u32,
+}
+
+impl N1 {
+    /// The layout, sharing the process's table of open containers.
+    pub fn new(reg: Arc<Registry>, umask: u32) -> N1 {
+        N1 { reg, umask }
+    }
+}
+
+impl Layout for N1 {
+    fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)> {
+        let b = loc.home();
+        let parent = loc.parent_dir(b)?;
+        let created = Container::create(&parent, loc.name(), mode & !self.umask & 0o7777, None)?;
+        if !created && excl {
+            return Err(Error::Exists(loc.logical.clone()));
+        }
+        // Lost a race unless created: what won must be a file.
+        let c = match Container::open(&loc.mount, b, &loc.rel) {
+            Ok(c) => c,
+            Err(e) if e.raw_errno() == Errno::ISDIR.raw_os_error() => {
+                return Err(loc.err(Errno::ISDIR, "is a directory"))
+            }
+            Err(e) => return Err(e),
+        };
+        let st = c.marker_stat()?;
+        Ok((
+            Box::new(ContainerNode::with(self.reg.clone(), loc.clone(), c, st)),
+            created,
+        ))
+    }
+}
+
+/// A container found in the namespace.
+#[derive(Debug)]
+pub struct ContainerNode {
+    reg: Arc<Registry>,
+    loc: Loc,
+    b: usize,
+    /// The marker's stat from the look-up.
+    st: RawStat,
+    /// The container, when already opened.
+    c: Mutex<Option<Container>>,
+}
+
+impl ContainerNode {
+    /// The container at `loc` on backend `b`, whose marker `st` the look-up found.
+    pub fn new(reg: Arc<Registry>, loc: Loc, b: usize, st: RawStat) -> ContainerNode {
+        ContainerNode {
+            reg,
+            loc,
+            b,
+            st,
+            c: Mutex::new(None),
+        }
+    }
+
+    fn with(reg: Arc<Registry>, loc: Loc, c: Container, st: RawStat) -> ContainerNode {
+        let b = c.backend;
+        ContainerNode {
+            reg,
+            loc,
+            b,
+            st,
+            c: Mutex::new(Some(c)),
+        }
+    }
+
+    fn take_container(&self) -> Result<Container> {
+        match lock(&self.c).take() {
+            Some(c) => Ok(c),
+            None => self.open_container(),
+        }
+    }
+
+    /// Opens the container by name (if it was replaced since the look-up, this is the new
+    /// one, as a fresh open would find).
+    fn open_container(&self) -> Result<Container> {
+        Container::open(&self.loc.mount, self.b, &self.loc.rel)
+    }
+
+    /// Runs `f` on the container, opening it once.
+    fn with_c<R>(&self, f: impl FnOnce(&Container) -> Result<R>) -> Result<R> {
+        let mut g = lock(&self.c);
+        if g.is_none() {
+            *g = Some(self.open_container()?);
+        }
+        f(g.as_ref().expect("opened"))
+    }
+
+    fn shared(&self) -> Result<Arc<Shared>> {
+        if let Some(s) = self.reg.get((self.st.st_dev, self.st.st_ino)) {
+            return Ok(s);
+        }
+        // The container opened by name may be deleted before this process holds it (it was
+        // unlinked, or replaced by a rename): open the name again, which is then the new file or
+        // nothing.
+        let mut tries = 0;
+        loop {
+            let c = self.take_container()?;
+            match self.reg.shared(c, &self.loc.logical) {
+                Err(e) if e.is_not_found() && tries < 8 => tries += 1,
+                r => return r,
+            }
+        }
+    }
+
+    fn marker_path(&self) -> PathBuf {
+        self.loc.on(self.b).join(format::MARKER_NAME)
+    }
+
+    /// The container directory's parent on its backend.
+    fn parent(&self) -> Result<sys::Dir> {
+        self.loc.parent_dir(self.b)
+    }
+}
+
+/// A fresh name to rename a container aside to before it is deleted.
+fn trash_name() -> String {
+    format!("{}{:016x}", format::TRASH_PREFIX, crate::clock::random_u64())
+}
+
+impl ContainerNode {
+    /// Deletes container `c`, now named `name` in `parent`: renamed aside first (unless it
+    /// already has a trash name) so it vanishes atomically, then deleted with its shadow
+    /// directories, or left to the last close if this process has it open. Once the name is
+    /// gone, failing to reclaim the space is a warning, not an error (a retry would get ENOENT).
+    fn discard(&self, c: Container, parent: sys::Dir, name: &OsStr) -> Result<()> {
+        let trash = match name.to_str() {
+            Some(n) if n.starts_with(format::TMP_PREFIX) => n.to_string(),
+            _ => {
+                let t = trash_name();
+                parent.rename(name, &parent, &t)?;
+                t
+            }
+        };
+        if let Some(shared) = self.reg.get(c.ident) {
+            shared.doom(Doomed { parent, trash });
+            return Ok(());
+        }
+        // Another process may have it open (it holds a shared flock): it deletes it at its last
+        // close. A holder that is closing takes the lock exclusively for an instant to see
+        // whether it is the last one; retrying for a while tells that instant from a holder that
+        // keeps the file open, so that one of the two always deletes (design.md, "Unlink").
+        let mut last = false;
+        for i in 0..20 {
+            if c.dir.try_lock_exclusive()? {
+                last = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(500 * (i + 1)));
+        }
+        if !last {
+            return Ok(());
+        }
+        let r = c.remove_shadows().and_then(|()| parent.remove_tree(&trash));
+        if let Err(e) = r {
+            crate::warn!("{e}: unlinked, but its data could not be removed (plfs fsck reports it)");
+        }
+        Ok(())
+    }
+}
+
+impl Node for ContainerNode {
+    fn stat(&self) -> Result<Stat> {
+        if !sys::is_file(&self.st) {
+            return Err(Error::corrupt(self.marker_path(), "marker is not a regular file"));
+        }
+        let ident = (self.st.st_dev, self.st.st_ino);
+        let size = match self.reg.get(ident) {
+            Some(s) => s.size()?,
+            None => {
+                let fast = self.with_c(|c| Ok(format::fast_size(&c.list_meta()?)))?;
+                match fast {
+                    Some((size, _)) => size,
+                    None => self.shared()?.size()?,
+                }
+            }
+        };
+        Ok(Stat::from_raw(&self.st, crate::types::FileKind::File).as_file(size))
+    }
+
+    fn open(&self, flags: OpenFlags, pid: u32, created: bool) -> Result<OpenFile> {
+        if !created {
+            let want = flags.access_mask();
+            if want != 0 && rustix::process::geteuid().as_raw() != 0 {
+                self.access(want)
+                    .map_err(|_| self.loc.err(Errno::ACCESS, "permission denied"))?;
+            }
+        }
+        let shared = self.shared()?;
+        if flags.trunc && flags.write && !created {
+            shared.truncate(0)?;
+        }
+        let h = ContainerHandle {
+            shared,
+            writers: Mutex::new(HashMap::new()),
+        };
+        if flags.write {
+            h.writer(pid);
+        }
+        Ok(OpenFile::new(Box::new(h), self.loc.logical.clone(), flags, pid))
+    }
+
+    fn truncate(&self, size: u64) -> Result<()> {
+        self.shared()?.truncate(size)
+    }
+
+    /// Renames the container aside (so it vanishes atomically), then deletes it and its shadow
+    /// directories, or leaves that to the last close if this process has it open.
+    fn unlink(&self) -> Result<()> {
+        let c = self.take_container()?;
+        self.discard(c, self.parent()?, self.loc.name())
+    }
+
+    fn replace_by(&self, from_parent: &sys::Dir, from_name: &OsStr) -> Result<()> {
+        let c = self.take_container()?;
+        let tp = self.parent()?;
+        let name = self.loc.name();
+        if from_parent.exchange(from_name, &tp, name)? {
+            // The old container now has the source's name: make it vanish, then delete it.
+            return self.discard(c, from_parent.try_clone()?, from_name);
+        }
+        // No RENAME_EXCHANGE on this backend: record the name in the old container, move it
+        // aside, move the source in (moving the old one back if that fails), then delete the old
+        // one. Between the two renames the name is missing; after a crash there, fsck moves the
+        // old container back under the recorded name (docs/design.md, "Backends").
+        let trash = format!("{}{:016x}", format::RENAME_TRASH_PREFIX, crate::clock::random_u64());
+        c.dir
+            .write_atomic(format::RENAME_NAME_FILE, name.as_encoded_bytes(), 0o600)?;
+        tp.rename(name, &tp, &trash)?;
+        if let Err(e) = from_parent.rename(from_name, &tp, name) {
+            match tp.rename(&trash, &tp, name) {
+                Ok(()) => {
+                    let _ = c.dir.unlink_opt(format::RENAME_NAME_FILE);
+                }
+                Err(e2) => crate::warn!(
+                    "{e2}: could not move {} back after a failed rename (plfs fsck does)",
+                    self.loc.logical.display()
+                ),
+            }
+            return Err(e);
+        }
+        self.discard(c, tp, OsStr::new(&trash))
+    }
+
+    fn chmod(&self, mode: u32) -> Result<()> {
+        self.with_c(|c| {
+            c.dir.chmod(format::MARKER_NAME, mode & 0o7777)?;
+            c.dir.chmod_self(container::container_dir_mode(mode))
+        })
+    }
+
+    fn chown(&self, uid: u32, gid: u32) -> Result<()> {
+        self.with_c(|c| {
+            c.dir.chown(format::MARKER_NAME, uid, gid)?;
+            c.dir.chown_self(uid, gid)
+        })
+    }
+
+    fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        self.with_c(|c| c.set_times(atime, mtime))
+    }
+
+    fn access(&self, mode: u32) -> Result<()> {
+        self.with_c(|c| c.dir.access(format::MARKER_NAME, mode))
+            .map_err(|e| match e {
+                Error::Io { errno, .. } => self.loc.err(errno, &errno.to_string()),
+                e => e,
+            })
+    }
+
+    fn container(&self) -> Option<Container> {
+        self.take_container().ok()
+    }
+}
+
+/// An open N-1 file.
+#[derive(Debug)]
+struct ContainerHandle {
+    shared: Arc<Shared>,
+    /// Writers by pid (one per pid that wrote through this handle).
+    writers: Mutex<HashMap<u32, Arc<Mutex<Writer>>>>,
+}
+
+impl ContainerHandle {
+    fn writer(&self, pid: u32) -> Arc<Mutex<Writer>> {
+        let mut ws = lock(&self.writers);
+        ws.entry(pid).or_insert_with(|| self.shared.new_writer(pid)).clone()
+    }
+}
+
+impl Handle for ContainerHandle {
+    fn write_as(&self, buf: &[u8], off: u64, pid: u32) -> Result<usize> {
+        let w = self.writer(pid);
+        self.shared.write(&w, buf, off)
+    }
+
+    fn append(&self, buf: &[u8], pid: u32) -> Result<(u64, usize)> {
+        let w = self.writer(pid);
+        let off = self.shared.with_index(false, |s| Ok(s.map.size()))?;
+        Ok((off, self.shared.write(&w, buf, off)?))
+    }
+
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        self.shared.read(buf, off)
+    }
+
+    fn refresh(&self) -> Result<()> {
+        self.shared.with_index(true, |_| Ok(()))
+    }
+
+    fn flush(&self) -> Result<()> {
+        let ws: Vec<_> = lock(&self.writers).values().cloned().collect();
+        for w in ws {
+            lock(&w).flush_index()?;
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        let ws: Vec<_> = lock(&self.writers).values().cloned().collect();
+        for w in &ws {
+            self.shared.sync(w)?;
+        }
+        Ok(())
+    }
+
+    fn truncate(&self, size: u64) -> Result<()> {
+        self.shared.truncate(size)
+    }
+
+    fn size(&self) -> Result<u64> {
+        self.shared.size()
+    }
+
+    fn stat(&self) -> Result<Stat> {
+        let mst = self.shared.c.marker_stat()?;
+        let mut st = Stat::from_raw(&mst, crate::types::FileKind::File).as_file(self.size()?);
+        if self.shared.is_unlinked() {
+            st.nlink = 0;
+        }
+        Ok(st)
+    }
+
+    fn close_writer(&self, pid: u32) -> Result<()> {
+        let w = lock(&self.writers).remove(&pid);
+        match w {
+            Some(w) => self.shared.close_writer(&w),
+            None => Ok(()),
+        }
+    }
+
+    fn close(&self) -> Result<()> {
+        let ws: Vec<_> = lock(&self.writers).drain().map(|(_, w)| w).collect();
+        let mut first = Ok(());
+        for w in ws {
+            if let Err(e) = self.shared.close_writer(&w) {
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
+    }
+
+    fn backend_path(&self) -> PathBuf {
+        self.shared.c.path().to_path_buf()
+    }
+
+    fn index_stats(&self) -> Result<IndexStats> {
+        self.shared.with_index(false, |s| {
+            Ok(IndexStats {
+                pieces: s.map.raw_pieces().count(),
+                patterns: s.map.pattern_count(),
+                mem_bytes: s.map.mem_bytes(),
+                records_read: s.records_read,
+            })
+        })
+    }
+}

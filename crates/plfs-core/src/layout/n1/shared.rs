@@ -1,0 +1,315 @@
+//! The per-process state of one N-1 container, shared by every handle on it: the writers opened
+//! through this process and the merged index, so a process always reads its own writes. The
+//! write path (data log append, buffered index record), sync, close and truncate, and the read
+//! path through the merged index.
+
+use super::writer::Writer;
+use crate::clock;
+use crate::container::Container;
+use crate::error::{Error, Result};
+use crate::extent::{Key, Segment};
+use crate::format::{MetaDropping, WriteRecord};
+use crate::index::IndexState;
+use crate::sys::TimeSpec;
+use rustix::io::Errno;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Per-process state of one container.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) c: Container,
+    /// Logical path it was first opened by (a flattened index is valid only for this path).
+    pub(crate) logical: PathBuf,
+    /// Writers opened through this process.
+    writers: Mutex<HashMap<u64, Arc<Mutex<Writer>>>>,
+    /// Merged index, loaded at the first read.
+    index: Mutex<Option<IndexState>>,
+    /// Set when the file was unlinked while open here: its shadow directories and the name its
+    /// container was renamed aside to, deleted at the last close.
+    doomed: Mutex<Option<Doomed>>,
+}
+
+/// What an unlink of an open file leaves to the last close.
+#[derive(Debug)]
+pub(crate) struct Doomed {
+    /// The directory the container was renamed aside in, and its trash name there.
+    pub(crate) parent: crate::sys::Dir,
+    pub(crate) trash: String,
+}
+
+impl Drop for Shared {
+    /// The last handle of this process on the container is gone. If nobody else holds it open
+    /// (this process's shared flock converts to an exclusive one) and it was unlinked, by this
+    /// process or another, it is deleted now.
+    fn drop(&mut self) {
+        let doomed = self.doomed.get_mut().map(Option::take).unwrap_or_default();
+        // Take the lock first, then look at the name: an unlink renames first, then tries the
+        // lock, so one of the two sees the other (design.md, "Unlink").
+        match self.c.dir.try_lock_exclusive() {
+            Ok(true) => {}
+            Ok(false) => return, // another process has it open: its last close deletes it
+            Err(e) => {
+                crate::warn!("{e}: could not remove an unlinked file's data");
+                return;
+            }
+        }
+        if doomed.is_none() && !self.c.in_trash() {
+            return;
+        }
+        let r = match doomed {
+            Some(d) => self.c.remove_shadows().and_then(|()| d.parent.remove_tree(&d.trash)),
+            None => self.c.remove_trashed(),
+        };
+        if let Err(e) = r {
+            crate::warn!("{e}: could not remove an unlinked file's data");
+        }
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn new(c: Container, logical: PathBuf) -> Self {
+        Shared {
+            c,
+            logical,
+            writers: Mutex::new(HashMap::new()),
+            index: Mutex::new(None),
+            doomed: Mutex::new(None),
+        }
+    }
+
+    fn data_crc(&self) -> bool {
+        self.c.mount.global.data_checksums
+    }
+
+    /// Whether the file was unlinked while open (here or by another process).
+    pub(crate) fn is_unlinked(&self) -> bool {
+        lock(&self.doomed).is_some() || self.c.in_trash()
+    }
+
+    /// Appends every writer's buffered index records to its index log.
+    pub(crate) fn flush_all(&self) -> Result<()> {
+        let ws: Vec<_> = lock(&self.writers).values().cloned().collect();
+        for w in ws {
+            lock(&w).flush_index()?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` on the merged index, loading or refreshing it first (`refresh`) after flushing
+    /// this process's buffered records.
+    pub(crate) fn with_index<R>(&self, refresh: bool, f: impl FnOnce(&mut IndexState) -> Result<R>) -> Result<R> {
+        let mut g = lock(&self.index);
+        let stale = g.as_ref().is_some_and(|s| s.map.is_stale());
+        if g.is_none() || refresh || stale {
+            self.flush_all()?;
+            match g.as_mut() {
+                Some(s) if !stale => s.refresh(&self.c)?,
+                _ => *g = Some(IndexState::load(&self.c, &self.logical)?),
+            }
+            // Drop pattern timestamps unless this process writes the file too (its own writes
+            // could overlap a pattern and would then need them).
+            if lock(&self.writers).is_empty() {
+                g.as_mut().expect("index loaded").map.compact();
+            }
+        }
+        f(g.as_mut().expect("index loaded"))
+    }
+
+    /// Defers deleting the container until the last handle in this process is closed (unlink
+    /// of an open file: its handles keep working, as POSIX requires).
+    pub(crate) fn doom(&self, d: Doomed) {
+        *lock(&self.doomed) = Some(d);
+    }
+
+    /// Drops the merged index (after a wipe); the next read reloads it.
+    pub(crate) fn reset_index(&self) {
+        *lock(&self.index) = None;
+    }
+
+    pub(crate) fn new_writer(&self, pid: u32) -> Arc<Mutex<Writer>> {
+        let w = Arc::new(Mutex::new(Writer::new(pid, self.c.mount.global.index_compression)));
+        let id = lock(&w).id;
+        lock(&self.writers).insert(id, w.clone());
+        w
+    }
+
+    pub(crate) fn write(&self, w: &Arc<Mutex<Writer>>, buf: &[u8], off: u64) -> Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        off.checked_add(buf.len() as u64)
+            .filter(|end| *end <= i64::MAX as u64)
+            .ok_or_else(|| Error::errno(Errno::FBIG, "write beyond the largest file offset"))?;
+        let mut wg = lock(w);
+        if !wg.announced {
+            // Stat takes the slow path (the index) while this record exists.
+            self.c.add_meta(&wg.open_record())?;
+            wg.announced = true;
+        }
+        if wg.logs.is_none() {
+            wg.create_logs(&self.c, self.data_crc())?;
+        }
+        let (phys, dir) = {
+            let l = wg.logs.as_mut().expect("logs created");
+            let phys = l.data_off;
+            l.data.pwrite_all(buf, phys)?;
+            l.data_off += buf.len() as u64;
+            (phys, l.dir.clone())
+        };
+        let ts = clock::next_ts();
+        let data_crc = if self.data_crc() { crc32c::crc32c(buf) } else { 0 };
+        wg.pending.push(WriteRecord {
+            logical_off: off,
+            length: buf.len() as u64,
+            physical_off: phys,
+            ts,
+            data_crc,
+        });
+        wg.eof = wg.eof.max(off + buf.len() as u64);
+        wg.bytes += buf.len() as u64;
+        wg.mtime_ns = clock::now_ns();
+        if wg.pending.len() >= self.c.mount.global.index_buffer_records as usize {
+            wg.flush_index()?;
+        }
+        let (id, pid, host) = (wg.id, wg.pid, wg.host.clone());
+        drop(wg);
+        // Keep this process's merged index current (insertion order does not matter).
+        if let Some(s) = lock(&self.index).as_mut() {
+            let d = s.add_dir(dir);
+            let chunk = s.chunk_for(d, id, pid, &host);
+            s.map
+                .insert_write(off, buf.len() as u64, chunk, phys, Key { ts, writer: id });
+        }
+        Ok(buf.len())
+    }
+
+    pub(crate) fn sync(&self, w: &Arc<Mutex<Writer>>) -> Result<()> {
+        let mut wg = lock(w);
+        if let Some(l) = &wg.logs {
+            // Data must be durable before the records that point at it.
+            l.data.fsync()?;
+        }
+        wg.flush_index()?;
+        if let Some(l) = wg.logs.as_mut() {
+            l.index.fsync()?;
+            if !l.dirs_synced {
+                // The first sync also makes the new logs' names durable: their hostdir, and the
+                // hostdir's own entry in its parent (the container or its shadow directory).
+                l.dir.fsync()?;
+                let in_container = l.in_container;
+                self.c.sync_hostdir_parent(&wg.host, in_container)?;
+                if let Some(l) = wg.logs.as_mut() {
+                    l.dirs_synced = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn close_writer(&self, w: &Arc<Mutex<Writer>>) -> Result<()> {
+        let mut wg = lock(w);
+        if wg.closed {
+            return Ok(());
+        }
+        let flushed = wg.flush_index();
+        let r = if !wg.announced {
+            flushed
+        } else if wg.bytes == 0 {
+            flushed.and_then(|()| self.c.remove_meta(&wg.open_record()))
+        } else {
+            let d = MetaDropping::Close {
+                writer_id: wg.id,
+                open_ts: wg.open_ts,
+                close_ts: clock::next_ts(),
+                eof: wg.eof,
+                bytes: wg.bytes,
+                mtime_ns: wg.mtime_ns,
+            };
+            let _ = self.c.bump_mtime(wg.mtime_ns);
+            // One rename turns the open record into the close record: stat never sees neither.
+            flushed.and_then(|()| self.c.replace_meta(&wg.open_record(), &d))
+        };
+        wg.closed = true;
+        wg.logs = None;
+        let id = wg.id;
+        // Never hold a writer's lock while taking the table (truncate takes them the other way).
+        drop(wg);
+        lock(&self.writers).remove(&id);
+        r
+    }
+
+    /// Truncates the logical file to `size`.
+    pub(crate) fn truncate(&self, size: u64) -> Result<()> {
+        let meta = self.c.list_meta()?;
+        let any_open = meta.iter().any(|d| matches!(d, MetaDropping::Open { .. }));
+        if size == 0 && !any_open {
+            // Nobody is writing: reclaim everything.
+            self.c.wipe_data()?;
+            self.reset_index();
+        } else {
+            let ts = clock::next_ts();
+            let wid = clock::random_u64();
+            self.c.add_meta(&MetaDropping::Trunc {
+                ts,
+                size,
+                writer_id: wid,
+            })?;
+            let ws: Vec<_> = lock(&self.writers).values().cloned().collect();
+            for w in ws {
+                let mut wg = lock(&w);
+                wg.eof = wg.eof.min(size);
+            }
+            if let Some(s) = lock(&self.index).as_mut() {
+                s.map.insert_trunc(size, Key { ts, writer: wid });
+            }
+        }
+        self.c.set_times(TimeSpec::Omit, TimeSpec::Now)
+    }
+
+    /// The logical size, from the merged index (refreshed).
+    pub(crate) fn size(&self) -> Result<u64> {
+        self.with_index(true, |s| Ok(s.map.size()))
+    }
+
+    pub(crate) fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        let plan = self.with_index(false, |s| {
+            let segs = s.map.lookup(off, buf.len() as u64);
+            let mut plan = Vec::with_capacity(segs.len());
+            for seg in segs {
+                match seg {
+                    Segment::Hole { len } => plan.push((len, None)),
+                    Segment::Data { len, chunk, phys } => plan.push((len, Some((s.data_fd(chunk)?, phys)))),
+                }
+            }
+            Ok(plan)
+        })?;
+        let mut pos = 0usize;
+        for (len, src) in plan {
+            let dst = &mut buf[pos..pos + len as usize];
+            match src {
+                None => dst.fill(0),
+                Some((f, phys)) => {
+                    let n = f.pread_full(dst, phys)?;
+                    if n < dst.len() {
+                        return Err(Error::corrupt(
+                            f.path(),
+                            format!(
+                                "data log ends at {} but the index points to {}",
+                                phys + n as u64,
+                                phys + len
+                            ),
+                        ));
+                    }
+                }
+            }
+            pos += len as usize;
+        }
+        Ok(pos)
+    }
+}

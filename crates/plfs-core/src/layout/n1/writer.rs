@@ -1,0 +1,135 @@
+//! One writer of an N-1 container: its data log and index log (created at its first write),
+//! the index records it has not appended yet, and what its close dropping will say.
+
+use crate::clock;
+use crate::container::{self, Container};
+use crate::error::Result;
+use crate::format::{self, LogHeader, WriteRecord};
+use crate::sys::{Create, Dir, File};
+use std::sync::Arc;
+
+/// One writer: a data log and an index log, created at its first write.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    pub(crate) id: u64,
+    pub(crate) pid: u32,
+    pub(crate) host: String,
+    pub(crate) open_ts: u64,
+    pub(crate) logs: Option<WriterLogs>,
+    /// Records not yet appended to the index log.
+    pub(crate) pending: Vec<WriteRecord>,
+    /// Whether runs are written as pattern records (`index_compression`).
+    pub(crate) compress: bool,
+    pub(crate) eof: u64,
+    pub(crate) bytes: u64,
+    pub(crate) mtime_ns: u64,
+    /// Whether its open record is in `meta/` (written at the first write).
+    pub(crate) announced: bool,
+    pub(crate) closed: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct WriterLogs {
+    pub(crate) dir: Arc<Dir>,
+    pub(crate) data: File,
+    pub(crate) index: File,
+    pub(crate) data_off: u64,
+    pub(crate) index_off: u64,
+    /// Whether the directory entries of the new logs have been made durable.
+    pub(crate) dirs_synced: bool,
+    /// Whether the logs are in the container itself (else on a shadow backend).
+    pub(crate) in_container: bool,
+}
+
+impl Writer {
+    /// A writer that has written nothing yet.
+    pub(crate) fn new(pid: u32, compress: bool) -> Writer {
+        Writer {
+            id: clock::random_u64(),
+            pid,
+            host: clock::hostname(),
+            open_ts: clock::next_ts(),
+            logs: None,
+            pending: Vec::new(),
+            compress,
+            eof: 0,
+            bytes: 0,
+            mtime_ns: 0,
+            announced: false,
+            closed: false,
+        }
+    }
+
+    /// Its `meta/open.*` record.
+    pub(crate) fn open_record(&self) -> format::MetaDropping {
+        format::MetaDropping::Open {
+            writer_id: self.id,
+            pid: self.pid,
+            host: self.host.clone(),
+        }
+    }
+
+    /// Creates the data and index logs with their headers (the data log first: an index log
+    /// never exists without its data log). On failure nothing half-made is left behind, so that
+    /// a retry can create them again.
+    pub(crate) fn create_logs(&mut self, c: &Container, data_crc: bool) -> Result<()> {
+        let (dir, in_container) = c.writer_dir(&self.host, true)?;
+        let mode = c.marker_stat().map(|s| container::log_mode(s.st_mode)).unwrap_or(0o600);
+        let flags = if data_crc { format::LOG_FLAG_DATA_CRC } else { 0 };
+        let mk = |name: &str, magic: [u8; 8]| -> Result<File> {
+            let f = dir.create_file(name, mode, Create::Excl)?;
+            let h = LogHeader {
+                magic,
+                writer_id: self.id,
+                open_ns: self.open_ts,
+                pid: self.pid,
+                flags,
+            };
+            if let Err(e) = f.pwrite_all(&h.encode(), 0) {
+                let _ = dir.unlink_opt(name);
+                return Err(e);
+            }
+            Ok(f.kept())
+        };
+        let data_name = format::data_log_name(self.id, self.pid, &self.host);
+        let data = mk(&data_name, format::DATA_MAGIC)?;
+        let index = match mk(
+            &format::index_log_name(self.id, self.pid, &self.host),
+            format::INDEX_MAGIC,
+        ) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = dir.unlink_opt(&data_name);
+                return Err(e);
+            }
+        };
+        self.logs = Some(WriterLogs {
+            dir: Arc::new(dir),
+            data,
+            index,
+            data_off: format::DATA_HEADER_LEN as u64,
+            index_off: format::INDEX_HEADER_LEN as u64,
+            dirs_synced: false,
+            in_container,
+        });
+        Ok(())
+    }
+
+    /// Appends the buffered records to the index log.
+    pub(crate) fn flush_index(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let l = self.logs.as_mut().expect("records imply logs");
+        let mut bytes = Vec::with_capacity(self.pending.len() * format::WRITE_REC_LEN);
+        if self.compress {
+            format::encode_records(&self.pending, &mut bytes);
+        } else {
+            self.pending.iter().for_each(|r| r.encode_into(&mut bytes));
+        }
+        l.index.pwrite_all(&bytes, l.index_off)?;
+        l.index_off += bytes.len() as u64;
+        self.pending.clear();
+        Ok(())
+    }
+}

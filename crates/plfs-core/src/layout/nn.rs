@@ -1,0 +1,200 @@
+//! N-N (`workload: file_per_proc | n-n`): each logical file is one plain file on canonical backend
+//! `hash(basename) % n`, so a directory's files (and their metadata load) are spread over the
+//! backends; directories exist on every backend and readdir merges them. A plain backend file
+//! found in a mount of another mode is served the same way.
+
+use crate::error::{Error, Result};
+use crate::layout::{Handle, Layout, Node, OpenFile};
+use crate::mount::Loc;
+use crate::sys::{Access, Create, Dir, File, RawStat, TimeSpec};
+use crate::types::{FileKind, OpenFlags, Stat, BLKSIZE};
+use rustix::io::Errno;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+/// The N-N layout: a create makes a plain file.
+#[derive(Debug)]
+pub struct NN {
+    umask: u32,
+}
+
+impl NN {
+    /// The layout.
+    pub fn new(umask: u32) -> NN {
+        NN { umask }
+    }
+}
+
+impl Layout for NN {
+    fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)> {
+        let b = loc.home();
+        let parent = loc.parent_dir(b)?;
+        let created = match parent.create_file(loc.name(), mode & !self.umask & 0o7777, Create::Excl) {
+            Ok(_) => true,
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            }) if !excl => false,
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            }) => return Err(Error::Exists(loc.logical.clone())),
+            Err(e) => return Err(e),
+        };
+        let st = parent.stat(loc.name())?;
+        if crate::sys::is_dir(&st) {
+            return Err(loc.err(Errno::ISDIR, "is a directory"));
+        }
+        Ok((Box::new(PlainNode::new(loc.clone(), b, st)), created))
+    }
+}
+
+/// A plain backend file found in the namespace.
+#[derive(Debug)]
+pub struct PlainNode {
+    loc: Loc,
+    b: usize,
+    st: RawStat,
+}
+
+impl PlainNode {
+    /// The plain file at `loc` on backend `b`, with its stat from the look-up.
+    pub fn new(loc: Loc, b: usize, st: RawStat) -> PlainNode {
+        PlainNode { loc, b, st }
+    }
+
+    fn io_err(&self, e: Error) -> Error {
+        match e {
+            Error::Io { errno, .. } => self.loc.err(errno, &errno.to_string()),
+            e => e,
+        }
+    }
+
+    fn file(&self, access: Access) -> Result<File> {
+        let parent = self.loc.parent_dir(self.b)?;
+        parent.open_file(self.loc.name(), access).map_err(|e| self.io_err(e))
+    }
+}
+
+impl Node for PlainNode {
+    fn stat(&self) -> Result<Stat> {
+        let mut st = Stat::from_raw(&self.st, FileKind::File);
+        st.blksize = BLKSIZE;
+        Ok(st)
+    }
+
+    fn open(&self, flags: OpenFlags, pid: u32, _created: bool) -> Result<OpenFile> {
+        let access = match (flags.read, flags.write) {
+            (_, false) => Access::Read,
+            (false, true) => Access::Write,
+            (true, true) => Access::ReadWrite,
+        };
+        let f = self.file(access)?.kept();
+        if flags.trunc && flags.write {
+            f.truncate(0)?;
+        }
+        Ok(OpenFile::new(
+            Box::new(PlainHandle(f)),
+            self.loc.logical.clone(),
+            flags,
+            pid,
+        ))
+    }
+
+    fn truncate(&self, size: u64) -> Result<()> {
+        self.file(Access::Write)?.truncate(size)
+    }
+
+    fn unlink(&self) -> Result<()> {
+        self.loc.parent_dir(self.b)?.unlink(self.loc.name())
+    }
+
+    fn chmod(&self, mode: u32) -> Result<()> {
+        self.loc.parent_dir(self.b)?.chmod(self.loc.name(), mode & 0o7777)
+    }
+
+    fn chown(&self, uid: u32, gid: u32) -> Result<()> {
+        self.loc.parent_dir(self.b)?.chown(self.loc.name(), uid, gid)
+    }
+
+    fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        self.loc.parent_dir(self.b)?.set_times(self.loc.name(), atime, mtime)
+    }
+
+    fn access(&self, mode: u32) -> Result<()> {
+        self.loc
+            .parent_dir(self.b)?
+            .access(self.loc.name(), mode)
+            .map_err(|e| self.io_err(e))
+    }
+
+    fn replace_by(&self, from_parent: &Dir, from_name: &OsStr) -> Result<()> {
+        let tp = self.loc.parent_dir(self.b)?;
+        let name = self.loc.name();
+        match from_parent.rename(from_name, &tp, name) {
+            // A container (a directory) over this plain file: swap them, then remove the file;
+            // without RENAME_EXCHANGE, remove the file first.
+            Err(e) if crate::layout::is_type_clash(&e) => {
+                if from_parent.exchange(from_name, &tp, name)? {
+                    from_parent.unlink(from_name)
+                } else {
+                    tp.unlink(name)?;
+                    from_parent.rename(from_name, &tp, name)
+                }
+            }
+            r => r,
+        }
+    }
+}
+
+/// An open plain file.
+#[derive(Debug)]
+struct PlainHandle(File);
+
+impl Handle for PlainHandle {
+    fn write_as(&self, buf: &[u8], off: u64, _pid: u32) -> Result<usize> {
+        self.0.pwrite_all(buf, off)?;
+        Ok(buf.len())
+    }
+
+    fn append(&self, buf: &[u8], pid: u32) -> Result<(u64, usize)> {
+        let off = self.0.size()?;
+        Ok((off, self.write_as(buf, off, pid)?))
+    }
+
+    fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        self.0.pread_full(buf, off)
+    }
+
+    fn refresh(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.0.fsync()
+    }
+
+    fn truncate(&self, size: u64) -> Result<()> {
+        self.0.truncate(size)
+    }
+
+    fn size(&self) -> Result<u64> {
+        self.0.size()
+    }
+
+    fn stat(&self) -> Result<Stat> {
+        let mut st = Stat::from_raw(&self.0.stat()?, FileKind::File);
+        st.blksize = BLKSIZE;
+        Ok(st)
+    }
+
+    fn close(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn backend_path(&self) -> PathBuf {
+        self.0.path().to_path_buf()
+    }
+}

@@ -1,0 +1,254 @@
+//! 1-N (`workload: small_file | 1-n`): the files of a directory are packed into one log per
+//! writer, turning a metadata problem (one create per file) into a data problem (one append per
+//! file).
+//!
+//! Layout: `<canonical backend>/<dir>/.plfs_small/log.<writer id hex16>.<pid>.<host>`, on the
+//! backend `hash(host) % n`, in the record format of [`crate::format::small`]. Readers replay
+//! every log of the directory in timestamp order into a view ([`SmallDir`]). A writer appends its
+//! records at every file close and every namespace operation, so a file is in its log at close
+//! and visible to other processes from then on, with no explicit flush.
+
+mod handle;
+mod view;
+
+pub use view::SmallDir;
+
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::format::small as fmt;
+use crate::layout::Handle;
+use crate::layout::{check_mode, Layout, Node, OpenFile};
+use crate::mount::Loc;
+use crate::sys::{Dir, TimeSpec};
+use crate::types::{DirEntry, FileKind, OpenFlags, Stat};
+use handle::SmallHandle;
+use rustix::io::Errno;
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// 1-N views kept cached beyond those in use.
+const SMALL_CACHE: usize = 256;
+
+/// The 1-N layout: this process's directory views.
+#[derive(Debug)]
+pub struct Small {
+    views: Mutex<HashMap<PathBuf, Arc<SmallDir>>>,
+    umask: u32,
+}
+
+impl Small {
+    /// The layout.
+    pub fn new(umask: u32) -> Arc<Small> {
+        Arc::new(Small {
+            views: Mutex::new(HashMap::new()),
+            umask,
+        })
+    }
+
+    /// The view of directory `rel` of `loc`'s mount.
+    fn view(&self, loc: &Loc, rel: &Path) -> Arc<SmallDir> {
+        let key = loc.mount.cfg.mount_point.join(rel);
+        let mut t = self.views.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = t.get(&key) {
+            return d.clone();
+        }
+        if t.len() >= SMALL_CACHE {
+            t.retain(|_, d| Arc::strong_count(d) > 1);
+        }
+        let d = Arc::new(SmallDir::new(loc.mount.clone(), rel.to_path_buf(), self.umask));
+        t.insert(key, d.clone());
+        d
+    }
+
+    /// The view holding file `loc`, and the file's name.
+    fn parts(&self, loc: &Loc) -> Result<(Arc<SmallDir>, String)> {
+        let name = loc
+            .name()
+            .to_str()
+            .ok_or_else(|| Error::InvalidArgument(format!("{}: not a valid packed file name", loc.logical.display())))?
+            .to_string();
+        Ok((self.view(loc, loc.parent_rel()), name))
+    }
+}
+
+impl Layout for Arc<Small> {
+    fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)> {
+        let (d, name) = self.parts(loc)?;
+        let (id, st, created) = d.create(&name, mode, excl)?;
+        Ok((
+            Box::new(PackedNode::new(self.clone(), loc.clone(), d, name, id, st)),
+            created,
+        ))
+    }
+
+    fn lookup_missing(&self, loc: &Loc) -> Result<Option<Box<dyn Node>>> {
+        if loc.is_root() {
+            return Ok(None);
+        }
+        let (d, name) = self.parts(loc)?;
+        Ok(d.entry(&name)?
+            .map(|(id, st)| Box::new(PackedNode::new(self.clone(), loc.clone(), d, name, id, st)) as Box<dyn Node>))
+    }
+
+    fn list_extra(&self, loc: &Loc, out: &mut Vec<DirEntry>) -> Result<()> {
+        for name in self.view(loc, &loc.rel).names()? {
+            out.push(DirEntry {
+                name: OsString::from(name),
+                kind: FileKind::File,
+            });
+        }
+        Ok(())
+    }
+
+    fn before_rmdir(&self, loc: &Loc) -> Result<()> {
+        self.view(loc, &loc.rel).remove_store()?;
+        self.forget(&loc.logical);
+        Ok(())
+    }
+
+    fn forget(&self, logical: &Path) {
+        let mut t = self.views.lock().unwrap_or_else(|p| p.into_inner());
+        t.retain(|k, _| !k.starts_with(logical));
+    }
+}
+
+/// A packed file found in the namespace.
+#[derive(Debug)]
+pub struct PackedNode {
+    layout: Arc<Small>,
+    loc: Loc,
+    dir: Arc<SmallDir>,
+    name: String,
+    id: u64,
+    st: Stat,
+}
+
+impl PackedNode {
+    fn new(layout: Arc<Small>, loc: Loc, dir: Arc<SmallDir>, name: String, id: u64, st: Stat) -> PackedNode {
+        PackedNode {
+            layout,
+            loc,
+            dir,
+            name,
+            id,
+            st,
+        }
+    }
+
+    fn handle(&self) -> SmallHandle {
+        SmallHandle {
+            dir: self.dir.clone(),
+            id: self.id,
+        }
+    }
+
+    /// Renames this file to `to` (a name with nothing, or another packed file, there): within
+    /// its directory one RENAME record; across directories a copy into the target directory's
+    /// logs, then an unlink.
+    pub fn rename_to(&self, to: &Loc) -> Result<()> {
+        let (td, tname) = self.layout.parts(to)?;
+        if Arc::ptr_eq(&self.dir, &td) {
+            return self.dir.rename(&self.name, &tname);
+        }
+        let src = self.handle();
+        let (tid, _, _) = td.create(&tname, self.st.mode & 0o7777, false)?;
+        let dst = SmallHandle {
+            dir: td.clone(),
+            id: tid,
+        };
+        dst.truncate(0)?;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut off = 0u64;
+        loop {
+            let n = src.read(&mut buf, off)?;
+            if n == 0 {
+                break;
+            }
+            dst.write_as(&buf[..n], off, 0)?;
+            off += n as u64;
+        }
+        if self.st.size > off {
+            dst.truncate(self.st.size)?;
+        }
+        dst.close()?;
+        td.setattr(
+            &tname,
+            fmt::SET_MODE | fmt::SET_MTIME,
+            self.st.mode,
+            0,
+            0,
+            0,
+            self.st.mtime_ns,
+        )?;
+        self.dir.unlink(&self.name)
+    }
+}
+
+impl Node for PackedNode {
+    fn stat(&self) -> Result<Stat> {
+        Ok(self.st)
+    }
+
+    fn open(&self, flags: OpenFlags, pid: u32, created: bool) -> Result<OpenFile> {
+        if !created && !check_mode(&self.st, flags.access_mask()) {
+            return Err(self.loc.err(Errno::ACCESS, "permission denied"));
+        }
+        let h = self.handle();
+        if flags.trunc && flags.write && !created {
+            h.truncate(0)?;
+        }
+        Ok(OpenFile::new(Box::new(h), self.loc.logical.clone(), flags, pid))
+    }
+
+    fn truncate(&self, size: u64) -> Result<()> {
+        let h = self.handle();
+        h.truncate(size)?;
+        h.close()
+    }
+
+    fn unlink(&self) -> Result<()> {
+        self.dir.unlink(&self.name)
+    }
+
+    fn chmod(&self, mode: u32) -> Result<()> {
+        self.dir.setattr(&self.name, fmt::SET_MODE, mode, 0, 0, 0, 0)
+    }
+
+    fn chown(&self, uid: u32, gid: u32) -> Result<()> {
+        let mask = if uid != u32::MAX { fmt::SET_UID } else { 0 } | if gid != u32::MAX { fmt::SET_GID } else { 0 };
+        self.dir.setattr(&self.name, mask, 0, uid, gid, 0, 0)
+    }
+
+    fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        let now = clock::now_ns() as i64;
+        let conv = |t: TimeSpec, bit: u32| match t {
+            TimeSpec::Omit => (0, 0),
+            TimeSpec::Now => (bit, now),
+            TimeSpec::At(s, n) => (bit, s.saturating_mul(1_000_000_000).saturating_add(n)),
+        };
+        let (ma, a) = conv(atime, fmt::SET_ATIME);
+        let (mm, m) = conv(mtime, fmt::SET_MTIME);
+        self.dir.setattr(&self.name, ma | mm, 0, 0, 0, a, m)
+    }
+
+    fn access(&self, mode: u32) -> Result<()> {
+        if check_mode(&self.st, mode) {
+            Ok(())
+        } else {
+            Err(self.loc.err(Errno::ACCESS, "permission denied"))
+        }
+    }
+
+    fn rename_within(&self, to: &Loc) -> Option<Result<()>> {
+        Some(self.rename_to(to))
+    }
+
+    /// A backend object moved onto a packed name takes the name; the packed file is removed.
+    fn replace_by(&self, from_parent: &Dir, from_name: &OsStr) -> Result<()> {
+        from_parent.rename(from_name, &self.loc.parent_dir(self.loc.home())?, self.loc.name())?;
+        self.unlink()
+    }
+}

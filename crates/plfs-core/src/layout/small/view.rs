@@ -1,0 +1,656 @@
+//! The view of one 1-N directory: every writer's log replayed in timestamp order into name → file
+//! and file → attributes and extent map, kept current, and this process's own writer log.
+
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::extent::{ExtentMap, Key};
+use crate::format::small::{self as fmt, Rec, SMALL_DIR, SMALL_MAGIC};
+use crate::format::{self, LogHeader};
+use crate::mount::Mount;
+use crate::sys::{self, Access, Create, File};
+use crate::types::{FileKind, Stat, BLKSIZE};
+use rustix::io::Errno;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Pending bytes after which a writer appends its buffer even before a close.
+const FLUSH_BYTES: usize = 1 << 20;
+
+/// A store directory modified less than this long ago (ns) is listed again at every refresh: a
+/// log created within one timestamp tick of the last listing leaves the directory's mtime
+/// unchanged, so the mtime alone cannot tell that it appeared (coarse or lagging timestamps).
+const RECENT_NS: i128 = 2_000_000_000;
+
+/// A packed file's attributes and data map.
+#[derive(Debug, Clone)]
+pub(super) struct SmallMeta {
+    pub(super) mode: u32,
+    pub(super) uid: u32,
+    pub(super) gid: u32,
+    pub(super) atime: i64,
+    pub(super) mtime: i64,
+    pub(super) ctime: i64,
+    pub(super) map: ExtentMap,
+}
+
+/// One log of the directory.
+#[derive(Debug)]
+pub(super) struct LogRef {
+    pub(super) path: PathBuf,
+    writer: u64,
+    pub(super) file: Arc<File>,
+    seen: u64,
+}
+
+/// This process's writer log in the directory.
+#[derive(Debug)]
+struct SmallWriter {
+    id: u64,
+    file: Arc<File>,
+    /// Log offset where `buf` will land.
+    off: u64,
+    buf: Vec<u8>,
+    log: usize,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Inner {
+    names: BTreeMap<String, u64>,
+    pub(super) files: HashMap<u64, SmallMeta>,
+    pub(super) logs: Vec<LogRef>,
+    /// Modification stamp (mtime ns, inode) of each backend's store directory at the last listing.
+    dir_stamps: Vec<(i128, u64)>,
+    writer: Option<SmallWriter>,
+    loaded: bool,
+}
+
+/// The small-file view of one logical directory, shared by this process.
+#[derive(Debug)]
+pub struct SmallDir {
+    mount: Arc<Mount>,
+    /// The directory's path relative to the mount.
+    rel: PathBuf,
+    inner: Mutex<Inner>,
+    umask: u32,
+}
+
+pub(super) fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// This process's effective uid and gid, read once (owners of the files it creates).
+fn effective_ids() -> (u32, u32) {
+    static IDS: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *IDS.get_or_init(|| (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw()))
+}
+
+/// A new file id: unique without a system call per file (a per-process random base, a counter,
+/// and a bijective mix so ids of different processes do not collide in practice).
+fn new_file_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static BASE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let base = *BASE.get_or_init(clock::random_u64);
+    let mut z = base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)).max(1)
+}
+
+/// Checks a name for a packed file: one path component, no NUL, not `.`/`..`.
+pub fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(Error::InvalidArgument(format!("{name:?}: not a valid file name")));
+    }
+    if name.len() > 255 {
+        return Err(Error::errno(Errno::NAMETOOLONG, format!("{name}: file name too long")));
+    }
+    if name.starts_with(SMALL_DIR) || name.starts_with(format::TMP_PREFIX) {
+        return Err(Error::InvalidArgument(format!("{name}: reserved name")));
+    }
+    Ok(())
+}
+
+fn le(fields: &[u64]) -> Vec<u8> {
+    fields.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+impl SmallDir {
+    /// The view of directory `rel` of `mount`.
+    pub fn new(mount: Arc<Mount>, rel: PathBuf, umask: u32) -> SmallDir {
+        SmallDir {
+            mount,
+            rel,
+            inner: Mutex::new(Inner::default()),
+            umask,
+        }
+    }
+
+    pub(super) fn inner(&self) -> MutexGuard<'_, Inner> {
+        lock(&self.inner)
+    }
+
+    fn store_rel(&self) -> PathBuf {
+        self.rel.join(SMALL_DIR)
+    }
+
+    /// Display path of the store on this host's backend.
+    pub fn store_path(&self) -> PathBuf {
+        self.mount.canonical[self.writer_backend()].path.join(self.store_rel())
+    }
+
+    /// The logical directory (for messages).
+    fn logical(&self) -> PathBuf {
+        self.mount.cfg.mount_point.join(&self.rel)
+    }
+
+    fn writer_backend(&self) -> usize {
+        (format::hash_str(&clock::hostname()) % self.mount.canonical.len() as u64) as usize
+    }
+
+    /// The stamp of each backend's store directory (0 where it does not exist).
+    fn stamps(&self) -> Result<Vec<(i128, u64)>> {
+        let rel = self.store_rel();
+        let mut out = Vec::with_capacity(self.mount.canonical.len());
+        for b in &self.mount.canonical {
+            let st = b.root()?.stat_beneath_opt(&rel)?;
+            out.push(st.map_or((0, 0), |s| (i128::from(sys::mtime_ns(&s)), s.st_ino)));
+        }
+        Ok(out)
+    }
+
+    /// Brings the view up to date: appends this process's pending records, then replays every log
+    /// again if another log grew or appeared. A new log is noticed by listing the store, which is
+    /// done when its directory's stamp changed or when the stamp is too recent to be trusted
+    /// ([`RECENT_NS`]): visibility never depends on timestamp granularity.
+    pub(super) fn refresh(&self, g: &mut Inner) -> Result<()> {
+        let stamps = self.stamps()?;
+        let now = i128::from(clock::now_ns());
+        let recent = stamps.iter().any(|(m, _)| *m != 0 && (now - m).abs() < RECENT_NS);
+        let mut changed = !g.loaded;
+        if !changed && (stamps != g.dir_stamps || recent) {
+            let known: std::collections::HashSet<&std::path::Path> = g.logs.iter().map(|l| l.path.as_path()).collect();
+            let listed = self.list_logs()?;
+            changed = listed.len() != known.len() || listed.iter().any(|p| !known.contains(p.as_path()));
+            if !changed {
+                g.dir_stamps = stamps.clone();
+            }
+        }
+        if !changed {
+            let own = g.writer.as_ref().map(|w| w.log);
+            for (i, l) in g.logs.iter().enumerate() {
+                if Some(i) != own && l.file.size()? != l.seen {
+                    changed = true;
+                    break;
+                }
+            }
+        }
+        if changed {
+            // Our own records are already applied to the view; they reach the log before the
+            // view is rebuilt from the logs.
+            flush(g)?;
+            self.replay(g, stamps)?;
+        }
+        Ok(())
+    }
+
+    /// Display paths of every log in the store, on every backend.
+    fn list_logs(&self) -> Result<Vec<PathBuf>> {
+        let rel = self.store_rel();
+        let mut out = Vec::new();
+        for b in &self.mount.canonical {
+            let Some(dir) = b.dir_opt(&rel)? else { continue };
+            for name in dir.list()? {
+                if name.to_str().is_some_and(|s| s.starts_with("log.")) {
+                    out.push(dir.sub(&name));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn replay(&self, g: &mut Inner, stamps: Vec<(i128, u64)>) -> Result<()> {
+        let own = g.writer.as_ref().map(|w| (w.id, w.file.clone(), w.off));
+        let mut logs: Vec<LogRef> = Vec::new();
+        let mut recs: Vec<(u64, u64, usize, Rec)> = Vec::new();
+        let rel = self.store_rel();
+        for b in &self.mount.canonical {
+            let Some(dir) = b.dir_opt(&rel)? else { continue };
+            for name in dir.list()? {
+                let Some(s) = name.to_str() else { continue };
+                let Some(info) = s
+                    .strip_prefix("log.")
+                    .and_then(|r| format::parse_log_name(&format!("data.{r}")))
+                else {
+                    continue;
+                };
+                let path = dir.sub(&name);
+                let file = match own.as_ref().filter(|o| o.0 == info.writer_id) {
+                    Some(o) => o.1.clone(),
+                    None => match dir.open_file(&name, Access::Read) {
+                        Ok(f) => Arc::new(f.kept()),
+                        Err(e) => {
+                            crate::warn!("{e}: skipping this small-file log");
+                            continue;
+                        }
+                    },
+                };
+                let bytes = file.read_from(0)?;
+                if bytes.len() < format::INDEX_HEADER_LEN {
+                    logs.push(LogRef {
+                        path,
+                        writer: info.writer_id,
+                        file,
+                        seen: bytes.len() as u64,
+                    });
+                    continue;
+                }
+                if let Err(e) = LogHeader::decode(&path, &bytes, SMALL_MAGIC) {
+                    crate::warn!("{e}; skipping this small-file log");
+                    continue;
+                }
+                let (rs, used, err) = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
+                if let Some(err) = err.filter(|e| !e.starts_with("torn")) {
+                    crate::warn!("{}: {err}; ignoring the rest of this log", path.display());
+                }
+                let idx = logs.len();
+                logs.push(LogRef {
+                    path,
+                    writer: info.writer_id,
+                    file,
+                    seen: (format::INDEX_HEADER_LEN + used) as u64,
+                });
+                recs.extend(rs.into_iter().map(|r| (r.ts(), info.writer_id, idx, r)));
+            }
+        }
+        recs.sort_by_key(|r| (r.0, r.1));
+        g.names.clear();
+        g.files.clear();
+        for (_, w, idx, r) in recs {
+            apply(g, &r, w, idx);
+        }
+        g.logs = logs;
+        if let Some((id, file, off)) = own {
+            let log = match g.logs.iter().position(|l| l.writer == id) {
+                Some(p) => p,
+                None => {
+                    g.logs.push(LogRef {
+                        path: file.path().to_path_buf(),
+                        writer: id,
+                        file: file.clone(),
+                        seen: off,
+                    });
+                    g.logs.len() - 1
+                }
+            };
+            if let Some(w) = g.writer.as_mut() {
+                w.log = log;
+            }
+        }
+        g.dir_stamps = stamps;
+        g.loaded = true;
+        Ok(())
+    }
+
+    /// Creates this process's log in the store on its backend.
+    fn new_writer(&self, g: &mut Inner) -> Result<()> {
+        let b = &self.mount.canonical[self.writer_backend()];
+        let dir = b.dir(&self.rel).map_err(|e| match e.raw_errno() {
+            n if n == Errno::NOENT.raw_os_error() => Error::NotFound(self.logical()),
+            _ => e,
+        })?;
+        dir.mkdir_ok(SMALL_DIR, 0o755)?;
+        let store = dir.open_dir(SMALL_DIR)?;
+        let id = clock::random_u64();
+        let pid = clock::pid();
+        let name = format!("log.{id:016x}.{pid}.{}", clock::hostname());
+        let f = store.create_file(&name, 0o644, Create::Excl)?;
+        let h = LogHeader {
+            magic: SMALL_MAGIC,
+            writer_id: id,
+            open_ns: clock::now_ns(),
+            pid,
+            flags: 0,
+        };
+        f.pwrite_all(&h.encode(), 0)?;
+        let file = Arc::new(f.kept());
+        g.logs.push(LogRef {
+            path: file.path().to_path_buf(),
+            writer: id,
+            file: file.clone(),
+            seen: format::INDEX_HEADER_LEN as u64,
+        });
+        let log = g.logs.len() - 1;
+        g.writer = Some(SmallWriter {
+            id,
+            file,
+            off: format::INDEX_HEADER_LEN as u64,
+            buf: Vec::new(),
+            log,
+        });
+        Ok(())
+    }
+
+    /// Appends a record to this process's log (creating the log first) and applies it.
+    pub(super) fn record(
+        &self,
+        g: &mut Inner,
+        kind: u16,
+        fixed: &[u8],
+        tail: &[u8],
+        rec: impl FnOnce(u64) -> Rec,
+    ) -> Result<()> {
+        if g.writer.is_none() {
+            self.new_writer(g)?;
+        }
+        let w = g.writer.as_mut().expect("writer created");
+        let data_at = w.off + w.buf.len() as u64 + 8 + fixed.len() as u64;
+        fmt::encode(&mut w.buf, kind, fixed, tail);
+        let (id, log) = (w.id, w.log);
+        let big = w.buf.len() >= FLUSH_BYTES;
+        let r = rec(data_at);
+        apply(g, &r, id, log);
+        if big {
+            flush(g)?;
+        }
+        Ok(())
+    }
+
+    /// Looks a name up: its file id and attributes.
+    pub fn entry(&self, name: &str) -> Result<Option<(u64, Stat)>> {
+        let mut g = self.inner();
+        self.refresh(&mut g)?;
+        Ok(g.names
+            .get(name)
+            .and_then(|&id| g.files.get(&id).map(|m| (id, stat_of(id, m)))))
+    }
+
+    /// Names in the directory, sorted.
+    pub fn names(&self) -> Result<Vec<String>> {
+        let mut g = self.inner();
+        self.refresh(&mut g)?;
+        Ok(g.names.keys().cloned().collect())
+    }
+
+    /// Creates `name` (or, unless `excl`, finds it). Returns (file id, its stat, created).
+    pub fn create(&self, name: &str, mode: u32, excl: bool) -> Result<(u64, Stat, bool)> {
+        check_name(name)?;
+        let mut g = self.inner();
+        self.refresh(&mut g)?;
+        if let Some(&id) = g.names.get(name) {
+            if excl {
+                return Err(Error::Exists(self.logical().join(name)));
+            }
+            let st = g.files.get(&id).map(|m| stat_of(id, m)).ok_or_else(|| self.stale())?;
+            return Ok((id, st, false));
+        }
+        let id = new_file_id();
+        let ts = clock::next_ts();
+        let (uid, gid) = effective_ids();
+        let mode = mode & !self.umask & 0o7777;
+        let mut fixed = le(&[ts, id]);
+        for v in [mode, uid, gid] {
+            fixed.extend_from_slice(&v.to_le_bytes());
+        }
+        let owned = name.to_string();
+        self.record(&mut g, fmt::K_CREATE, &fixed, name.as_bytes(), move |_| Rec::Create {
+            ts,
+            id,
+            mode,
+            uid,
+            gid,
+            name: owned,
+        })?;
+        let st = g.files.get(&id).map(|m| stat_of(id, m)).ok_or_else(|| self.stale())?;
+        Ok((id, st, true))
+    }
+
+    fn stale(&self) -> Error {
+        Error::errno(
+            Errno::STALE,
+            format!(
+                "{}: packed file vanished from its directory's logs",
+                self.logical().display()
+            ),
+        )
+    }
+
+    fn id_of(&self, g: &Inner, name: &str) -> Result<u64> {
+        g.names
+            .get(name)
+            .copied()
+            .ok_or_else(|| Error::NotFound(self.logical().join(name)))
+    }
+
+    /// Removes `name`.
+    pub fn unlink(&self, name: &str) -> Result<()> {
+        let mut g = self.inner();
+        self.refresh(&mut g)?;
+        let id = self.id_of(&g, name)?;
+        let ts = clock::next_ts();
+        let owned = name.to_string();
+        self.record(&mut g, fmt::K_UNLINK, &le(&[ts, id]), name.as_bytes(), move |_| {
+            Rec::Unlink { ts, id, name: owned }
+        })?;
+        flush(&mut g)
+    }
+
+    /// Renames `from` to `to` within this directory (replacing `to`).
+    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        check_name(to)?;
+        let mut g = self.inner();
+        self.refresh(&mut g)?;
+        let id = self.id_of(&g, from)?;
+        let ts = clock::next_ts();
+        let mut fixed = le(&[ts, id]);
+        fixed.extend_from_slice(&(from.len() as u16).to_le_bytes());
+        fixed.extend_from_slice(from.as_bytes());
+        let (f, t) = (from.to_string(), to.to_string());
+        self.record(&mut g, fmt::K_RENAME, &fixed, to.as_bytes(), move |_| Rec::Rename {
+            ts,
+            id,
+            from: f,
+            to: t,
+        })?;
+        flush(&mut g)
+    }
+
+    /// Changes attributes of `name` (mask of `SET_*`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn setattr(&self, name: &str, mask: u32, mode: u32, uid: u32, gid: u32, atime: i64, mtime: i64) -> Result<()> {
+        let mut g = self.inner();
+        self.refresh(&mut g)?;
+        let id = self.id_of(&g, name)?;
+        let ts = clock::next_ts();
+        let mut fixed = le(&[ts, id]);
+        for v in [mask, mode, uid, gid] {
+            fixed.extend_from_slice(&v.to_le_bytes());
+        }
+        fixed.extend_from_slice(&le(&[atime as u64, mtime as u64]));
+        self.record(&mut g, fmt::K_SETATTR, &fixed, &[], move |_| Rec::SetAttr {
+            ts,
+            id,
+            mask,
+            mode,
+            uid,
+            gid,
+            atime,
+            mtime,
+        })?;
+        flush(&mut g)
+    }
+
+    /// Removes the store directories once no name is left (before rmdir of the directory).
+    pub fn remove_store(&self) -> Result<()> {
+        let mut g = self.inner();
+        self.refresh(&mut g)?;
+        if !g.names.is_empty() {
+            return Err(Error::errno(
+                Errno::NOTEMPTY,
+                format!("{}: directory not empty", self.logical().display()),
+            ));
+        }
+        g.writer = None;
+        for b in &self.mount.canonical {
+            if let Some(d) = b.dir_opt(&self.rel)? {
+                d.remove_tree(SMALL_DIR)?;
+            }
+        }
+        *g = Inner::default();
+        Ok(())
+    }
+
+    /// fsyncs this process's log (after [`SmallDir::flush`]).
+    pub(super) fn sync_log(g: &mut Inner) -> Result<()> {
+        flush(g)?;
+        if let Some(w) = &g.writer {
+            w.file.fsync()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for SmallDir {
+    fn drop(&mut self) {
+        if let Err(e) = flush(&mut lock(&self.inner)) {
+            crate::warn!("{e}: small-file records not written");
+        }
+    }
+}
+
+/// Appends this process's buffered records to its log.
+pub(super) fn flush(g: &mut Inner) -> Result<()> {
+    let Some(w) = g.writer.as_mut() else { return Ok(()) };
+    if w.buf.is_empty() {
+        return Ok(());
+    }
+    w.file.pwrite_all(&w.buf, w.off)?;
+    w.off += w.buf.len() as u64;
+    w.buf.clear();
+    let (log, off) = (w.log, w.off);
+    if let Some(l) = g.logs.get_mut(log) {
+        l.seen = off;
+    }
+    Ok(())
+}
+
+fn apply(g: &mut Inner, r: &Rec, writer: u64, log: usize) {
+    let ns = |ts: u64| ts as i64;
+    match r {
+        Rec::Create {
+            ts,
+            id,
+            mode,
+            uid,
+            gid,
+            name,
+        } => {
+            g.names.insert(name.clone(), *id);
+            let t = ns(*ts);
+            g.files.insert(
+                *id,
+                SmallMeta {
+                    mode: *mode,
+                    uid: *uid,
+                    gid: *gid,
+                    atime: t,
+                    mtime: t,
+                    ctime: t,
+                    map: ExtentMap::new(),
+                },
+            );
+        }
+        Rec::Write { ts, id, off, len, phys } => {
+            if let Some(m) = g.files.get_mut(id) {
+                m.map
+                    .insert_write(*off, *len, log as u32, *phys, Key { ts: *ts, writer });
+                m.mtime = m.mtime.max(ns(*ts));
+                m.ctime = m.ctime.max(ns(*ts));
+            }
+        }
+        Rec::Trunc { ts, id, size } => {
+            if let Some(m) = g.files.get_mut(id) {
+                m.map.insert_trunc(*size, Key { ts: *ts, writer });
+                m.mtime = m.mtime.max(ns(*ts));
+                m.ctime = m.ctime.max(ns(*ts));
+            }
+        }
+        Rec::Unlink { id, name, .. } => {
+            if g.names.get(name) == Some(id) {
+                g.names.remove(name);
+            }
+        }
+        Rec::Rename { ts, id, from, to } => {
+            if g.names.get(from) == Some(id) {
+                g.names.remove(from);
+                g.names.insert(to.clone(), *id);
+                if let Some(m) = g.files.get_mut(id) {
+                    m.ctime = m.ctime.max(ns(*ts));
+                }
+            }
+        }
+        Rec::SetAttr {
+            ts,
+            id,
+            mask,
+            mode,
+            uid,
+            gid,
+            atime,
+            mtime,
+        } => {
+            if let Some(m) = g.files.get_mut(id) {
+                if mask & fmt::SET_MODE != 0 {
+                    m.mode = *mode & 0o7777;
+                }
+                if mask & fmt::SET_UID != 0 {
+                    m.uid = *uid;
+                }
+                if mask & fmt::SET_GID != 0 {
+                    m.gid = *gid;
+                }
+                if mask & fmt::SET_ATIME != 0 {
+                    m.atime = *atime;
+                }
+                if mask & fmt::SET_MTIME != 0 {
+                    m.mtime = *mtime;
+                }
+                m.ctime = m.ctime.max(ns(*ts));
+            }
+        }
+    }
+}
+
+/// A packed file's stat.
+pub(super) fn stat_of(id: u64, m: &SmallMeta) -> Stat {
+    let size = m.map.size();
+    Stat {
+        kind: FileKind::File,
+        mode: 0o100000 | m.mode,
+        uid: m.uid,
+        gid: m.gid,
+        size,
+        blocks: size.div_ceil(512),
+        blksize: BLKSIZE,
+        atime_ns: m.atime,
+        mtime_ns: m.mtime,
+        ctime_ns: m.ctime,
+        ino: id >> 1,
+        dev: 0,
+        nlink: 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(check_name("a/b").is_err());
+        assert!(check_name("..").is_err());
+        assert!(check_name("a\0").is_err());
+        assert!(check_name("ok.txt").is_ok());
+    }
+}

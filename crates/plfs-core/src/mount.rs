@@ -1,0 +1,329 @@
+//! Placement: a mount point's backends, and where a logical path lives on them.
+//!
+//! A file's container (or N-N plain file) lives on canonical backend `hash(basename) % n`, so
+//! renaming a directory never moves its files; directories exist on every canonical backend.
+//! A writer's logs live on shadow backend `hash(host) % n`. Every backend is reached through a
+//! descriptor of its root, opened once per process, and paths beneath it are relative to that
+//! descriptor: a logical path as long as `PATH_MAX` still works, and links are never followed.
+
+use crate::config::{GlobalParams, MountConfig};
+use crate::error::{Error, Result};
+use crate::format;
+use crate::sys::{self, Dir};
+use rustix::io::Errno;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// One backend directory.
+#[derive(Debug)]
+pub struct Backend {
+    /// Its path, as configured.
+    pub path: PathBuf,
+    root: OnceLock<Dir>,
+}
+
+impl Backend {
+    /// A backend at `path` (opened at first use).
+    pub fn new(path: PathBuf) -> Backend {
+        Backend {
+            path,
+            root: OnceLock::new(),
+        }
+    }
+
+    /// The backend's root directory, opened on first use and kept for the process.
+    pub fn root(&self) -> Result<&Dir> {
+        if let Some(d) = self.root.get() {
+            return Ok(d);
+        }
+        let d = Dir::open_root(&self.path)?;
+        Ok(self.root.get_or_init(|| d))
+    }
+
+    /// The directory at `rel` beneath the root (the root itself for an empty `rel`).
+    pub fn dir(&self, rel: &Path) -> Result<Dir> {
+        self.root()?.open_dir_beneath(rel)
+    }
+
+    /// [`Backend::dir`], `Ok(None)` if a component is missing.
+    pub fn dir_opt(&self, rel: &Path) -> Result<Option<Dir>> {
+        self.root()?.open_dir_beneath_opt(rel)
+    }
+}
+
+/// A mount point with its backends.
+#[derive(Debug)]
+pub struct Mount {
+    /// Its configuration.
+    pub cfg: MountConfig,
+    /// Global parameters.
+    pub global: GlobalParams,
+    /// Canonical backends (hold containers and directories).
+    pub canonical: Vec<Arc<Backend>>,
+    /// Shadow backends (hold writers' logs). A backend of both roles is the same object in both
+    /// lists.
+    pub shadows: Vec<Arc<Backend>>,
+}
+
+impl Mount {
+    /// Builds a mount from its configuration. Backends of the zero-config default are created
+    /// (`create`); configured ones must exist.
+    pub fn new(cfg: &MountConfig, global: &GlobalParams, create: bool) -> Result<Mount> {
+        let mut all: Vec<Arc<Backend>> = Vec::new();
+        let mut get = |p: &Path| -> Arc<Backend> {
+            if let Some(b) = all.iter().find(|b| b.path == p) {
+                return b.clone();
+            }
+            let b = Arc::new(Backend::new(p.to_path_buf()));
+            all.push(b.clone());
+            b
+        };
+        let canonical: Vec<Arc<Backend>> = cfg.canonical().into_iter().map(&mut get).collect();
+        let shadows: Vec<Arc<Backend>> = cfg.shadows().into_iter().map(&mut get).collect();
+        if canonical.is_empty() || shadows.is_empty() {
+            return Err(Error::Config(format!(
+                "mount point {}: needs at least one canonical and one shadow backend",
+                cfg.mount_point.display()
+            )));
+        }
+        for b in &cfg.backends {
+            if create {
+                sys::mkdir_all(&b.location, 0o700)?;
+            } else if sys::stat_follow_opt(&b.location)?.is_none() {
+                return Err(Error::Config(format!(
+                    "mount point {}: backend {} does not exist (create it, or run `plfs check-config --mkdir`)",
+                    cfg.mount_point.display(),
+                    b.location.display()
+                )));
+            }
+        }
+        Ok(Mount {
+            cfg: cfg.clone(),
+            global: global.clone(),
+            canonical,
+            shadows,
+        })
+    }
+
+    /// The canonical backend index for a file named `name`.
+    pub fn home_of(&self, name: &[u8]) -> usize {
+        (format::hash_str(&String::from_utf8_lossy(name)) % self.canonical.len() as u64) as usize
+    }
+
+    /// The shadow backend a writer on `host` keeps its logs on.
+    pub fn shadow_for(&self, host: &str) -> &Arc<Backend> {
+        &self.shadows[(format::hash_str(host) % self.shadows.len() as u64) as usize]
+    }
+
+    /// The hostdir name a writer on `host` uses.
+    pub fn hostdir_for(&self, host: &str) -> String {
+        format!(
+            "{}{}",
+            format::HOSTDIR_PREFIX,
+            format::hash_str(host) % u64::from(self.global.num_hostdirs.max(1))
+        )
+    }
+}
+
+/// What a backend path holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Nothing.
+    Missing,
+    /// A container (a logical regular file).
+    Container,
+    /// A logical directory.
+    Dir,
+    /// A symbolic link.
+    Symlink,
+    /// Some other file (an N-N plain file, or one not created by PLFS).
+    Other,
+}
+
+/// What a look-up found: on which canonical backend, what, and its stat (the object's own
+/// `lstat`; for a container, its marker's, which holds the logical file's attributes).
+#[derive(Debug, Clone, Copy)]
+pub struct Found {
+    /// Canonical backend index.
+    pub backend: usize,
+    /// What is there.
+    pub probe: Probe,
+    /// Its stat (`None` when missing).
+    pub st: Option<sys::RawStat>,
+}
+
+/// Classifies what backend `b` holds at `rel` (two `lstat`s for a directory: itself and its
+/// marker; one otherwise). Returns the probe and the stat described in [`Found`].
+pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
+    let root = b.root()?;
+    let Some(st) = root.stat_beneath_opt(rel)? else {
+        return Ok((Probe::Missing, None));
+    };
+    Ok(match sys::FileType::from_raw_mode(st.st_mode) {
+        sys::FileType::Directory => match root.stat_beneath_opt(&rel.join(format::MARKER_NAME))? {
+            Some(m) => (Probe::Container, Some(m)),
+            None => (Probe::Dir, Some(st)),
+        },
+        sys::FileType::Symlink => (Probe::Symlink, Some(st)),
+        _ => (Probe::Other, Some(st)),
+    })
+}
+
+/// [`probe`], made sure of a directory: the two `lstat`s of a probe are not atomic, and a
+/// container replaced by a rename between them (on a backend without `RENAME_EXCHANGE`) would
+/// look like a directory without a marker. A directory is stat'ed again and the probe repeated
+/// if it is no longer the same directory.
+pub fn probe_stable(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
+    let mut tries = 0;
+    loop {
+        let r = probe(b, rel)?;
+        let (Probe::Dir, Some(st)) = r else { return Ok(r) };
+        let again = b.root()?.stat_beneath_opt(rel)?;
+        if again.is_some_and(|a| (a.st_dev, a.st_ino) == (st.st_dev, st.st_ino)) || tries == 8 {
+            return Ok(r);
+        }
+        tries += 1;
+    }
+}
+
+/// A logical path placed on its mount.
+#[derive(Debug, Clone)]
+pub struct Loc {
+    /// Its mount.
+    pub mount: Arc<Mount>,
+    /// The mount's index in the configuration.
+    pub idx: usize,
+    /// Path relative to the mount point ("" for the mount point itself).
+    pub rel: PathBuf,
+    /// The normalised logical path.
+    pub logical: PathBuf,
+}
+
+impl Loc {
+    /// Display path of this logical path on canonical backend `i` (for messages).
+    pub fn on(&self, i: usize) -> PathBuf {
+        if self.rel.as_os_str().is_empty() {
+            self.mount.canonical[i].path.clone()
+        } else {
+            self.mount.canonical[i].path.join(&self.rel)
+        }
+    }
+
+    /// Whether this is the mount point itself.
+    pub fn is_root(&self) -> bool {
+        self.rel.as_os_str().is_empty()
+    }
+
+    /// The last component ("" for the mount point).
+    pub fn name(&self) -> &std::ffi::OsStr {
+        self.rel.file_name().unwrap_or_default()
+    }
+
+    /// The parent's path relative to the mount point.
+    pub fn parent_rel(&self) -> &Path {
+        self.rel.parent().unwrap_or(Path::new(""))
+    }
+
+    /// The canonical backend that holds this name's container.
+    pub fn home(&self) -> usize {
+        self.mount.home_of(self.name().as_bytes())
+    }
+
+    /// The parent directory on canonical backend `b`.
+    pub fn parent_dir(&self, b: usize) -> Result<Dir> {
+        self.mount.canonical[b]
+            .dir(self.parent_rel())
+            .map_err(|e| self.parent_error(e))
+    }
+
+    fn parent_error(&self, e: Error) -> Error {
+        match e.raw_errno() {
+            n if n == Errno::NOENT.raw_os_error() => Error::NotFound(self.parent().logical),
+            n if n == Errno::NOTDIR.raw_os_error() || n == Errno::LOOP.raw_os_error() => Error::errno(
+                Errno::NOTDIR,
+                format!("{}: a path component is not a directory", self.logical.display()),
+            ),
+            _ => e,
+        }
+    }
+
+    /// Where this name exists: its home backend first, then any other (after a backend list
+    /// change). A path through a file is `ENOTDIR`.
+    pub fn find(&self) -> Result<Found> {
+        let f = self.find_raw()?;
+        // A container is never inside another one; anything else may be a path through a file.
+        if f.probe != Probe::Container && self.inside_container(f.backend)? {
+            return Err(Error::errno(
+                Errno::NOTDIR,
+                format!("{}: a path component is a file", self.logical.display()),
+            ));
+        }
+        Ok(f)
+    }
+
+    fn find_raw(&self) -> Result<Found> {
+        let h = self.home();
+        let (p, st) = probe_stable(&self.mount.canonical[h], &self.rel)?;
+        if p != Probe::Missing || self.mount.canonical.len() == 1 {
+            return Ok(Found {
+                backend: h,
+                probe: p,
+                st,
+            });
+        }
+        for (i, b) in self.mount.canonical.iter().enumerate() {
+            if i != h {
+                let (p, st) = probe_stable(b, &self.rel)?;
+                if p != Probe::Missing {
+                    return Ok(Found {
+                        backend: i,
+                        probe: p,
+                        st,
+                    });
+                }
+            }
+        }
+        Ok(Found {
+            backend: h,
+            probe: Probe::Missing,
+            st: None,
+        })
+    }
+
+    /// True if this path on backend `b` goes through a file: its parent or grandparent is a
+    /// container (nothing inside a container is deeper than two levels).
+    fn inside_container(&self, b: usize) -> Result<bool> {
+        let root = self.mount.canonical[b].root()?;
+        let mut p = self.rel.clone();
+        for _ in 1..self.rel.components().count().min(3) {
+            if !p.pop() {
+                break;
+            }
+            if root.stat_beneath_opt(&p.join(format::MARKER_NAME))?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The parent directory's location ("" = the mount point).
+    pub fn parent(&self) -> Loc {
+        Loc {
+            mount: self.mount.clone(),
+            idx: self.idx,
+            rel: self.parent_rel().to_path_buf(),
+            logical: self.logical.parent().unwrap_or(Path::new("/")).to_path_buf(),
+        }
+    }
+
+    /// `ENOENT` naming this logical path.
+    pub fn not_found(&self) -> Error {
+        Error::NotFound(self.logical.clone())
+    }
+
+    /// An error with `errno` and a message naming this logical path.
+    pub fn err(&self, errno: Errno, what: &str) -> Error {
+        Error::errno(errno, format!("{}: {what}", self.logical.display()))
+    }
+}

@@ -1,0 +1,355 @@
+//! The logical namespace ([`Plfs`]): a logical path is resolved to its mount and placed on its
+//! backends ([`crate::mount`]), looked up once into what is there (a directory, a symlink, or a
+//! regular file behind a [`Node`]), and every operation dispatches on that: directories and
+//! symlinks are plain backend objects, regular files are whatever stores them.
+
+mod dirs;
+mod rename;
+
+use crate::config::{Config, Workload};
+use crate::container::Container;
+use crate::error::{Error, Result};
+use crate::format;
+use crate::layout::n1::{ContainerNode, Registry, N1};
+use crate::layout::nn::{PlainNode, NN};
+use crate::layout::small::Small;
+use crate::layout::{Layout, Node, OpenFile};
+use crate::mount::{Loc, Mount, Probe};
+use crate::sys::{self, RawStat, StatVfs, TimeSpec};
+use crate::types::{FileKind, OpenFlags, Stat};
+use rustix::io::Errno;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A PLFS instance: the configuration, its mounts with their layouts, and this process's table
+/// of open containers.
+#[derive(Debug)]
+pub struct Plfs {
+    config: Config,
+    mounts: Vec<(Arc<Mount>, Box<dyn Layout>)>,
+    reg: Arc<Registry>,
+}
+
+/// What a logical path is.
+#[derive(Debug)]
+pub(crate) enum Entry {
+    /// Nothing.
+    Missing,
+    /// A directory (found on backend `.0`).
+    Dir(usize, RawStat),
+    /// A symbolic link (on backend `.0`).
+    Symlink(usize, RawStat),
+    /// A regular file.
+    File(Box<dyn Node>),
+}
+
+/// Names PLFS uses inside backends, which logical paths may not contain.
+pub fn is_reserved_name(n: &[u8]) -> bool {
+    n == format::MARKER_NAME.as_bytes()
+        || n == format::SHADOW_ROOT.as_bytes()
+        || n == format::small::SMALL_DIR.as_bytes()
+        || n.starts_with(format::TMP_PREFIX.as_bytes())
+}
+
+/// Reads the process umask from /proc/self/status without changing it (0o022 if unknown).
+fn read_umask() -> u32 {
+    sys::read_file(Path::new("/proc/self/status"))
+        .ok()
+        .and_then(|b| {
+            let s = String::from_utf8_lossy(&b).into_owned();
+            s.lines().find_map(|l| {
+                l.strip_prefix("Umask:")
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+        })
+        .unwrap_or(0o022)
+}
+
+impl Plfs {
+    /// Builds an instance from a configuration. Backends of the zero-config default are created;
+    /// configured backends must exist (`plfs check-config --mkdir` creates them).
+    pub fn new(config: Config) -> Result<Plfs> {
+        let umask = read_umask();
+        let reg = Arc::new(Registry::default());
+        let mut mounts = Vec::new();
+        for m in &config.mounts {
+            let mount = Arc::new(Mount::new(m, &config.global, config.files.is_empty())?);
+            let layout: Box<dyn Layout> = match m.workload {
+                Workload::SharedFile => Box::new(N1::new(reg.clone(), umask)),
+                Workload::FilePerProc => Box::new(NN::new(umask)),
+                Workload::SmallFile => Box::new(Small::new(umask)),
+            };
+            mounts.push((mount, layout));
+        }
+        Ok(Plfs { config, mounts, reg })
+    }
+
+    /// Loads the configuration from the environment ([`Config::load`]) and builds an instance.
+    pub fn from_env() -> Result<Plfs> {
+        Plfs::new(Config::load()?)
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The resolved mounts.
+    pub fn mounts(&self) -> impl Iterator<Item = &Arc<Mount>> {
+        self.mounts.iter().map(|(m, _)| m)
+    }
+
+    /// True if `path` is under a PLFS mount point.
+    pub fn is_plfs_path(&self, path: &Path) -> bool {
+        self.config.mount_for(path).is_some()
+    }
+
+    /// Resolves a logical path (absolute; `.`/`..` resolved lexically) to its mount.
+    pub fn resolve(&self, path: &Path) -> Result<Loc> {
+        let (m, rel) = self
+            .config
+            .mount_for(path)
+            .ok_or_else(|| Error::errno(Errno::XDEV, format!("{}: not under a PLFS mount point", path.display())))?;
+        if let Some(bad) = rel.components().find(|c| is_reserved_name(c.as_os_str().as_bytes())) {
+            return Err(Error::InvalidArgument(format!(
+                "{}: {:?} is a name reserved by PLFS",
+                path.display(),
+                bad.as_os_str()
+            )));
+        }
+        let idx = self
+            .mounts
+            .iter()
+            .position(|(x, _)| x.cfg.mount_point == m.mount_point)
+            .expect("mount resolved from this config");
+        let mount = self.mounts[idx].0.clone();
+        let logical = if rel.as_os_str().is_empty() {
+            mount.cfg.mount_point.clone()
+        } else {
+            mount.cfg.mount_point.join(&rel)
+        };
+        Ok(Loc {
+            mount,
+            idx,
+            rel,
+            logical,
+        })
+    }
+
+    pub(crate) fn layout(&self, loc: &Loc) -> &dyn Layout {
+        &*self.mounts[loc.idx].1
+    }
+
+    /// Looks a logical path up.
+    pub(crate) fn lookup(&self, loc: &Loc) -> Result<Entry> {
+        let f = loc.find()?;
+        let b = f.backend;
+        Ok(match (f.probe, f.st) {
+            (Probe::Dir, Some(st)) => Entry::Dir(b, st),
+            (Probe::Symlink, Some(st)) => Entry::Symlink(b, st),
+            (Probe::Container, Some(st)) => {
+                Entry::File(Box::new(ContainerNode::new(self.reg.clone(), loc.clone(), b, st)))
+            }
+            (Probe::Other, Some(st)) => Entry::File(Box::new(PlainNode::new(loc.clone(), b, st))),
+            _ => match self.layout(loc).lookup_missing(loc)? {
+                Some(n) => Entry::File(n),
+                None => Entry::Missing,
+            },
+        })
+    }
+
+    /// The regular file at `path`.
+    fn file(&self, loc: &Loc) -> Result<Box<dyn Node>> {
+        match self.lookup(loc)? {
+            Entry::File(n) => Ok(n),
+            Entry::Missing => Err(loc.not_found()),
+            Entry::Dir(..) => Err(loc.err(Errno::ISDIR, "is a directory")),
+            Entry::Symlink(..) => Err(loc.err(Errno::INVAL, "a symbolic link, not a PLFS file")),
+        }
+    }
+
+    /// Creates a file if it does not exist. Returns true if this call created it.
+    pub fn create(&self, path: &Path, mode: u32, excl: bool) -> Result<bool> {
+        let loc = self.resolve(path)?;
+        if loc.is_root() {
+            return Err(loc.err(Errno::ISDIR, "is a directory"));
+        }
+        match self.lookup(&loc)? {
+            Entry::Missing => {}
+            Entry::Dir(..) => return Err(loc.err(Errno::ISDIR, "is a directory")),
+            Entry::File(_) if !excl => return Ok(false),
+            _ => return Err(Error::Exists(loc.logical.clone())),
+        }
+        self.check_parent(&loc)?;
+        Ok(self.layout(&loc).create(&loc, mode, excl)?.1)
+    }
+
+    /// Opens (and with `flags.create`, creates) a logical file. `pid` names this handle's writer
+    /// (an MPI rank or the process id).
+    pub fn open(&self, path: &Path, flags: OpenFlags, mode: u32, pid: u32) -> Result<OpenFile> {
+        let loc = self.resolve(path)?;
+        if loc.is_root() {
+            return Err(loc.err(Errno::ISDIR, "is a directory"));
+        }
+        match self.lookup(&loc)? {
+            Entry::File(_) if flags.create && flags.excl => Err(Error::Exists(loc.logical.clone())),
+            Entry::File(n) => n.open(flags, pid, false),
+            Entry::Missing if !flags.create => Err(loc.not_found()),
+            Entry::Missing => {
+                self.check_parent(&loc)?;
+                let (n, created) = self.layout(&loc).create(&loc, mode, flags.excl)?;
+                n.open(flags, pid, created)
+            }
+            Entry::Dir(..) => Err(loc.err(Errno::ISDIR, "is a directory")),
+            Entry::Symlink(..) if flags.create && flags.excl => Err(Error::Exists(loc.logical.clone())),
+            Entry::Symlink(..) => Err(loc.err(Errno::INVAL, "a symbolic link, not a PLFS file")),
+        }
+    }
+
+    /// stat without following a final symlink.
+    pub fn stat(&self, path: &Path) -> Result<Stat> {
+        let loc = self.resolve(path)?;
+        match self.lookup(&loc)? {
+            Entry::File(n) => n.stat(),
+            Entry::Dir(_, st) => Ok(Stat::from_raw(&st, FileKind::Dir)),
+            Entry::Symlink(_, st) => Ok(Stat::from_raw(&st, FileKind::Symlink)),
+            Entry::Missing => Err(loc.not_found()),
+        }
+    }
+
+    /// stat of an open file (sees this process's unflushed writes).
+    pub fn fstat(&self, f: &OpenFile) -> Result<Stat> {
+        f.stat()
+    }
+
+    /// Truncates a file by path.
+    pub fn truncate(&self, path: &Path, size: u64) -> Result<()> {
+        let loc = self.resolve(path)?;
+        self.file(&loc)?.truncate(size)
+    }
+
+    /// Removes a file or symlink.
+    pub fn unlink(&self, path: &Path) -> Result<()> {
+        let loc = self.resolve(path)?;
+        match self.lookup(&loc)? {
+            Entry::File(n) => n.unlink(),
+            Entry::Symlink(b, _) => loc.parent_dir(b)?.unlink(loc.name()),
+            Entry::Dir(..) => Err(loc.err(Errno::ISDIR, "is a directory")),
+            Entry::Missing => Err(loc.not_found()),
+        }
+    }
+
+    /// chmod (of a symlink itself: `EOPNOTSUPP`, as Linux's `lchmod`).
+    pub fn chmod(&self, path: &Path, mode: u32) -> Result<()> {
+        let loc = self.resolve(path)?;
+        match self.lookup(&loc)? {
+            Entry::File(n) => n.chmod(mode),
+            Entry::Dir(..) => self.on_every_dir(&loc, |d| d.chmod_self(mode & 0o7777)),
+            Entry::Symlink(..) => Err(loc.err(Errno::OPNOTSUPP, "cannot change the mode of a symbolic link")),
+            Entry::Missing => Err(loc.not_found()),
+        }
+    }
+
+    /// chown (`u32::MAX` leaves an id unchanged); does not follow a final symlink.
+    pub fn chown(&self, path: &Path, uid: u32, gid: u32) -> Result<()> {
+        let loc = self.resolve(path)?;
+        match self.lookup(&loc)? {
+            Entry::File(n) => n.chown(uid, gid),
+            Entry::Dir(..) => self.on_every_dir(&loc, |d| d.chown_self(uid, gid)),
+            Entry::Symlink(b, _) => loc.parent_dir(b)?.chown(loc.name(), uid, gid),
+            Entry::Missing => Err(loc.not_found()),
+        }
+    }
+
+    /// Sets access and modification times (does not follow a final symlink).
+    pub fn utimens(&self, path: &Path, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        let loc = self.resolve(path)?;
+        match self.lookup(&loc)? {
+            Entry::File(n) => n.utimens(atime, mtime),
+            Entry::Dir(..) => self.on_every_dir(&loc, |d| d.set_own_times(atime, mtime)),
+            Entry::Symlink(b, _) => loc.parent_dir(b)?.set_times(loc.name(), atime, mtime),
+            Entry::Missing => Err(loc.not_found()),
+        }
+    }
+
+    /// access(2): `mode` is a mask of R_OK=4, W_OK=2, X_OK=1 (0 = existence).
+    pub fn access(&self, path: &Path, mode: u32) -> Result<()> {
+        let loc = self.resolve(path)?;
+        let r = match self.lookup(&loc)? {
+            Entry::File(n) => return n.access(mode),
+            Entry::Dir(b, _) => loc.mount.canonical[b].dir(&loc.rel)?.access_self(mode),
+            Entry::Symlink(b, _) => loc.parent_dir(b)?.access(loc.name(), mode),
+            Entry::Missing => return Err(loc.not_found()),
+        };
+        r.map_err(|e| match e {
+            Error::Io { errno, .. } => loc.err(errno, &errno.to_string()),
+            e => e,
+        })
+    }
+
+    /// Creates a symbolic link `link` whose contents are `target` (stored verbatim).
+    pub fn symlink(&self, target: &Path, link: &Path) -> Result<()> {
+        let loc = self.resolve(link)?;
+        if loc.is_root() {
+            return Err(Error::Exists(loc.logical.clone()));
+        }
+        if !matches!(self.lookup(&loc)?, Entry::Missing) {
+            return Err(Error::Exists(loc.logical.clone()));
+        }
+        self.check_parent(&loc)?;
+        loc.parent_dir(loc.home())?.symlink(target, loc.name())
+    }
+
+    /// Reads a symbolic link.
+    pub fn readlink(&self, path: &Path) -> Result<OsString> {
+        let loc = self.resolve(path)?;
+        match self.lookup(&loc)? {
+            Entry::Symlink(b, _) => loc.parent_dir(b)?.readlink(loc.name()),
+            Entry::Missing => Err(loc.not_found()),
+            _ => Err(loc.err(Errno::INVAL, "not a symbolic link")),
+        }
+    }
+
+    /// File system statistics of the first canonical backend.
+    pub fn statvfs(&self, path: &Path) -> Result<StatVfs> {
+        let loc = self.resolve(path)?;
+        loc.mount.canonical[0].root()?.statvfs()
+    }
+
+    /// Opens the container behind a logical file for the tools (map, query, flatten, fsck).
+    pub(crate) fn container(&self, path: &Path) -> Result<Container> {
+        let loc = self.resolve(path)?;
+        let n = self.file(&loc)?;
+        n.container().ok_or_else(|| {
+            loc.err(
+                Errno::INVAL,
+                "not a PLFS container (it is stored as a plain or packed file)",
+            )
+        })
+    }
+
+    /// The backend directories of a logical directory, one per canonical backend that has it
+    /// (the LD_PRELOAD library makes one of them the kernel's working directory).
+    pub fn backend_dirs(&self, path: &Path) -> Result<Vec<PathBuf>> {
+        let loc = self.resolve(path)?;
+        Ok((0..loc.mount.canonical.len()).map(|i| loc.on(i)).collect())
+    }
+
+    /// Runs `f` on the directory at `loc` on every canonical backend (a replica missing on a
+    /// backend other than the first is skipped).
+    fn on_every_dir(&self, loc: &Loc, f: impl Fn(&sys::Dir) -> Result<()>) -> Result<()> {
+        for (i, b) in loc.mount.canonical.iter().enumerate() {
+            match b.dir(&loc.rel) {
+                Ok(d) => f(&d)?,
+                Err(e) if i > 0 && sys::is_missing(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,109 @@
+//! What a backend file system supports, learned once and cached.
+//!
+//! Every [`super::Dir`] carries its backend's [`Caps`]. A feature starts as "unknown" and is
+//! tried; if the backend answers that it lacks it (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`), the cache
+//! remembers and the fallback is used from then on, so a backend costs at most one refused call
+//! per feature per process. docs/design.md ("Backends") gives each fallback and its races.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+const YES: u8 = 1;
+const NO: u8 = 2;
+
+/// The cached capabilities of one backend (each 0 = not tried yet, 1 = works, 2 = refused).
+#[derive(Debug)]
+pub struct Caps {
+    noreplace: AtomicU8,
+    exchange: AtomicU8,
+    fsync_dir: AtomicU8,
+    locks: AtomicU8,
+}
+
+/// Features `$PLFS_CAPS_DISABLE` (a comma-separated list of `noreplace`, `exchange`,
+/// `fsync_dir`, `locks`) declares missing, so that the fallbacks of a backend lacking them can be tested on
+/// any file system.
+fn disabled(feature: &str) -> bool {
+    static LIST: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    LIST.get_or_init(|| {
+        std::env::var("PLFS_CAPS_DISABLE")
+            .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
+            .unwrap_or_default()
+    })
+    .iter()
+    .any(|f| f == feature)
+}
+
+impl Default for Caps {
+    fn default() -> Caps {
+        let init = |f: &str| AtomicU8::new(if disabled(f) { NO } else { 0 });
+        Caps {
+            noreplace: init("noreplace"),
+            exchange: init("exchange"),
+            fsync_dir: init("fsync_dir"),
+            locks: init("locks"),
+        }
+    }
+}
+
+fn usable(a: &AtomicU8) -> bool {
+    a.load(Ordering::Relaxed) != NO
+}
+
+fn learn(a: &AtomicU8, yes: bool) -> bool {
+    a.store(if yes { YES } else { NO }, Ordering::Relaxed);
+    true
+}
+
+impl Caps {
+    /// Whether `renameat2(RENAME_NOREPLACE)` should be tried.
+    pub fn noreplace(&self) -> bool {
+        usable(&self.noreplace)
+    }
+
+    /// Whether `renameat2(RENAME_EXCHANGE)` should be tried.
+    pub fn exchange(&self) -> bool {
+        usable(&self.exchange)
+    }
+
+    /// Whether fsync of a directory should be tried.
+    pub fn fsync_dir(&self) -> bool {
+        usable(&self.fsync_dir)
+    }
+
+    /// Whether flock(2) on a directory should be tried.
+    pub fn locks(&self) -> bool {
+        usable(&self.locks)
+    }
+
+    /// Records whether flock(2) on a directory works.
+    pub fn learn_locks(&self, yes: bool) -> bool {
+        if !yes {
+            crate::debug!("backend refuses flock on directories: unlinked files are deleted at once");
+        }
+        learn(&self.locks, yes)
+    }
+
+    /// Records whether `RENAME_NOREPLACE` works (always returns true, for use in match guards).
+    pub fn learn_noreplace(&self, yes: bool) -> bool {
+        if !yes {
+            crate::debug!("backend refuses renameat2(RENAME_NOREPLACE): using the fallback");
+        }
+        learn(&self.noreplace, yes)
+    }
+
+    /// Records whether `RENAME_EXCHANGE` works.
+    pub fn learn_exchange(&self, yes: bool) -> bool {
+        if !yes {
+            crate::debug!("backend refuses renameat2(RENAME_EXCHANGE): using the fallback");
+        }
+        learn(&self.exchange, yes)
+    }
+
+    /// Records whether fsync of a directory works.
+    pub fn learn_fsync_dir(&self, yes: bool) -> bool {
+        if !yes {
+            crate::debug!("backend refuses fsync of a directory: relying on its own commits");
+        }
+        learn(&self.fsync_dir, yes)
+    }
+}

@@ -1,0 +1,703 @@
+//! [`Dir`]: an open backend directory. Everything inside it is reached with `*at` calls relative
+//! to its descriptor, one path component at a time, never following a symbolic link, so a
+//! renamed directory never strands its users and a planted link is never read through.
+
+use super::caps::Caps;
+use super::failpoint::hit;
+use super::file::File;
+use super::{high, is_dir, is_file, timestamps, RawStat, StatVfs, TimeSpec, NOFOLLOW};
+use crate::error::{Error, Result};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{self, AtFlags, Mode, OFlags, RenameFlags, ResolveFlags};
+use rustix::io::Errno;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+/// An open directory on a backend, with its display path and its backend's capabilities.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+    caps: Arc<Caps>,
+}
+
+/// How [`Dir::create_file`] treats an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Create {
+    /// Fail with `EEXIST` if the name exists.
+    Excl,
+    /// Open it as it is (never following a link).
+    MayExist,
+}
+
+/// Access mode for [`Dir::open_file`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read only.
+    Read,
+    /// Write only.
+    Write,
+    /// Read and write.
+    ReadWrite,
+}
+
+impl Access {
+    fn flags(self) -> OFlags {
+        match self {
+            Access::Read => OFlags::RDONLY,
+            Access::Write => OFlags::WRONLY,
+            Access::ReadWrite => OFlags::RDWR,
+        }
+    }
+}
+
+/// Checks that `name` is one path component (not empty, no `/`, not `.` or `..`).
+fn component(dir: &Path, name: &OsStr) -> Result<()> {
+    let b = name.as_bytes();
+    if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
+        return Err(Error::errno(
+            Errno::INVAL,
+            format!("{}: {:?} is not a single file name", dir.display(), name),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `rel` is a relative path of normal components (no `..`, not absolute).
+fn beneath(dir: &Path, rel: &Path) -> Result<()> {
+    use std::path::Component;
+    if rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        Ok(())
+    } else {
+        Err(Error::errno(
+            Errno::INVAL,
+            format!("{}: {} does not stay beneath it", dir.display(), rel.display()),
+        ))
+    }
+}
+
+/// Whether the kernel has `openat2` (0 unknown, 1 yes, 2 no).
+static OPENAT2: AtomicU8 = AtomicU8::new(0);
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+impl Dir {
+    /// Opens a backend root (or any directory named by the administrator, such as a shadow
+    /// backend): a symbolic link at the root itself is followed, as in the configuration.
+    pub fn open_root(path: &Path) -> Result<Dir> {
+        hit("sys::open", "open", path)?;
+        let fd = fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Error::io(path, "open", e))?;
+        Ok(Dir {
+            fd: high(fd),
+            path: path.to_path_buf(),
+            caps: Arc::new(Caps::default()),
+        })
+    }
+
+    /// Opens a directory by absolute path without following a final symbolic link (paths fsck and
+    /// the tools are given, `/proc`).
+    pub fn open(path: &Path) -> Result<Dir> {
+        hit("sys::open", "open", path)?;
+        let fd = fs::open(path, DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(path, "open", e))?;
+        Ok(Dir {
+            fd,
+            path: path.to_path_buf(),
+            caps: Arc::new(Caps::default()),
+        })
+    }
+
+    /// [`Dir::open`], `Ok(None)` when nothing is there.
+    pub fn open_opt(path: &Path) -> Result<Option<Dir>> {
+        match Dir::open(path) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The display path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The display path of an entry.
+    pub fn sub(&self, name: impl AsRef<OsStr>) -> PathBuf {
+        self.path.join(name.as_ref())
+    }
+
+    /// This backend's capability cache.
+    pub fn caps(&self) -> &Arc<Caps> {
+        &self.caps
+    }
+
+    pub(super) fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    fn child(&self, fd: OwnedFd, path: PathBuf) -> Dir {
+        Dir {
+            fd,
+            path,
+            caps: self.caps.clone(),
+        }
+    }
+
+    /// Opens the subdirectory `name` (one component; a link is refused with `ELOOP`, a
+    /// non-directory with `ENOTDIR`).
+    pub fn open_dir(&self, name: impl AsRef<OsStr>) -> Result<Dir> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::open", "open", &p)?;
+        let fd = fs::openat(&self.fd, name, DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+        Ok(self.child(fd, p))
+    }
+
+    /// [`Dir::open_dir`], `Ok(None)` when nothing is there.
+    pub fn open_dir_opt(&self, name: impl AsRef<OsStr>) -> Result<Option<Dir>> {
+        match self.open_dir(name) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`Dir::open_dir`] with the descriptor moved to the high range (kept for long).
+    pub fn open_dir_kept(&self, name: impl AsRef<OsStr>) -> Result<Dir> {
+        Ok(self.open_dir(name)?.kept())
+    }
+
+    /// The same directory with its descriptor moved to the high range, for descriptors kept
+    /// open for long (see [`super::HIGH_FD`]).
+    pub fn kept(mut self) -> Dir {
+        self.fd = high(self.fd);
+        self
+    }
+
+    /// Opens the directory at relative path `rel` beneath this one, refusing a symbolic link at
+    /// any component: `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` where the kernel has it,
+    /// else one `O_NOFOLLOW` open per component. An empty `rel` reopens this directory.
+    pub fn open_dir_beneath(&self, rel: &Path) -> Result<Dir> {
+        beneath(&self.path, rel)?;
+        let p = self.path.join(rel);
+        hit("sys::open", "open", &p)?;
+        if rel.as_os_str().is_empty() {
+            let fd = fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+            return Ok(self.child(fd, p));
+        }
+        if OPENAT2.load(Ordering::Relaxed) != 2 {
+            let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+            match fs::openat2(&self.fd, rel, DIR_FLAGS, Mode::empty(), how) {
+                Ok(fd) => {
+                    OPENAT2.store(1, Ordering::Relaxed);
+                    return Ok(self.child(fd, p));
+                }
+                Err(Errno::NOSYS) | Err(Errno::PERM) if OPENAT2.load(Ordering::Relaxed) == 0 => {
+                    OPENAT2.store(2, Ordering::Relaxed);
+                }
+                Err(Errno::AGAIN) => {} // a concurrent rename beneath: walk instead
+                Err(e) => return Err(Error::io(&p, "open", e)),
+            }
+        }
+        let mut cur: Option<OwnedFd> = None;
+        for c in rel.components() {
+            let at = cur.as_ref().map_or(self.fd.as_fd(), |f| f.as_fd());
+            let fd = fs::openat(at, c.as_os_str(), DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+            cur = Some(fd);
+        }
+        Ok(self.child(cur.expect("rel has components"), p))
+    }
+
+    /// [`Dir::open_dir_beneath`], `Ok(None)` when a component is missing.
+    pub fn open_dir_beneath_opt(&self, rel: &Path) -> Result<Option<Dir>> {
+        match self.open_dir_beneath(rel) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if is_missing_beneath(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens the regular file `name` (one component). A link is refused (`ELOOP`); anything but
+    /// a regular file is corruption (`EIO`), so a FIFO or device planted in a container is never
+    /// read. Returns the file with the stat taken at open.
+    pub fn open_file(&self, name: impl AsRef<OsStr>, access: Access) -> Result<File> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::open", "open", &p)?;
+        let flags = access.flags() | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+        let fd = fs::openat(&self.fd, name, flags, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+        let st = fs::fstat(&fd).map_err(|e| Error::io(&p, "fstat", e))?;
+        if !is_file(&st) {
+            return Err(Error::corrupt(&p, "not a regular file"));
+        }
+        Ok(File::new(fd, p))
+    }
+
+    /// [`Dir::open_file`], `Ok(None)` when nothing is there.
+    pub fn open_file_opt(&self, name: impl AsRef<OsStr>, access: Access) -> Result<Option<File>> {
+        match self.open_file(name, access) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates (or with [`Create::MayExist`] opens) the regular file `name` for reading and
+    /// writing, with permission bits `mode` (the umask applies).
+    pub fn create_file(&self, name: impl AsRef<OsStr>, mode: u32, how: Create) -> Result<File> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::create", "create", &p)?;
+        let mut flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        if how == Create::Excl {
+            flags |= OFlags::EXCL;
+        }
+        let fd =
+            fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)).map_err(|e| Error::io(&p, "create", e))?;
+        Ok(File::new(fd, p))
+    }
+
+    /// Creates an empty file if nothing is there (a zero-length dropping); `Ok(false)` if the
+    /// name existed. The descriptor is closed at once.
+    pub fn touch(&self, name: impl AsRef<OsStr>, mode: u32) -> Result<bool> {
+        match self.create_file(name, mode, Create::Excl) {
+            Ok(_) => Ok(true),
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// mkdir of `name`; `EEXIST` is an error (callers decide).
+    pub fn mkdir(&self, name: impl AsRef<OsStr>, mode: u32) -> Result<()> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::mkdir", "mkdir", &p)?;
+        fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode)).map_err(|e| Error::io(&p, "mkdir", e))
+    }
+
+    /// mkdir of `name`, an existing directory being success; `Ok(true)` if this call made it.
+    /// Something else than a directory at the name is `EEXIST`.
+    pub fn mkdir_ok(&self, name: impl AsRef<OsStr>, mode: u32) -> Result<bool> {
+        let name = name.as_ref();
+        match self.mkdir(name, mode) {
+            Ok(()) => Ok(true),
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            }) => match self.stat_opt(name)? {
+                Some(st) if is_dir(&st) => Ok(false),
+                _ => Err(Error::io(self.sub(name), "mkdir", Errno::EXIST)),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// mkdir of the relative path `rel` beneath this directory and of its missing parents, with
+    /// the mode of each new directory; no component may be a symbolic link.
+    pub fn mkdir_beneath(&self, rel: &Path, mode: u32) -> Result<Dir> {
+        beneath(&self.path, rel)?;
+        let mut cur: Option<Dir> = None;
+        for c in rel.components() {
+            let at = cur.as_ref().unwrap_or(self);
+            at.mkdir_ok(c.as_os_str(), mode)?;
+            cur = Some(at.open_dir(c.as_os_str())?);
+        }
+        match cur {
+            Some(d) => Ok(d),
+            None => self.open_dir_beneath(rel),
+        }
+    }
+
+    /// Unlinks the file or symlink `name`.
+    pub fn unlink(&self, name: impl AsRef<OsStr>) -> Result<()> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::unlink", "unlink", &p)?;
+        fs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(|e| Error::io(&p, "unlink", e))
+    }
+
+    /// Unlinks `name`; `Ok(false)` if it was already gone.
+    pub fn unlink_opt(&self, name: impl AsRef<OsStr>) -> Result<bool> {
+        match self.unlink(name) {
+            Ok(()) => Ok(true),
+            Err(Error::Io {
+                errno: Errno::NOENT, ..
+            }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Removes the empty directory `name`.
+    pub fn rmdir(&self, name: impl AsRef<OsStr>) -> Result<()> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::unlink", "rmdir", &p)?;
+        fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR).map_err(|e| Error::io(&p, "rmdir", e))
+    }
+
+    /// Removes `name` and everything beneath it (files, links, directories; links are removed,
+    /// never followed). Missing is success.
+    pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> Result<()> {
+        let name = name.as_ref();
+        let Some(st) = self.stat_opt(name)? else {
+            return Ok(());
+        };
+        if !is_dir(&st) {
+            self.unlink_opt(name)?;
+            return Ok(());
+        }
+        if let Some(sub) = self.open_dir_opt(name)? {
+            for n in sub.list()? {
+                sub.remove_tree(&n)?;
+            }
+        }
+        match self.rmdir(name) {
+            Ok(())
+            | Err(Error::Io {
+                errno: Errno::NOENT, ..
+            }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// lstat of `name` (one component; a link is reported as a link).
+    pub fn stat(&self, name: impl AsRef<OsStr>) -> Result<RawStat> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::stat", "stat", &p)?;
+        fs::statat(&self.fd, name, NOFOLLOW).map_err(|e| Error::io(&p, "stat", e))
+    }
+
+    /// [`Dir::stat`], `Ok(None)` when nothing is there.
+    pub fn stat_opt(&self, name: impl AsRef<OsStr>) -> Result<Option<RawStat>> {
+        match self.stat(name) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// lstat of the relative path `rel` beneath this directory (a final link is reported as a
+    /// link). `Ok(None)` when nothing is there.
+    pub fn stat_beneath_opt(&self, rel: &Path) -> Result<Option<RawStat>> {
+        beneath(&self.path, rel)?;
+        let p = self.path.join(rel);
+        hit("sys::stat", "stat", &p)?;
+        let r = if rel.as_os_str().is_empty() {
+            fs::fstat(&self.fd)
+        } else {
+            fs::statat(&self.fd, rel, NOFOLLOW)
+        };
+        match r {
+            Ok(s) => Ok(Some(s)),
+            Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(None),
+            Err(e) => Err(Error::io(&p, "stat", e)),
+        }
+    }
+
+    /// fstat of the directory itself.
+    pub fn fstat(&self) -> Result<RawStat> {
+        fs::fstat(&self.fd).map_err(|e| Error::io(&self.path, "fstat", e))
+    }
+
+    /// Lists the directory (without `.` and `..`). Entry types are never taken from `d_type`
+    /// (some backends report `DT_UNKNOWN`).
+    pub fn list(&self) -> Result<Vec<OsString>> {
+        hit("sys::readdir", "readdir", &self.path)?;
+        // Dir::read_from reopens the directory, so this descriptor's position is left untouched.
+        let dir = fs::Dir::read_from(&self.fd).map_err(|e| Error::io(&self.path, "opendir", e))?;
+        let mut out = Vec::new();
+        for ent in dir {
+            let ent = ent.map_err(|e| Error::io(&self.path, "readdir", e))?;
+            let n = ent.file_name().to_bytes();
+            if n != b"." && n != b".." {
+                out.push(OsString::from_vec(n.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// rename(2) of `from` here to `to` in `to_dir` (replacing a file, or an empty directory).
+    pub fn rename(&self, from: impl AsRef<OsStr>, to_dir: &Dir, to: impl AsRef<OsStr>) -> Result<()> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        component(&self.path, from)?;
+        component(&to_dir.path, to)?;
+        let p = self.sub(from);
+        hit("sys::rename", "rename", &p)?;
+        fs::renameat(&self.fd, from, &to_dir.fd, to).map_err(|e| Error::io(&p, "rename", e))
+    }
+
+    /// Renames `from` here to `to` in `to_dir` only if nothing is at `to` (`EEXIST` otherwise).
+    /// `renameat2(RENAME_NOREPLACE)` where the backend has it; else, for a directory, a plain
+    /// rename after checking the target is absent (a non-empty directory is never replaced by
+    /// rename(2); the race with a concurrent mkdir of an empty directory is argued in
+    /// docs/design.md), and for a file `link` + `unlink` (link never replaces).
+    pub fn rename_noreplace(&self, from: impl AsRef<OsStr>, to_dir: &Dir, to: impl AsRef<OsStr>) -> Result<()> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        component(&self.path, from)?;
+        component(&to_dir.path, to)?;
+        let p = self.sub(from);
+        hit("sys::rename", "rename", &p)?;
+        if self.caps.noreplace() {
+            match fs::renameat_with(&self.fd, from, &to_dir.fd, to, RenameFlags::NOREPLACE) {
+                Ok(()) => return Ok(()),
+                Err(e) if super::unsupported(e) && self.caps.learn_noreplace(false) => {}
+                Err(e) => return Err(Error::io(&p, "rename", e)),
+            }
+        }
+        let src = self.stat(from)?;
+        if to_dir.stat_opt(to)?.is_some() {
+            return Err(Error::io(&p, "rename", Errno::EXIST));
+        }
+        if is_dir(&src) {
+            return match fs::renameat(&self.fd, from, &to_dir.fd, to) {
+                Ok(()) => Ok(()),
+                Err(Errno::NOTEMPTY) | Err(Errno::EXIST) | Err(Errno::NOTDIR) | Err(Errno::ISDIR) => {
+                    Err(Error::io(&p, "rename", Errno::EXIST))
+                }
+                Err(e) => Err(Error::io(&p, "rename", e)),
+            };
+        }
+        fs::linkat(&self.fd, from, &to_dir.fd, to, AtFlags::empty()).map_err(|e| Error::io(&p, "rename", e))?;
+        fs::unlinkat(&self.fd, from, AtFlags::empty()).map_err(|e| Error::io(&p, "rename", e))
+    }
+
+    /// Atomically exchanges `a` here with `b` in `b_dir` (`renameat2(RENAME_EXCHANGE)`).
+    /// `Ok(false)` if the backend does not support it (nothing was done).
+    pub fn exchange(&self, a: impl AsRef<OsStr>, b_dir: &Dir, b: impl AsRef<OsStr>) -> Result<bool> {
+        let (a, b) = (a.as_ref(), b.as_ref());
+        component(&self.path, a)?;
+        component(&b_dir.path, b)?;
+        if !self.caps.exchange() {
+            return Ok(false);
+        }
+        let p = self.sub(a);
+        hit("sys::rename", "rename", &p)?;
+        match fs::renameat_with(&self.fd, a, &b_dir.fd, b, RenameFlags::EXCHANGE) {
+            Ok(()) => Ok(true),
+            Err(e) if super::unsupported(e) && self.caps.learn_exchange(false) => Ok(false),
+            Err(e) => Err(Error::io(&p, "rename", e)),
+        }
+    }
+
+    /// utimensat of `name` (a link's own times, never its target's).
+    pub fn set_times(&self, name: impl AsRef<OsStr>, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::setattr", "utimensat", &p)?;
+        fs::utimensat(&self.fd, name, &timestamps(atime, mtime), NOFOLLOW).map_err(|e| Error::io(&p, "utimensat", e))
+    }
+
+    /// utimensat of this directory itself.
+    pub fn set_own_times(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        hit("sys::setattr", "utimensat", &self.path)?;
+        fs::futimens(&self.fd, &timestamps(atime, mtime)).map_err(|e| Error::io(&self.path, "utimensat", e))
+    }
+
+    /// chmod of `name`; a link is refused with `ELOOP` (Linux cannot chmod a link itself).
+    pub fn chmod(&self, name: impl AsRef<OsStr>, mode: u32) -> Result<()> {
+        let name = name.as_ref();
+        let st = self.stat(name)?;
+        let p = self.sub(name);
+        if super::is_symlink(&st) {
+            return Err(Error::io(&p, "chmod", Errno::LOOP));
+        }
+        hit("sys::setattr", "chmod", &p)?;
+        fs::chmodat(&self.fd, name, Mode::from_raw_mode(mode), AtFlags::empty()).map_err(|e| Error::io(&p, "chmod", e))
+    }
+
+    /// chmod of this directory itself.
+    pub fn chmod_self(&self, mode: u32) -> Result<()> {
+        hit("sys::setattr", "chmod", &self.path)?;
+        fs::fchmod(&self.fd, Mode::from_raw_mode(mode)).map_err(|e| Error::io(&self.path, "chmod", e))
+    }
+
+    /// chown of `name` without following a link (`u32::MAX` leaves an id unchanged).
+    pub fn chown(&self, name: impl AsRef<OsStr>, uid: u32, gid: u32) -> Result<()> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::setattr", "chown", &p)?;
+        let u = (uid != u32::MAX).then(|| fs::Uid::from_raw(uid));
+        let g = (gid != u32::MAX).then(|| fs::Gid::from_raw(gid));
+        fs::chownat(&self.fd, name, u, g, NOFOLLOW).map_err(|e| Error::io(&p, "chown", e))
+    }
+
+    /// chown of this directory itself.
+    pub fn chown_self(&self, uid: u32, gid: u32) -> Result<()> {
+        hit("sys::setattr", "chown", &self.path)?;
+        let u = (uid != u32::MAX).then(|| fs::Uid::from_raw(uid));
+        let g = (gid != u32::MAX).then(|| fs::Gid::from_raw(gid));
+        fs::fchown(&self.fd, u, g).map_err(|e| Error::io(&self.path, "chown", e))
+    }
+
+    /// access(2) check of `name` with the real ids (`R_OK`=4, `W_OK`=2, `X_OK`=1, `F_OK`=0).
+    pub fn access(&self, name: impl AsRef<OsStr>, mode: u32) -> Result<()> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        fs::accessat(&self.fd, name, fs::Access::from_bits_truncate(mode), AtFlags::empty())
+            .map_err(|e| Error::io(&p, "access", e))
+    }
+
+    /// access(2) check of this directory itself.
+    pub fn access_self(&self, mode: u32) -> Result<()> {
+        fs::accessat(&self.fd, ".", fs::Access::from_bits_truncate(mode), AtFlags::empty())
+            .map_err(|e| Error::io(&self.path, "access", e))
+    }
+
+    /// Creates the symbolic link `name` with contents `target` (stored verbatim, never followed).
+    pub fn symlink(&self, target: &Path, name: impl AsRef<OsStr>) -> Result<()> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::create", "symlink", &p)?;
+        fs::symlinkat(target, &self.fd, name).map_err(|e| Error::io(&p, "symlink", e))
+    }
+
+    /// The contents of the symbolic link `name`.
+    pub fn readlink(&self, name: impl AsRef<OsStr>) -> Result<OsString> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        fs::readlinkat(&self.fd, name, Vec::new())
+            .map(|c| OsString::from_vec(c.into_bytes()))
+            .map_err(|e| Error::io(&p, "readlink", e))
+    }
+
+    /// fsync of the directory (makes creates and renames in it durable). Where the backend
+    /// refuses to fsync a directory (`EINVAL`, `EOPNOTSUPP`), that is learned once and the call
+    /// succeeds: such file systems commit namespace operations themselves.
+    pub fn fsync(&self) -> Result<()> {
+        hit("sys::fsync", "fsync", &self.path)?;
+        if !self.caps.fsync_dir() {
+            return Ok(());
+        }
+        match fs::fsync(&self.fd) {
+            Ok(()) => Ok(()),
+            Err(e) if (super::unsupported(e) || e == Errno::BADF) && self.caps.learn_fsync_dir(false) => Ok(()),
+            Err(e) => Err(Error::io(&self.path, "fsync", e)),
+        }
+    }
+
+    /// Takes a shared flock(2) on this directory, waiting while someone holds it exclusively.
+    /// Open files hold one on their container, so that a container unlinked by another process
+    /// is deleted only once nobody has it open. A backend without flock on directories
+    /// (`EOPNOTSUPP`, `ENOLCK`, `EBADF` on NFS) is learned once; the call then succeeds.
+    pub fn lock_shared(&self) -> Result<()> {
+        if !self.caps.locks() {
+            return Ok(());
+        }
+        loop {
+            match fs::flock(&self.fd, fs::FlockOperation::LockShared) {
+                Ok(()) => return Ok(()),
+                Err(Errno::INTR) => continue,
+                Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => return Ok(()),
+                Err(e) => return Err(Error::io(&self.path, "flock", e)),
+            }
+        }
+    }
+
+    /// Tries to take an exclusive flock(2) on this directory without waiting (converting this
+    /// descriptor's shared lock): `Ok(true)` if nobody else holds a lock on it (always, on a
+    /// backend without flock on directories).
+    pub fn try_lock_exclusive(&self) -> Result<bool> {
+        if !self.caps.locks() {
+            return Ok(true);
+        }
+        match fs::flock(&self.fd, fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(true),
+            Err(Errno::WOULDBLOCK) | Err(Errno::INTR) => Ok(false),
+            Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => Ok(true),
+            Err(e) => Err(Error::io(&self.path, "flock", e)),
+        }
+    }
+
+    /// statvfs of the file system holding this directory.
+    pub fn statvfs(&self) -> Result<StatVfs> {
+        fs::fstatvfs(&self.fd).map_err(|e| Error::io(&self.path, "statvfs", e))
+    }
+
+    /// A second handle on the same directory (dup), sharing the capability cache.
+    pub fn try_clone(&self) -> Result<Dir> {
+        let fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0).map_err(|e| Error::io(&self.path, "dup", e))?;
+        Ok(self.child(fd, self.path.clone()))
+    }
+
+    /// The directory's current path, read back from `/proc/self/fd` (it follows renames);
+    /// `None` if it was deleted or /proc is not mounted.
+    pub fn current_path(&self) -> Option<PathBuf> {
+        use rustix::fd::AsRawFd;
+        let link = format!("/proc/self/fd/{}", self.fd.as_raw_fd());
+        match fs::readlink(link.as_str(), Vec::new()) {
+            Ok(p) if !p.as_bytes().ends_with(b" (deleted)") => Some(PathBuf::from(OsString::from_vec(p.into_bytes()))),
+            _ => None,
+        }
+    }
+
+    /// Writes `data` to `name` atomically: a temporary sibling, fsync, rename over `name`.
+    pub fn write_atomic(&self, name: impl AsRef<OsStr>, data: &[u8], mode: u32) -> Result<()> {
+        let name = name.as_ref();
+        let tmp = format!(
+            "{}{}.{}",
+            crate::format::TMP_PREFIX,
+            name.to_string_lossy(),
+            crate::clock::random_u64()
+        );
+        let f = self.create_file(&tmp, mode, Create::Excl)?;
+        let r = f
+            .pwrite_all(data, 0)
+            .and_then(|()| f.fsync())
+            .and_then(|()| self.rename(&tmp, self, name));
+        if r.is_err() {
+            let _ = self.unlink_opt(&tmp);
+        }
+        r
+    }
+}
+
+fn lock_unsupported(e: Errno) -> bool {
+    super::unsupported(e) || e == Errno::NOLCK || e == Errno::BADF
+}
+
+/// True for an error meaning "nothing is there" (`ENOENT`).
+pub fn is_missing(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Io {
+            errno: Errno::NOENT,
+            ..
+        }
+    )
+}
+
+/// [`is_missing`], or `ENOTDIR` (a path through a file: nothing can be there).
+fn is_missing_beneath(e: &Error) -> bool {
+    is_missing(e)
+        || matches!(
+            e,
+            Error::Io {
+                errno: Errno::NOTDIR,
+                ..
+            }
+        )
+}

@@ -1,0 +1,138 @@
+//! [`File`]: an open backend file (a data or index log, a marker, a plain N-N file), with
+//! positional I/O that retries short transfers and names the file in every error.
+
+use super::failpoint::hit;
+use super::{high, RawStat};
+use crate::error::{Error, Result};
+use rustix::fd::OwnedFd;
+use rustix::fs;
+use rustix::io::Errno;
+use std::path::{Path, PathBuf};
+
+/// An open backend file and its display path.
+#[derive(Debug)]
+pub struct File {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+impl File {
+    pub(super) fn new(fd: OwnedFd, path: PathBuf) -> File {
+        File { fd, path }
+    }
+
+    /// Opens a plain file by absolute backend path without following a final link, with the
+    /// access mode given (N-N files, files fsck is pointed at).
+    pub fn open_path(path: &Path, read: bool, write: bool) -> Result<File> {
+        use rustix::fs::{Mode, OFlags};
+        hit("sys::open", "open", path)?;
+        let acc = match (read, write) {
+            (_, false) => OFlags::RDONLY,
+            (false, true) => OFlags::WRONLY,
+            (true, true) => OFlags::RDWR,
+        };
+        let fd = fs::open(path, acc | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| Error::io(path, "open", e))?;
+        Ok(File::new(fd, path.to_path_buf()))
+    }
+
+    /// Moves the descriptor to the high range (for descriptors kept open for long).
+    pub fn kept(mut self) -> File {
+        self.fd = high(self.fd);
+        self
+    }
+
+    /// The display path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Positional read that fills as much of `buf` as the file has; returns the bytes read.
+    pub fn pread_full(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        hit("sys::pread", "pread", &self.path)?;
+        let mut done = 0;
+        while done < buf.len() {
+            match rustix::io::pread(&self.fd, &mut buf[done..], off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(Error::io(&self.path, "pread", e)),
+            }
+        }
+        Ok(done)
+    }
+
+    /// Reads the whole file from offset `off` to its current end.
+    pub fn read_from(&self, off: u64) -> Result<Vec<u8>> {
+        let len = self.stat()?.st_size as u64;
+        let mut b = vec![0u8; len.saturating_sub(off) as usize];
+        let n = self.pread_full(&mut b, off)?;
+        b.truncate(n);
+        Ok(b)
+    }
+
+    /// Positional write of all of `data`; an error if any of it could not be written (callers
+    /// that must report the bytes that did land use [`File::pwrite_some`]).
+    pub fn pwrite_all(&self, data: &[u8], off: u64) -> Result<()> {
+        match self.pwrite_some(data, off) {
+            (n, None) if n == data.len() => Ok(()),
+            (_, Some(e)) => Err(e),
+            (_, None) => Err(Error::io(&self.path, "pwrite", Errno::NOSPC)),
+        }
+    }
+
+    /// Positional write of as much of `data` as the backend takes: returns the bytes written and
+    /// the error that stopped it, if any (so a write that hit `ENOSPC` part-way can report the
+    /// bytes that did land).
+    pub fn pwrite_some(&self, data: &[u8], off: u64) -> (usize, Option<Error>) {
+        if let Err(e) = hit("sys::pwrite_all", "pwrite", &self.path) {
+            return (0, Some(e));
+        }
+        let mut done = 0;
+        while done < data.len() {
+            match rustix::io::pwrite(&self.fd, &data[done..], off + done as u64) {
+                Ok(0) => return (done, Some(Error::io(&self.path, "pwrite", Errno::NOSPC))),
+                Ok(n) => done += n,
+                Err(Errno::INTR) => continue,
+                Err(e) => return (done, Some(Error::io(&self.path, "pwrite", e))),
+            }
+        }
+        (done, None)
+    }
+
+    /// fsync.
+    pub fn fsync(&self) -> Result<()> {
+        hit("sys::fsync", "fsync", &self.path)?;
+        fs::fsync(&self.fd).map_err(|e| Error::io(&self.path, "fsync", e))
+    }
+
+    /// fstat.
+    pub fn stat(&self) -> Result<RawStat> {
+        fs::fstat(&self.fd).map_err(|e| Error::io(&self.path, "fstat", e))
+    }
+
+    /// Current size in bytes.
+    pub fn size(&self) -> Result<u64> {
+        Ok(self.stat()?.st_size.max(0) as u64)
+    }
+
+    /// ftruncate.
+    pub fn truncate(&self, len: u64) -> Result<()> {
+        hit("sys::ftruncate", "ftruncate", &self.path)?;
+        fs::ftruncate(&self.fd, len).map_err(|e| Error::io(&self.path, "ftruncate", e))
+    }
+
+    /// fchmod.
+    pub fn chmod(&self, mode: u32) -> Result<()> {
+        hit("sys::setattr", "chmod", &self.path)?;
+        fs::fchmod(&self.fd, fs::Mode::from_raw_mode(mode)).map_err(|e| Error::io(&self.path, "chmod", e))
+    }
+
+    /// fchown (`u32::MAX` leaves an id unchanged).
+    pub fn chown(&self, uid: u32, gid: u32) -> Result<()> {
+        hit("sys::setattr", "chown", &self.path)?;
+        let u = (uid != u32::MAX).then(|| fs::Uid::from_raw(uid));
+        let g = (gid != u32::MAX).then(|| fs::Gid::from_raw(gid));
+        fs::fchown(&self.fd, u, g).map_err(|e| Error::io(&self.path, "chown", e))
+    }
+}

@@ -1,0 +1,241 @@
+//! The backend I/O seam: every system call the core makes on a backend file system goes through
+//! this module, so that three policies apply to all of them in one place:
+//!
+//! - **Raw system calls** (rustix, linux_raw backend): nothing here calls an interposable libc
+//!   symbol, so the LD_PRELOAD library never sees the core's own I/O.
+//! - **Failpoints** ([`failpoint`]): every mutating call (create, write, fsync, mkdir, rename,
+//!   unlink, ftruncate, setattr) and the reads (open, pread, readdir) can be made to fail with a
+//!   chosen errno or to kill the process, by name (`sys::pwrite_all`, ...).
+//! - **The symlink policy**: inside a backend, symbolic links are never followed. [`Dir`]
+//!   operations take one path component and open it with `O_NOFOLLOW` (and `O_DIRECTORY` or a
+//!   regular-file check), so a link planted in a container is refused (`ELOOP`), never read
+//!   through. Multi-component lookups beneath a backend root ([`Dir::open_dir_beneath`]) use
+//!   `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` where the kernel has it, else a walk of
+//!   `O_NOFOLLOW` opens. Only a logical symlink itself is read, with `readlinkat`, as data.
+//! - **Portability fallbacks** ([`caps`]): `renameat2` flags, directory fsync and `openat2` are
+//!   tried once per backend (or kernel) and, where refused (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`), the
+//!   fallback is used from then on. docs/design.md ("Backends") argues each fallback's races.
+//!
+//! Every function maps failures to [`Error::Io`] naming the backend path and the operation.
+//! `scripts/check-architecture.py` fails the build when backend I/O appears outside this module.
+
+pub mod caps;
+mod dir;
+pub mod failpoint;
+mod file;
+pub mod probe;
+
+pub use caps::Caps;
+pub use dir::{is_missing, Access, Create, Dir};
+pub use file::File;
+pub use rustix::fs::FileType;
+pub use rustix::fs::Stat as RawStat;
+pub use rustix::fs::StatVfs;
+
+use crate::error::{Error, Result};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::fs::{self, AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
+
+/// Lowest descriptor number the core keeps its long-lived descriptors at. Programs that take over
+/// fixed numbers (a shell's `exec 3>file`, `dup2(x, 5)`) then never close ours by accident.
+pub const HIGH_FD: i32 = 512;
+
+/// Moves a descriptor to [`HIGH_FD`] or above (close-on-exec); keeps it where it is if the
+/// descriptor limit is lower than that.
+pub(crate) fn high(fd: OwnedFd) -> OwnedFd {
+    use rustix::fd::AsRawFd;
+    if fd.as_raw_fd() >= HIGH_FD {
+        return fd;
+    }
+    rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD).unwrap_or(fd)
+}
+
+/// True for the errnos a file system answers with when it lacks a feature (as opposed to a
+/// feature that failed).
+pub(crate) fn unsupported(e: Errno) -> bool {
+    matches!(e, Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)
+}
+
+/// Whether `st` is a directory.
+pub fn is_dir(st: &RawStat) -> bool {
+    FileType::from_raw_mode(st.st_mode) == FileType::Directory
+}
+
+/// Whether `st` is a regular file.
+pub fn is_file(st: &RawStat) -> bool {
+    FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+}
+
+/// Whether `st` is a symbolic link.
+pub fn is_symlink(st: &RawStat) -> bool {
+    FileType::from_raw_mode(st.st_mode) == FileType::Symlink
+}
+
+/// Opens a file by absolute path (configuration files, `/proc`): `O_NOFOLLOW` is not applied,
+/// these are not backend files. Not for anything inside a backend: use [`Dir`].
+pub fn read_file(path: &Path) -> Result<Vec<u8>> {
+    let fd = fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())
+        .map_err(|e| Error::io(path, "open", e))?;
+    read_to_end(&fd, path)
+}
+
+fn read_to_end(fd: &OwnedFd, path: &Path) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match rustix::io::read(fd, &mut buf) {
+            Ok(0) => return Ok(out),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(Error::io(path, "read", e)),
+        }
+    }
+}
+
+/// Reads a whole configuration file of at most `max` bytes (`EFBIG` beyond), refusing a
+/// directory (`EISDIR`); also returns its stat (its identity, for include cycles).
+pub fn read_config_file(path: &Path, max: usize) -> std::result::Result<(Vec<u8>, RawStat), Errno> {
+    let fd = loop {
+        match fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) {
+            Err(Errno::INTR) => continue,
+            r => break r?,
+        }
+    };
+    let st = fs::fstat(&fd)?;
+    if is_dir(&st) {
+        return Err(Errno::ISDIR);
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match rustix::io::read(&fd, &mut buf[..]) {
+            Ok(0) => return Ok((out, st)),
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                if out.len() > max {
+                    return Err(Errno::FBIG);
+                }
+            }
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// stat that follows symbolic links, with the raw errno (configuration files).
+pub fn stat_follow(path: &Path) -> std::result::Result<RawStat, Errno> {
+    fs::stat(path)
+}
+
+/// stat that follows symbolic links (configuration files and backend roots named by the
+/// administrator); `Ok(None)` when the path does not exist.
+pub fn stat_follow_opt(path: &Path) -> Result<Option<RawStat>> {
+    match fs::stat(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(None),
+        Err(e) => Err(Error::io(path, "stat", e)),
+    }
+}
+
+/// lstat by absolute path; `Ok(None)` when the path does not exist.
+pub fn lstat_opt(path: &Path) -> Result<Option<RawStat>> {
+    failpoint::hit("sys::stat", "lstat", path)?;
+    match fs::lstat(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(None),
+        Err(e) => Err(Error::io(path, "lstat", e)),
+    }
+}
+
+/// mkdir -p by absolute path (backend roots and shadow directories). Existing is success.
+pub fn mkdir_all(path: &Path, mode: u32) -> Result<()> {
+    failpoint::hit("sys::mkdir", "mkdir", path)?;
+    match fs::mkdir(path, Mode::from_raw_mode(mode)) {
+        Ok(()) | Err(Errno::EXIST) => Ok(()),
+        Err(Errno::NOENT) => {
+            if let Some(parent) = path.parent() {
+                mkdir_all(parent, mode)?;
+            }
+            match fs::mkdir(path, Mode::from_raw_mode(mode)) {
+                Ok(()) | Err(Errno::EXIST) => Ok(()),
+                Err(e) => Err(Error::io(path, "mkdir", e)),
+            }
+        }
+        Err(e) => Err(Error::io(path, "mkdir", e)),
+    }
+}
+
+/// Reads a symbolic link by absolute path (`/proc/self/fd/N` for a descriptor's current path).
+pub fn readlink(path: &Path) -> Result<OsString> {
+    fs::readlink(path, Vec::new())
+        .map(|c| OsString::from_vec(c.into_bytes()))
+        .map_err(|e| Error::io(path, "readlink", e))
+}
+
+/// The (st_dev, st_ino) of every file process `pid` has open, from `/proc/<pid>/fd` (whose
+/// magic links are followed to the open files themselves); `None` if it cannot be read.
+pub fn open_file_idents(pid: u32) -> Option<Vec<(u64, u64)>> {
+    let d = Dir::open(&Path::new("/proc").join(pid.to_string()).join("fd")).ok()?;
+    let names = d.list().ok()?;
+    Some(
+        names
+            .iter()
+            .filter_map(|n| fs::statat(d.fd(), n.as_os_str(), AtFlags::empty()).ok())
+            .map(|st| (st.st_dev, st.st_ino))
+            .collect(),
+    )
+}
+
+/// Timestamp argument for the `utimensat` family.
+#[derive(Debug, Clone, Copy)]
+pub enum TimeSpec {
+    /// Set to the current time.
+    Now,
+    /// Leave unchanged.
+    Omit,
+    /// Set to this time (seconds, nanoseconds).
+    At(i64, i64),
+}
+
+fn ts(t: TimeSpec) -> fs::Timespec {
+    match t {
+        TimeSpec::Now => fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: fs::UTIME_NOW,
+        },
+        TimeSpec::Omit => fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: fs::UTIME_OMIT,
+        },
+        TimeSpec::At(s, n) => fs::Timespec {
+            tv_sec: s,
+            tv_nsec: n as _,
+        },
+    }
+}
+
+pub(crate) fn timestamps(atime: TimeSpec, mtime: TimeSpec) -> fs::Timestamps {
+    fs::Timestamps {
+        last_access: ts(atime),
+        last_modification: ts(mtime),
+    }
+}
+
+/// `AT_SYMLINK_NOFOLLOW`, for the `*at` calls of [`Dir`].
+pub(crate) const NOFOLLOW: AtFlags = AtFlags::SYMLINK_NOFOLLOW;
+
+/// Nanoseconds of a stat's modification time.
+pub fn mtime_ns(st: &RawStat) -> i64 {
+    st.st_mtime
+        .saturating_mul(1_000_000_000)
+        .saturating_add(st.st_mtime_nsec as i64)
+}
+
+/// fstat of any descriptor (used for identity checks of descriptors handed in by front ends).
+pub fn fstat_fd(fd: impl AsFd, path: &Path) -> Result<RawStat> {
+    fs::fstat(fd).map_err(|e| Error::io(path, "fstat", e))
+}

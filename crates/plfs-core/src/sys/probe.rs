@@ -1,0 +1,126 @@
+//! The active probe behind `plfs check-config --probe`: which of the features plfs relies on or
+//! falls back from a backend supports, tried in a scratch directory.
+
+use super::dir::{Access, Create, Dir};
+use crate::error::Result;
+use rustix::fs::{self, AtFlags, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
+
+/// One line of a probe report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeItem {
+    /// What was tried.
+    pub feature: &'static str,
+    /// Whether the backend supports it.
+    pub supported: bool,
+    /// What the backend answered, and what plfs does about it.
+    pub detail: String,
+}
+
+fn item(feature: &'static str, r: std::result::Result<(), Errno>, yes: &str, no: &str) -> ProbeItem {
+    match r {
+        Ok(()) => ProbeItem {
+            feature,
+            supported: true,
+            detail: yes.to_string(),
+        },
+        Err(e) => ProbeItem {
+            feature,
+            supported: false,
+            detail: format!("{e}: {no}"),
+        },
+    }
+}
+
+/// Tries every feature plfs relies on or falls back from, in a scratch directory made (and
+/// removed) inside `root`. Nothing outside that directory is touched.
+pub fn probe(root: &Dir) -> Result<Vec<ProbeItem>> {
+    let name = format!("{}probe.{:016x}", crate::format::TMP_PREFIX, crate::clock::random_u64());
+    root.mkdir(&name, 0o700)?;
+    let d = root.open_dir(&name)?;
+    let r = probe_in(&d);
+    let _ = root.remove_tree(&name);
+    r
+}
+
+fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
+    let fd = d.fd();
+    let mut out = Vec::new();
+    d.create_file("a", 0o600, Create::Excl)?;
+    d.create_file("b", 0o600, Create::Excl)?;
+    out.push(item(
+        "renameat2 RENAME_NOREPLACE",
+        fs::renameat_with(fd, "a", fd, "b", RenameFlags::NOREPLACE).map_or_else(
+            |e| if e == Errno::EXIST { Ok(()) } else { Err(e) },
+            |()| Err(Errno::INVAL),
+        ),
+        "containers are published with it",
+        "containers are published with rename(2) of a non-empty directory, files with link(2)",
+    ));
+    out.push(item(
+        "renameat2 RENAME_EXCHANGE",
+        fs::renameat_with(fd, "a", fd, "b", RenameFlags::EXCHANGE),
+        "rename over an existing file swaps the two atomically",
+        "rename over an existing file moves the old one aside first (a brief window with no file at the name)",
+    ));
+    out.push(item(
+        "link(2)",
+        fs::linkat(fd, "a", fd, "c", AtFlags::empty()),
+        "used by the no-replace fallback for files",
+        "the no-replace fallback for files checks then renames (racy)",
+    ));
+    out.push(item(
+        "O_TMPFILE",
+        fs::openat(fd, ".", OFlags::TMPFILE | OFlags::RDWR, Mode::from_raw_mode(0o600)).map(drop),
+        "not needed by plfs",
+        "not needed by plfs",
+    ));
+    out.push(item(
+        "fsync of a directory",
+        fs::fsync(fd),
+        "new logs' directory entries are made durable at the first sync",
+        "skipped; the backend is trusted to commit namespace operations",
+    ));
+    out.push(item(
+        "openat2 RESOLVE_NO_SYMLINKS",
+        fs::openat2(
+            fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            fs::ResolveFlags::BENEATH | fs::ResolveFlags::NO_SYMLINKS,
+        )
+        .map(drop),
+        "paths beneath a backend are opened in one call, refusing links",
+        "paths are walked one O_NOFOLLOW open per component",
+    ));
+    let dtype = fs::Dir::read_from(fd).and_then(|dir| {
+        if dir.flatten().all(|e| e.file_type() != fs::FileType::Unknown) {
+            Ok(())
+        } else {
+            Err(Errno::NOTSUP)
+        }
+    });
+    out.push(item(
+        "d_type in readdir",
+        dtype,
+        "not relied on (entries are always stat'ed)",
+        "not relied on (entries are always stat'ed)",
+    ));
+    // Timestamp resolution: two files created a few microseconds apart.
+    let f = d
+        .open_file("a", Access::Read)
+        .or_else(|_| d.open_file("b", Access::Read))?;
+    drop(f);
+    let t1 = d.stat_opt("a")?.or(d.stat_opt("b")?);
+    d.create_file("t", 0o600, Create::Excl)?;
+    let t2 = d.stat("t")?;
+    let fine = t1.is_some_and(|t1| t1.st_mtime_nsec != 0 || t2.st_mtime_nsec != 0);
+    out.push(item(
+        "sub-second mtimes",
+        if fine { Ok(()) } else { Err(Errno::NOTSUP) },
+        "not relied on (visibility never depends on timestamps)",
+        "not relied on (visibility never depends on timestamps)",
+    ));
+    Ok(out)
+}

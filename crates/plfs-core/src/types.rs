@@ -1,0 +1,175 @@
+//! The types every layer shares: a logical file's attributes ([`Stat`], [`FileKind`]), directory
+//! entries, open flags. Nothing here does I/O.
+
+use std::ffi::OsString;
+
+/// Kind of a logical file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link.
+    Symlink,
+}
+
+/// Attributes of a logical file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Kind.
+    pub kind: FileKind,
+    /// Full `st_mode` (type and permission bits).
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Logical size in bytes.
+    pub size: u64,
+    /// 512-byte blocks.
+    pub blocks: u64,
+    /// Preferred I/O size.
+    pub blksize: u64,
+    /// Access time, ns since the epoch.
+    pub atime_ns: i64,
+    /// Modification time, ns.
+    pub mtime_ns: i64,
+    /// Status change time, ns.
+    pub ctime_ns: i64,
+    /// Inode number (of the container directory for files).
+    pub ino: u64,
+    /// Device of the backend.
+    pub dev: u64,
+    /// Link count (0 once an open file was unlinked).
+    pub nlink: u64,
+}
+
+/// Preferred I/O size reported by stat: large, so tools read and write in big chunks.
+pub const BLKSIZE: u64 = 1 << 20;
+
+impl Stat {
+    /// A logical stat from a backend stat.
+    pub(crate) fn from_raw(st: &rustix::fs::Stat, kind: FileKind) -> Stat {
+        let ns = |s: i64, n: u64| s.saturating_mul(1_000_000_000).saturating_add(n as i64);
+        Stat {
+            kind,
+            mode: st.st_mode,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            size: st.st_size.max(0) as u64,
+            blocks: st.st_blocks.max(0) as u64,
+            blksize: st.st_blksize.max(0) as u64,
+            atime_ns: ns(st.st_atime, st.st_atime_nsec),
+            mtime_ns: ns(st.st_mtime, st.st_mtime_nsec),
+            ctime_ns: ns(st.st_ctime, st.st_ctime_nsec),
+            ino: st.st_ino,
+            dev: st.st_dev,
+            nlink: st.st_nlink,
+        }
+    }
+
+    /// The same attributes as a regular file of `size` bytes (a container's marker stat made
+    /// into the logical file's stat).
+    pub(crate) fn as_file(mut self, size: u64) -> Stat {
+        self.kind = FileKind::File;
+        self.mode = (self.mode & 0o7777) | 0o100000;
+        self.size = size;
+        self.blocks = size.div_ceil(512);
+        self.blksize = BLKSIZE;
+        self.nlink = 1;
+        self
+    }
+}
+
+/// A directory entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// Name.
+    pub name: OsString,
+    /// Kind.
+    pub kind: FileKind,
+}
+
+/// How a file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpenFlags {
+    /// Open for reading.
+    pub read: bool,
+    /// Open for writing.
+    pub write: bool,
+    /// Create if missing.
+    pub create: bool,
+    /// With `create`: fail if it exists.
+    pub excl: bool,
+    /// Truncate to zero at open.
+    pub trunc: bool,
+    /// Every write goes to the end of the file.
+    pub append: bool,
+}
+
+impl OpenFlags {
+    /// From POSIX `open(2)` flags.
+    pub fn from_posix(flags: i32) -> crate::Result<Self> {
+        let acc = flags & libc_consts::O_ACCMODE;
+        let (read, write) = match acc {
+            libc_consts::O_RDONLY => (true, false),
+            libc_consts::O_WRONLY => (false, true),
+            libc_consts::O_RDWR => (true, true),
+            _ => {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "bad access mode in open flags {flags:#o}"
+                )))
+            }
+        };
+        Ok(OpenFlags {
+            read,
+            write,
+            create: flags & libc_consts::O_CREAT != 0,
+            excl: flags & libc_consts::O_EXCL != 0,
+            trunc: flags & libc_consts::O_TRUNC != 0,
+            append: flags & libc_consts::O_APPEND != 0,
+        })
+    }
+
+    /// Back to POSIX flags (access mode, O_APPEND).
+    pub fn to_posix(&self) -> i32 {
+        let acc = match (self.read, self.write) {
+            (true, true) => libc_consts::O_RDWR,
+            (false, true) => libc_consts::O_WRONLY,
+            _ => libc_consts::O_RDONLY,
+        };
+        acc | if self.append { libc_consts::O_APPEND } else { 0 }
+    }
+
+    /// The access(2) mask these flags need (`R_OK`=4, `W_OK`=2).
+    pub(crate) fn access_mask(&self) -> u32 {
+        (if self.read { 4 } else { 0 }) | (if self.write { 2 } else { 0 })
+    }
+}
+
+/// Linux open(2) flag values (asm-generic, as on x86_64 and aarch64).
+pub mod libc_consts {
+    #![allow(missing_docs)]
+    pub const O_ACCMODE: i32 = 0o3;
+    pub const O_RDONLY: i32 = 0;
+    pub const O_WRONLY: i32 = 1;
+    pub const O_RDWR: i32 = 2;
+    pub const O_CREAT: i32 = 0o100;
+    pub const O_EXCL: i32 = 0o200;
+    pub const O_TRUNC: i32 = 0o1000;
+    pub const O_APPEND: i32 = 0o2000;
+}
+
+/// Statistics of a merged index ([`crate::OpenFile::index_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IndexStats {
+    /// Uncompressed pieces.
+    pub pieces: usize,
+    /// Compressed patterns.
+    pub patterns: usize,
+    /// Approximate heap bytes of the extent map.
+    pub mem_bytes: usize,
+    /// Index records (pattern elements counted one by one) read from disk.
+    pub records_read: u64,
+}
