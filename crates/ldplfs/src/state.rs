@@ -331,6 +331,9 @@ pub struct Conf {
     pub cfg: Config,
     /// Mount points as bytes (normalised, no trailing slash).
     pub mounts: Vec<Vec<u8>>,
+    /// Every component of every mount point (`tmp`, `plfs` of `/tmp/plfs`): a path relative to a
+    /// real directory descriptor can lead into a mount only through one of these names.
+    pub mount_names: Vec<Vec<u8>>,
     /// (canonical backend directory, its mount point), to map a kernel cwd back to a logical one.
     pub backends: Vec<(PathBuf, PathBuf)>,
     /// Every backend directory (canonical and shadow), as bytes: the core's descriptors point here.
@@ -361,11 +364,17 @@ pub fn conf() -> Option<&'static Conf> {
 fn load_conf() -> Option<Conf> {
     match Config::load() {
         Ok(cfg) => {
-            let mounts = cfg
+            let mounts: Vec<Vec<u8>> = cfg
                 .mounts
                 .iter()
                 .map(|m| m.mount_point.as_os_str().as_encoded_bytes().to_vec())
                 .collect();
+            let mut mount_names: Vec<Vec<u8>> = mounts
+                .iter()
+                .flat_map(|m| m.split(|&b| b == b'/').filter(|c| !c.is_empty()).map(<[u8]>::to_vec))
+                .collect();
+            mount_names.sort();
+            mount_names.dedup();
             let mut backends = Vec::new();
             let mut roots = Vec::new();
             for m in &cfg.mounts {
@@ -379,6 +388,7 @@ fn load_conf() -> Option<Conf> {
             Some(Conf {
                 cfg,
                 mounts,
+                mount_names,
                 backends,
                 roots,
             })
