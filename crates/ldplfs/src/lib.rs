@@ -32,6 +32,7 @@ pub mod paths;
 pub mod placeholder;
 pub mod process;
 pub mod real;
+pub mod shm;
 pub mod stat;
 pub mod state;
 pub mod stdio;

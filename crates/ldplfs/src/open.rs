@@ -185,6 +185,8 @@ pub unsafe extern "C" fn creat64(path: *const c_char, mode: mode_t) -> c_int {
 
 /// Closes the file of an entry that lost its last descriptor.
 pub fn release(e: Arc<Entry>) -> Res<()> {
+    // Mappings outlive descriptors; what they hold must be in the file when it is closed.
+    crate::shm::write_back_all(Some(e.key));
     let mut st = e.lock();
     if st.lock_fd >= 0 {
         let _ = sys::close(st.lock_fd);

@@ -311,6 +311,23 @@ pub fn flush_all() {
     }
 }
 
+/// Makes this process's writes to every open file visible to other processes (a lock is
+/// released): appends each writer's buffered index records to its index log, nothing more.
+pub fn publish_all() -> Res<()> {
+    for e in all_entries() {
+        if e.kind != Kind::File || e.flags() & libc::O_ACCMODE == libc::O_RDONLY {
+            continue;
+        }
+        let st = e.lock();
+        if let Some(f) = st.file.as_ref() {
+            if st.pid == my_pid() {
+                f.flush()?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Closes every open file of this process (exec, exit): writes the close droppings. Entries stay,
 /// so a later access (a failed exec, a late stdio flush) opens the file again.
 pub fn close_all() {
@@ -534,6 +551,7 @@ extern "C" fn atfork_prepare() {
     let _busy = crate::guard::enter();
     // The child (and whatever it execs) must see this process's writes.
     let _ = std::panic::catch_unwind(flush_all);
+    crate::shm::MAPS.prepare();
     crate::dirs::DIRS.prepare();
     crate::stdio::STREAMS.prepare();
     TABLE.prepare();
@@ -544,6 +562,7 @@ extern "C" fn atfork_parent() {
     TABLE.release(|_| {});
     crate::stdio::STREAMS.release(|_| {});
     crate::dirs::DIRS.release(|_| {});
+    crate::shm::MAPS.release(|_| {});
 }
 
 extern "C" fn atfork_child() {
@@ -563,4 +582,5 @@ extern "C" fn atfork_child() {
     });
     crate::stdio::STREAMS.release(|_| {});
     crate::dirs::DIRS.release(|_| {});
+    crate::shm::MAPS.release(|_| {});
 }
