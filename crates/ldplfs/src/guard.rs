@@ -65,6 +65,42 @@ pub fn busy() -> bool {
     BUSY.try_with(|b| b.get()).unwrap_or(true)
 }
 
+type StartFn = extern "C" fn(*mut libc::c_void) -> *mut libc::c_void;
+
+/// First function of a thread started from inside the library: the thread runs inside it for
+/// its whole life, then calls the start routine it was created with.
+extern "C" fn start_busy(p: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: `p` is the Box leaked by pthread_create below, handed to exactly this thread.
+    let (start, arg) = *unsafe { Box::from_raw(p.cast::<(StartFn, *mut libc::c_void)>()) };
+    let _ = BUSY.try_with(|b| b.set(true));
+    start(arg)
+}
+
+/// pthread_create(3). A thread that the library starts while it is working (the core reads index
+/// logs on a pool of threads) is inside the library too, so its libc calls go straight to libc.
+/// Without this, the `close` with which the core drops a descriptor it opened on such a thread
+/// reached our `close`, which ignores a close of a core descriptor: one descriptor leaked per
+/// index log on every index refresh (fstat, lseek(SEEK_END), fallocate, stat of an open file).
+/// Threads a program starts itself are created unchanged.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: StartFn,
+    arg: *mut libc::c_void,
+) -> libc::c_int {
+    if !busy() {
+        return crate::real!(pthread_create(thread, attr, start, arg): fn(*mut libc::pthread_t, *const libc::pthread_attr_t, StartFn, *mut libc::c_void) -> libc::c_int);
+    }
+    let boxed = Box::into_raw(Box::new((start, arg))).cast::<libc::c_void>();
+    let r = crate::real!(pthread_create(thread, attr, start_busy as StartFn, boxed): fn(*mut libc::pthread_t, *const libc::pthread_attr_t, StartFn, *mut libc::c_void) -> libc::c_int);
+    if r != 0 {
+        // SAFETY: the thread was not created, so the Box was not handed over.
+        drop(unsafe { Box::from_raw(boxed.cast::<(StartFn, *mut libc::c_void)>()) });
+    }
+    r
+}
+
 /// Runs `f` at the FFI boundary: a value on success; the failure value with errno set on error;
 /// EIO on panic. The caller must hold a [`Busy`].
 pub fn run<R: Fail>(f: impl FnOnce() -> Res<R>) -> R {

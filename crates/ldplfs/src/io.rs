@@ -435,7 +435,7 @@ pub unsafe extern "C" fn tee(fi: c_int, fo: c_int, len: size_t, flags: c_uint) -
     crate::real!(tee(fi, fo, len, flags): fn(c_int, c_int, size_t, c_uint) -> ssize_t)
 }
 
-fn map_plfs(e: &Entry, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, o: i64) -> Res<*mut c_void> {
+fn map_plfs(e: &Arc<Entry>, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, o: i64) -> Res<*mut c_void> {
     if e.kind != Kind::File || o < 0 || len == 0 {
         return Err(Errno(if e.kind == Kind::File {
             libc::EINVAL
@@ -443,9 +443,9 @@ fn map_plfs(e: &Entry, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int
             libc::ENODEV
         }));
     }
-    if flags & libc::MAP_SHARED != 0 && prot & libc::PROT_WRITE != 0 {
-        // Writes through a shared mapping could never reach PLFS.
-        return Err(Errno(libc::ENODEV));
+    if flags & libc::MAP_SHARED != 0 {
+        // MAP_SHARED and MAP_SHARED_VALIDATE: the node's shared copy of the file.
+        return crate::shm::map_shared(e, addr, len, prot, flags, o);
     }
     check_read(e)?;
     let anon = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | (flags & libc::MAP_FIXED);
@@ -464,7 +464,8 @@ fn map_plfs(e: &Entry, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int
     Ok(p)
 }
 
-/// mmap(2): a PLFS file maps as a private copy filled by read (shared writable maps: ENODEV).
+/// mmap(2): a PLFS file maps as a private copy filled by read (MAP_PRIVATE), or as the node's
+/// shared copy of the file (MAP_SHARED, see [`crate::shm`]).
 #[no_mangle]
 pub unsafe extern "C" fn mmap(
     addr: *mut c_void,
@@ -508,4 +509,40 @@ pub unsafe extern "C" fn mmap64(
 ) -> *mut c_void {
     // SAFETY: same contract as mmap (off_t is 64-bit on the supported targets).
     unsafe { mmap(addr, len, prot, flags, fd, o) }
+}
+
+/// munmap(2): shared mappings of PLFS files are written back first.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
+    if crate::shm::active() {
+        if let Some(_busy) = enter() {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::shm::unmap(addr, len))) {
+                Ok(Some(r)) => return r,
+                Ok(None) => {}
+                Err(_) => crate::log::warn(format_args!("internal error (panic) in munmap")),
+            }
+        }
+    }
+    crate::real!(munmap(addr, len): fn(*mut c_void, size_t) -> c_int)
+}
+
+/// msync(2): shared mappings of PLFS files are written back to PLFS.
+#[no_mangle]
+pub unsafe extern "C" fn msync(addr: *mut c_void, len: size_t, flags: c_int) -> c_int {
+    if crate::shm::active() {
+        if let Some(_busy) = enter() {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::shm::sync(addr, len))) {
+                Ok(Some(Err(Errno(x)))) => {
+                    crate::guard::set_errno(x);
+                    return -1;
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    crate::guard::set_errno(libc::EIO);
+                    return -1;
+                }
+            }
+        }
+    }
+    crate::real!(msync(addr, len, flags): fn(*mut c_void, size_t, c_int) -> c_int)
 }

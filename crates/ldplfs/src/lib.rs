@@ -5,7 +5,8 @@
 //! Layout: [`real`] (libc's own functions), [`guard`] (reentrancy and the FFI boundary),
 //! [`state`] (configuration, instance, open-file table, fork), [`paths`] (what is ours),
 //! [`placeholder`] (memfd descriptors, exec adoption), then the interposed entry points:
-//! [`open`], [`io`], [`stat`], [`ns`], [`dirs`], [`stdio`], [`locks`], [`process`].
+//! [`open`], [`io`], [`shm`] (shared mappings), [`stat`], [`ns`], [`dirs`], [`stdio`], [`locks`],
+//! [`process`].
 //! `README.md` in this crate describes the design and its limits.
 
 // Every exported function is a libc entry point called from C: its contract (valid pointers,
@@ -32,6 +33,7 @@ pub mod paths;
 pub mod placeholder;
 pub mod process;
 pub mod real;
+pub mod shm;
 pub mod stat;
 pub mod state;
 pub mod stdio;

@@ -26,15 +26,14 @@ fn lock_fd(e: &Entry) -> Res<c_int> {
         return Ok(st.lock_fd);
     }
     let cpath = file_of(e, &mut st)?.container_path().as_os_str().as_bytes().to_vec();
-    let dir = format!("/dev/shm/ldplfs-{}", rustix::process::getuid().as_raw());
-    match rustix::fs::mkdir(dir.as_str(), rustix::fs::Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-        Err(e) => return Err(Errno(e.raw_os_error())),
-    }
+    let dir = crate::shm::private_dir()?;
     let path = format!("{dir}/{:016x}.lock", fnv1a(&cpath));
     let fd = rustix::fs::open(
         path.as_str(),
-        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CREATE | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::OFlags::RDWR
+            | rustix::fs::OFlags::CREATE
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
         rustix::fs::Mode::from_raw_mode(0o600),
     )
     .map_err(|e| Errno(e.raw_os_error()))?;
@@ -74,11 +73,10 @@ pub fn fcntl_lock(e: &Entry, fd: c_int, cmd: c_int, arg: *mut libc::flock) -> Re
     let lfd = lock_fd(e)?;
     let unlock = fl.l_type as c_int == libc::F_UNLCK;
     if unlock && cmd != libc::F_GETLK && cmd != libc::F_OFD_GETLK {
-        // Publish our writes before another process can take the range.
-        let st = e.lock();
-        if let Some(f) = st.file.as_ref() {
-            f.refresh()?;
-        }
+        // Publish our writes before another process can take the range: those to every file,
+        // not only this one (SQLite locks the `-shm` file while it writes the `-wal` file, whose
+        // frames the next holder of the lock reads).
+        crate::state::publish_all()?;
     }
     let r = crate::real!(fcntl(lfd, cmd, &mut fl as *mut libc::flock): fn(c_int, c_int, *mut libc::flock) -> c_int);
     if r < 0 {

@@ -14,6 +14,7 @@ use crate::real::sys;
 use crate::state::{self, Entry, Kind};
 use libc::{c_char, c_int, c_uint, c_ulong, mode_t};
 use plfs_core::{FileKind, OpenFlags};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -184,6 +185,8 @@ pub unsafe extern "C" fn creat64(path: *const c_char, mode: mode_t) -> c_int {
 
 /// Closes the file of an entry that lost its last descriptor.
 pub fn release(e: Arc<Entry>) -> Res<()> {
+    // Mappings outlive descriptors; what they hold must be in the file when it is closed.
+    crate::shm::write_back_all(Some(e.key));
     let mut st = e.lock();
     if st.lock_fd >= 0 {
         let _ = sys::close(st.lock_fd);
@@ -424,4 +427,215 @@ pub extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: c_ulong) -> c_int {
         }
     }
     crate::real!(ioctl(fd, req, arg): fn(c_int, c_ulong, c_ulong) -> c_int)
+}
+
+// ---------------------------------------------------------------- openat2
+
+const RESOLVE_KNOWN: u64 = libc::RESOLVE_NO_XDEV
+    | libc::RESOLVE_NO_MAGICLINKS
+    | libc::RESOLVE_NO_SYMLINKS
+    | libc::RESOLVE_BENEATH
+    | libc::RESOLVE_IN_ROOT
+    | libc::RESOLVE_CACHED;
+
+/// The directory `dirfd` stands for, as a path (logical inside a mount).
+fn base_of(dirfd: c_int) -> Option<PathBuf> {
+    if dirfd == libc::AT_FDCWD {
+        return crate::paths::logical_cwd().or_else(|| {
+            rustix::process::getcwd(Vec::new())
+                .ok()
+                .map(|c| PathBuf::from(std::ffi::OsStr::from_bytes(c.as_bytes())))
+        });
+    }
+    if let Some(e) = ours(dirfd) {
+        return Some(e.path.clone());
+    }
+    let link = rustix::fs::readlinkat(rustix::fs::CWD, format!("/proc/self/fd/{dirfd}").as_str(), Vec::new()).ok()?;
+    link.as_bytes()
+        .starts_with(b"/")
+        .then(|| PathBuf::from(std::ffi::OsStr::from_bytes(link.as_bytes())))
+}
+
+/// `rel` resolved below `base` as RESOLVE_IN_ROOT does: `/` and `..` never leave `base`.
+fn in_root(base: &std::path::Path, rel: &[u8]) -> PathBuf {
+    let mut out = base.to_path_buf();
+    let mut depth = 0usize;
+    for comp in rel.split(|&b| b == b'/') {
+        match comp {
+            b"" | b"." => {}
+            b".." => {
+                if depth > 0 {
+                    out.pop();
+                    depth -= 1;
+                }
+            }
+            c => {
+                out.push(std::ffi::OsStr::from_bytes(c));
+                depth += 1;
+            }
+        }
+    }
+    out
+}
+
+/// True if the relative path `rel` goes above its starting directory (`..` too often).
+fn escapes(rel: &[u8]) -> bool {
+    let mut depth = 0i64;
+    for comp in rel.split(|&b| b == b'/') {
+        match comp {
+            b"" | b"." => {}
+            b".." => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
+/// openat2 on PLFS: None when the call is not ours (the kernel gets it unchanged).
+unsafe fn openat2_plfs(
+    dirfd: c_int,
+    path: *const c_char,
+    how: *const libc::open_how,
+    size: usize,
+) -> Option<Res<c_int>> {
+    let ohs = std::mem::size_of::<libc::open_how>();
+    if path.is_null() || how.is_null() || size < ohs {
+        return None;
+    }
+    // SAFETY: the caller's C string.
+    let rel = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
+    // SAFETY: the caller's open_how of at least `size` >= sizeof(open_how) bytes.
+    let h = unsafe { std::ptr::read_unaligned(how) };
+    let target = if h.resolve & libc::RESOLVE_IN_ROOT != 0 && !rel.is_empty() {
+        match base_of(dirfd) {
+            Some(b) => crate::paths::classify_at(libc::AT_FDCWD, in_root(&b, rel).as_os_str().as_bytes()),
+            None => return None,
+        }
+    } else {
+        // SAFETY: as above.
+        unsafe { classify_c(dirfd, path) }
+    };
+    let from_plfs = dirfd != libc::AT_FDCWD && ours(dirfd).is_some()
+        || dirfd == libc::AT_FDCWD && crate::paths::logical_cwd().is_some();
+    let p = match target {
+        Target::Pass => return None,
+        Target::Real(_) if h.resolve & libc::RESOLVE_BENEATH != 0 => return Some(Err(Errno(libc::EXDEV))),
+        Target::Real(c) => {
+            let mut h2 = h;
+            h2.resolve &= !libc::RESOLVE_IN_ROOT;
+            // SAFETY: a valid C string and open_how; the kernel checks the rest.
+            let r = unsafe {
+                crate::real::sys::raw6(
+                    libc::SYS_openat2,
+                    [
+                        libc::AT_FDCWD as _,
+                        c.as_ptr() as _,
+                        &h2 as *const libc::open_how as _,
+                        ohs as _,
+                        0,
+                        0,
+                    ],
+                )
+            };
+            return Some(if r < 0 { Err(Errno(-r as i32)) } else { Ok(r as c_int) });
+        }
+        Target::Plfs(p) => p,
+    };
+    Some((|| {
+        if size > ohs {
+            // SAFETY: the caller's structure is `size` bytes long.
+            let extra = unsafe { std::slice::from_raw_parts(how.cast::<u8>().add(ohs), size - ohs) };
+            if extra.iter().any(|&b| b != 0) {
+                return Err(Errno(libc::E2BIG));
+            }
+        }
+        let flags = c_int::try_from(h.flags).map_err(|_| Errno(libc::EINVAL))?;
+        let creating = flags & libc::O_CREAT != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE;
+        if h.resolve & !RESOLVE_KNOWN != 0 || h.mode & !0o7777 != 0 || (!creating && h.mode != 0) {
+            return Err(Errno(libc::EINVAL));
+        }
+        if h.resolve & libc::RESOLVE_BENEATH != 0 && (rel.starts_with(b"/") || escapes(rel)) {
+            return Err(Errno(libc::EXDEV));
+        }
+        if h.resolve & libc::RESOLVE_NO_XDEV != 0 && !from_plfs {
+            // The walk crosses from the real file system into the mount.
+            return Err(Errno(libc::EXDEV));
+        }
+        let mut flags = flags;
+        if h.resolve & libc::RESOLVE_NO_SYMLINKS != 0 {
+            match state::plfs()?.stat(&p) {
+                Ok(st) if st.kind == FileKind::Symlink => return Err(Errno(libc::ELOOP)),
+                _ => flags |= libc::O_NOFOLLOW,
+            }
+        }
+        open_plfs(p, flags, h.mode as c_uint)
+    })())
+}
+
+/// openat2(2) (the name of glibc's wrapper where it has one).
+#[no_mangle]
+pub unsafe extern "C" fn openat2(
+    dirfd: c_int,
+    path: *const c_char,
+    how: *mut libc::open_how,
+    size: libc::size_t,
+) -> c_int {
+    if let Some(_busy) = enter() {
+        // SAFETY: forwarded caller arguments.
+        if let Some(r) = unsafe { openat2_plfs(dirfd, path, how, size) } {
+            return run(|| r);
+        }
+    }
+    // SAFETY: forwarded caller arguments.
+    let r = unsafe { crate::real::sys::raw6(libc::SYS_openat2, [dirfd as _, path as _, how as _, size as _, 0, 0]) };
+    if r < 0 {
+        crate::guard::set_errno(-r as i32);
+        -1
+    } else {
+        r as c_int
+    }
+}
+
+/// syscall(2): glibc 2.36 has no openat2 wrapper, so programs call `syscall(SYS_openat2, ...)`;
+/// that one is served like openat2. Every other number goes to the kernel unchanged, with the
+/// instruction itself (errno set as glibc's syscall does). The six arguments are read as named
+/// ones (see the variadic note above).
+#[no_mangle]
+pub unsafe extern "C" fn syscall(
+    n: libc::c_long,
+    a1: libc::c_long,
+    a2: libc::c_long,
+    a3: libc::c_long,
+    a4: libc::c_long,
+    a5: libc::c_long,
+    a6: libc::c_long,
+) -> libc::c_long {
+    if n == libc::SYS_openat2 {
+        if let Some(_busy) = enter() {
+            // SAFETY: the caller's openat2 arguments.
+            if let Some(r) = unsafe {
+                openat2_plfs(
+                    a1 as c_int,
+                    a2 as *const c_char,
+                    a3 as *const libc::open_how,
+                    a4 as usize,
+                )
+            } {
+                return run(|| r).into();
+            }
+        }
+    }
+    // SAFETY: forwarded caller arguments.
+    let r = unsafe { crate::real::sys::raw6(n, [a1, a2, a3, a4, a5, a6]) };
+    if (-4095..0).contains(&r) {
+        crate::guard::set_errno(-r as i32);
+        -1
+    } else {
+        r
+    }
 }

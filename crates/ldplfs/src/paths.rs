@@ -134,8 +134,37 @@ pub fn classify_at(dirfd: i32, path: &[u8]) -> Target {
     }
     match state::lookup(dirfd) {
         Some(e) => join_classify(&e.path, path, true),
-        None => Target::Pass,
+        None => classify_real_dirfd(dirfd, path),
     }
+}
+
+/// `path` relative to a real directory descriptor. A walk that opens each component from `/`
+/// with `openat(dirfd, name, O_PATH|O_NOFOLLOW|O_DIRECTORY)` (rsync's receiver) holds a real
+/// descriptor of the mount point's parent when it takes the step into the mount: the directory's
+/// path (from /proc/self/fd) joined with `path` says where it leads. Looked up only when a
+/// component of `path` is a component of a mount point, so the `*at` calls of programs that never
+/// go near a mount cost no system call.
+fn classify_real_dirfd(dirfd: i32, path: &[u8]) -> Target {
+    if dirfd < 0 {
+        return Target::Pass;
+    }
+    let Some(c) = state::conf() else { return Target::Pass };
+    if !path
+        .split(|&b| b == b'/')
+        .any(|comp| c.mount_names.binary_search_by(|m| m.as_slice().cmp(comp)).is_ok())
+    {
+        return Target::Pass;
+    }
+    let Ok(link) = rustix::fs::readlinkat(rustix::fs::CWD, format!("/proc/self/fd/{dirfd}").as_str(), Vec::new())
+    else {
+        return Target::Pass;
+    };
+    let base = link.as_bytes();
+    if !base.starts_with(b"/") {
+        // Not a directory of the file system (a pipe, a socket, an anonymous inode).
+        return Target::Pass;
+    }
+    join_classify(Path::new(OsStr::from_bytes(base)), path, false)
 }
 
 /// Classifies a C path argument.

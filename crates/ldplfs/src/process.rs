@@ -18,6 +18,8 @@ fn before_exec() {
             if state::foreign_child() {
                 state::flush_all();
             } else {
+                // Mappings vanish at exec: what they hold goes to PLFS first.
+                crate::shm::write_back_all(None);
                 state::close_all();
             }
         });
@@ -121,6 +123,7 @@ pub fn at_exit() {
             // Streams first: their buffers may hold data for PLFS files.
             // SAFETY: flushing every stream is always valid.
             unsafe { libc::fflush(std::ptr::null_mut()) };
+            crate::shm::write_back_all(None);
             state::close_all();
             crate::io::AFTER_EXIT.store(true, Ordering::Relaxed);
         });
@@ -149,7 +152,10 @@ fn at_exit_raw() {
         if !state::enabled() || state::foreign_child() {
             return;
         }
-        let _ = std::panic::catch_unwind(state::close_all);
+        let _ = std::panic::catch_unwind(|| {
+            crate::shm::write_back_all(None);
+            state::close_all();
+        });
     }
 }
 

@@ -114,6 +114,30 @@ pub mod sys {
         check(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) }).map(|v| v as i32)
     }
 
+    /// Any system call with six arguments, made with the instruction itself (no libc symbol, no
+    /// lookup): the pass-through of our `syscall(3)`. Returns the kernel's raw result (a negative
+    /// errno on failure).
+    ///
+    /// # Safety
+    /// The arguments must be valid for system call `n` (pointers it reads or writes included).
+    pub unsafe fn raw6(n: libc::c_long, a: [libc::c_long; 6]) -> libc::c_long {
+        let r: libc::c_long;
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller vouches for the arguments; rcx and r11 are clobbered by `syscall`.
+        unsafe {
+            std::arch::asm!("syscall", inlateout("rax") n => r, in("rdi") a[0], in("rsi") a[1],
+                in("rdx") a[2], in("r10") a[3], in("r8") a[4], in("r9") a[5],
+                lateout("rcx") _, lateout("r11") _, options(nostack));
+        }
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: the caller vouches for the arguments.
+        unsafe {
+            std::arch::asm!("svc 0", in("x8") n, inlateout("x0") a[0] => r, in("x1") a[1],
+                in("x2") a[2], in("x3") a[3], in("x4") a[4], in("x5") a[5], options(nostack));
+        }
+        r
+    }
+
     /// getpid(2), never cached.
     pub fn getpid() -> u32 {
         // SAFETY: getpid cannot fail.

@@ -311,6 +311,23 @@ pub fn flush_all() {
     }
 }
 
+/// Makes this process's writes to every open file visible to other processes (a lock is
+/// released): appends each writer's buffered index records to its index log, nothing more.
+pub fn publish_all() -> Res<()> {
+    for e in all_entries() {
+        if e.kind != Kind::File || e.flags() & libc::O_ACCMODE == libc::O_RDONLY {
+            continue;
+        }
+        let st = e.lock();
+        if let Some(f) = st.file.as_ref() {
+            if st.pid == my_pid() {
+                f.flush()?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Closes every open file of this process (exec, exit): writes the close droppings. Entries stay,
 /// so a later access (a failed exec, a late stdio flush) opens the file again.
 pub fn close_all() {
@@ -331,6 +348,9 @@ pub struct Conf {
     pub cfg: Config,
     /// Mount points as bytes (normalised, no trailing slash).
     pub mounts: Vec<Vec<u8>>,
+    /// Every component of every mount point (`tmp`, `plfs` of `/tmp/plfs`): a path relative to a
+    /// real directory descriptor can lead into a mount only through one of these names.
+    pub mount_names: Vec<Vec<u8>>,
     /// (canonical backend directory, its mount point), to map a kernel cwd back to a logical one.
     pub backends: Vec<(PathBuf, PathBuf)>,
     /// Every backend directory (canonical and shadow), as bytes: the core's descriptors point here.
@@ -361,11 +381,17 @@ pub fn conf() -> Option<&'static Conf> {
 fn load_conf() -> Option<Conf> {
     match Config::load() {
         Ok(cfg) => {
-            let mounts = cfg
+            let mounts: Vec<Vec<u8>> = cfg
                 .mounts
                 .iter()
                 .map(|m| m.mount_point.as_os_str().as_encoded_bytes().to_vec())
                 .collect();
+            let mut mount_names: Vec<Vec<u8>> = mounts
+                .iter()
+                .flat_map(|m| m.split(|&b| b == b'/').filter(|c| !c.is_empty()).map(<[u8]>::to_vec))
+                .collect();
+            mount_names.sort();
+            mount_names.dedup();
             let mut backends = Vec::new();
             let mut roots = Vec::new();
             for m in &cfg.mounts {
@@ -379,6 +405,7 @@ fn load_conf() -> Option<Conf> {
             Some(Conf {
                 cfg,
                 mounts,
+                mount_names,
                 backends,
                 roots,
             })
@@ -524,6 +551,7 @@ extern "C" fn atfork_prepare() {
     let _busy = crate::guard::enter();
     // The child (and whatever it execs) must see this process's writes.
     let _ = std::panic::catch_unwind(flush_all);
+    crate::shm::MAPS.prepare();
     crate::dirs::DIRS.prepare();
     crate::stdio::STREAMS.prepare();
     TABLE.prepare();
@@ -534,6 +562,7 @@ extern "C" fn atfork_parent() {
     TABLE.release(|_| {});
     crate::stdio::STREAMS.release(|_| {});
     crate::dirs::DIRS.release(|_| {});
+    crate::shm::MAPS.release(|_| {});
 }
 
 extern "C" fn atfork_child() {
@@ -553,4 +582,5 @@ extern "C" fn atfork_child() {
     });
     crate::stdio::STREAMS.release(|_| {});
     crate::dirs::DIRS.release(|_| {});
+    crate::shm::MAPS.release(|_| {});
 }
