@@ -1216,6 +1216,16 @@ impl Plfs {
         sys::statvfs(&loc.mount.canonical[0])
     }
 
+    /// Space accounting of the packed (1-N) files of a logical directory, for `plfs du`; `None`
+    /// on a mount whose workload is not 1-N.
+    pub fn small_usage(&self, dir: &Path) -> Result<Option<smallfile::SmallUsage>> {
+        let loc = self.resolve(dir)?;
+        if loc.mount.cfg.workload != Workload::SmallFile {
+            return Ok(None);
+        }
+        self.small_dir(&loc.mount, &loc.rel).usage().map(Some)
+    }
+
     /// Opens the container behind a logical file for the tools (map, query, flatten, fsck).
     pub fn container(&self, path: &Path) -> Result<Container> {
         let loc = self.resolve(path)?;

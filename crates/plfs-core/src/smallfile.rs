@@ -697,6 +697,47 @@ impl SmallDir {
     }
 }
 
+/// Space accounting of one directory's packed logs (for `plfs du`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SmallUsage {
+    /// Logs in the directory's store (every backend).
+    pub logs: u64,
+    /// Their total size in bytes.
+    pub log_bytes: u64,
+    /// Bytes of file data the logs hold, live or overwritten (the data of every WRITE record).
+    pub data_bytes: u64,
+    /// Bytes of file data a reader sees (holes excluded).
+    pub live_bytes: u64,
+}
+
+impl SmallDir {
+    /// Space accounting of this directory's logs, read afresh.
+    pub fn usage(&self) -> Result<SmallUsage> {
+        let mut g = lock(&self.inner);
+        flush(&mut g)?;
+        self.refresh(&mut g)?;
+        let mut u = SmallUsage::default();
+        for l in &g.logs {
+            let bytes = sys::read_file(&l.path)?;
+            u.logs += 1;
+            u.log_bytes += bytes.len() as u64;
+            if bytes.len() > format::INDEX_HEADER_LEN {
+                let (rs, _, _) = decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
+                u.data_bytes += rs
+                    .iter()
+                    .map(|r| if let Rec::Write { len, .. } = r { *len } else { 0 })
+                    .sum::<u64>();
+            }
+        }
+        u.live_bytes = g
+            .files
+            .values()
+            .map(|m| m.map.pieces().iter().map(|(_, p)| p.len).sum::<u64>())
+            .sum();
+        Ok(u)
+    }
+}
+
 impl Drop for SmallDir {
     fn drop(&mut self) {
         if let Err(e) = flush(&mut lock(&self.inner)) {
