@@ -153,7 +153,8 @@ impl Loader {
                     src,
                     &[idx(i), key(k)],
                     format!(
-                        "unknown key \"{k}\" at the start of an entry (expected global_params, include or mount_point)"
+                        "unknown key \"{k}\" at the start of an entry (expected global_params, include or mount_point){}",
+                        did_you_mean(k, &["global_params", "include", "mount_point"])
                     ),
                 )),
             },
@@ -257,7 +258,10 @@ impl Loader {
                 return Err(self.err(
                     src,
                     &with(base, key(k)),
-                    format!("unknown key \"{k}\" in global_params"),
+                    format!(
+                        "unknown key \"{k}\" in global_params{}",
+                        did_you_mean(k, &[GLOBAL_KEYS, IGNORED_GLOBAL_KEYS].concat())
+                    ),
                 ))
             }
         }
@@ -448,7 +452,13 @@ impl Loader {
                     return Err(self.err(
                         src,
                         &[idx(i), key(k)],
-                        format!("unknown key \"{k}\" in mount_point {mpd}"),
+                        format!(
+                            "unknown key \"{k}\" in mount_point {mpd}{}",
+                            did_you_mean(
+                                k,
+                                &[&["mount_point", "workload", "backends"], IGNORED_MOUNT_KEYS].concat()
+                            )
+                        ),
                     ))
                 }
             }
@@ -635,7 +645,10 @@ impl Loader {
                             return Err(self.err(
                                 src,
                                 &with(es, key(k)),
-                                format!("unknown key \"{k}\" in backends entry (expected location and type)"),
+                                format!(
+                                    "unknown key \"{k}\" in backends entry (expected location and type){}",
+                                    did_you_mean(k, &["location", "type"])
+                                ),
                             ))
                         }
                     }
@@ -841,4 +854,46 @@ fn location(raw: &str) -> std::result::Result<PathBuf, String> {
         raw
     };
     abs_path(rest).map_err(|m| if rest == raw { m } else { format!("{m} (in {raw:?})") })
+}
+
+/// Keys of global_params that have an effect.
+const GLOBAL_KEYS: &[&str] = &[
+    "num_hostdirs",
+    "threadpool_size",
+    "index_buffer_records",
+    "max_open_data_logs",
+    "data_checksums",
+    "index_compression",
+    "lazy_stat",
+    "lazy_droppings",
+    "compress_contiguous",
+    "index_buffer_mbs",
+    "read_buffer_mbs",
+];
+
+/// `; did you mean "x"?` when a known key is within a small edit distance of `k` (a typo), else
+/// nothing.
+pub(crate) fn did_you_mean(k: &str, known: &[&str]) -> String {
+    let limit = (k.chars().count() / 3).clamp(1, 3);
+    known
+        .iter()
+        .map(|c| (edit_distance(k, c), *c))
+        .filter(|&(d, _)| d <= limit)
+        .min()
+        .map_or_else(String::new, |(_, c)| format!("; did you mean \"{c}\"?"))
+}
+
+/// Levenshtein distance (ASCII-case-insensitive).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
