@@ -154,6 +154,8 @@ impl<'a> Side<'a> {
     pub fn of(plfs: &'a Plfs, p: &Path) -> Result<(Side<'a>, PathBuf)> {
         let abs = absolute(p)?;
         Ok(if plfs.is_plfs_path(&abs) {
+            // `dir/` keeps its slash: a target that must be a directory.
+            let abs = if trailing_slash(p) { abs.join("") } else { abs };
             (Side::Plfs(plfs), abs)
         } else {
             (Side::Plain, p.to_path_buf())
