@@ -1,5 +1,9 @@
 # plfs: build, demo, test, check, install, bench. See README.md.
 PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 CARGO ?= cargo
 PYTHON ?= python3
 RELEASE_DIR := target/release
@@ -45,10 +49,17 @@ install: build
 	install -m 755 $(RELEASE_DIR)/libldplfs.so $(DESTDIR)$(PREFIX)/lib/libldplfs.so
 	install -m 644 include/plfs.h $(DESTDIR)$(PREFIX)/include/plfs.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' crates/plfs-capi/plfs.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
+	# Man pages and shell completions, generated from the binary's own argument definitions.
+	$(RELEASE_DIR)/plfs generate man $(DESTDIR)$(MANDIR)/man1 >/dev/null
+	$(RELEASE_DIR)/plfs generate completions bash $(DESTDIR)$(BASHCOMPDIR) >/dev/null
+	$(RELEASE_DIR)/plfs generate completions zsh $(DESTDIR)$(ZSHCOMPDIR) >/dev/null
+	$(RELEASE_DIR)/plfs generate completions fish $(DESTDIR)$(FISHCOMPDIR) >/dev/null
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/plfs $(DESTDIR)$(PREFIX)/lib/libplfs.so $(DESTDIR)$(PREFIX)/lib/libplfs.a \
 	      $(DESTDIR)$(PREFIX)/lib/libldplfs.so $(DESTDIR)$(PREFIX)/include/plfs.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
+	rm -f $(DESTDIR)$(MANDIR)/man1/plfs.1 $(DESTDIR)$(MANDIR)/man1/plfs-*.1 $(DESTDIR)$(BASHCOMPDIR)/plfs \
+	      $(DESTDIR)$(ZSHCOMPDIR)/_plfs $(DESTDIR)$(FISHCOMPDIR)/plfs.fish
 
 # The benchmark suite (bench/, docs/performance.md): CSVs, figures and summary.md in
 # bench/results/latest/. `bench` takes under 10 minutes on 2 cores; `bench-full` longer.

@@ -49,7 +49,10 @@ fn man_pages(cmd: &clap::Command, name: &str, dir: &Path, written: &mut Vec<Path
     let file = dir.join(format!("{name}.1"));
     std::fs::write(&file, buf).at("cannot write", &file)?;
     written.push(file);
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
         man_pages(sub, &format!("{name}-{}", sub.get_name()), dir, written)?;
     }
     Ok(())
