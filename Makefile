@@ -8,7 +8,7 @@ CARGO ?= cargo
 PYTHON ?= python3
 RELEASE_DIR := target/release
 
-.PHONY: all build demo test test-rust test-battery check fmt install uninstall bench deps clean
+.PHONY: all build demo test test-rust test-battery test-python check fmt install uninstall bench deps clean
 
 all: build
 
@@ -27,6 +27,7 @@ demo: build
 test: deps build
 	$(CARGO) test --release --workspace
 	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
+	$(MAKE) test-python
 
 test-rust:
 	$(CARGO) test --release --workspace
@@ -34,8 +35,17 @@ test-rust:
 test-battery: build
 	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
 
+# The Python package (python/): built by pip (maturin from PyPI) into a venv under target/,
+# with pytest and numpy, then its tests, the packaging checks and the example.
+PYVENV := target/pyvenv
+test-python: build
+	$(PYTHON) -m venv $(PYVENV)
+	$(PYVENV)/bin/pip install -q ./python pytest numpy
+	PLFS_BIN=$(CURDIR)/$(RELEASE_DIR)/plfs $(PYVENV)/bin/python -m pytest python/tests packaging -q -p no:cacheprovider
+
 check:
 	$(CARGO) fmt --all -- --check
+	$(CARGO) fmt --manifest-path python/Cargo.toml -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 fmt:
