@@ -39,6 +39,7 @@ test-battery: build
 # with pytest and numpy, then its tests, the packaging checks and the example.
 PYVENV := target/pyvenv
 test-python: build
+	$(CARGO) clippy --manifest-path python/Cargo.toml -- -D warnings
 	$(PYTHON) -m venv $(PYVENV)
 	$(PYVENV)/bin/pip install -q ./python pytest numpy
 	PLFS_BIN=$(CURDIR)/$(RELEASE_DIR)/plfs $(PYVENV)/bin/python -m pytest python/tests packaging -q -p no:cacheprovider
