@@ -187,3 +187,13 @@ fn main() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (duplicate short flags between global and subcommand
+    /// options, conflicting names...), which release builds skip.
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        super::command().debug_assert();
+    }
+}
