@@ -1,10 +1,14 @@
 # plfs: build, demo, test, check, install, bench. See README.md.
 PREFIX ?= /usr/local
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 CARGO ?= cargo
 PYTHON ?= python3
 RELEASE_DIR := target/release
 
-.PHONY: all build demo test test-rust test-battery check fmt install uninstall bench deps clean
+.PHONY: all build demo test test-rust test-battery test-python check fmt install uninstall bench deps clean
 
 all: build
 
@@ -23,6 +27,7 @@ demo: build
 test: deps build
 	$(CARGO) test --release --workspace
 	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
+	$(MAKE) test-python
 
 test-rust:
 	$(CARGO) test --release --workspace
@@ -30,8 +35,18 @@ test-rust:
 test-battery: build
 	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
 
+# The Python package (python/): built by pip (maturin from PyPI) into a venv under target/,
+# with pytest and numpy, then its tests, the packaging checks and the example.
+PYVENV := target/pyvenv
+test-python: build
+	$(CARGO) clippy --manifest-path python/Cargo.toml -- -D warnings
+	$(PYTHON) -m venv $(PYVENV)
+	$(PYVENV)/bin/pip install -q ./python pytest numpy
+	PLFS_BIN=$(CURDIR)/$(RELEASE_DIR)/plfs $(PYVENV)/bin/python -m pytest python/tests packaging -q -p no:cacheprovider
+
 check:
 	$(CARGO) fmt --all -- --check
+	$(CARGO) fmt --manifest-path python/Cargo.toml -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 fmt:
@@ -45,10 +60,17 @@ install: build
 	install -m 755 $(RELEASE_DIR)/libldplfs.so $(DESTDIR)$(PREFIX)/lib/libldplfs.so
 	install -m 644 include/plfs.h $(DESTDIR)$(PREFIX)/include/plfs.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' crates/plfs-capi/plfs.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
+	# Man pages and shell completions, generated from the binary's own argument definitions.
+	$(RELEASE_DIR)/plfs generate man $(DESTDIR)$(MANDIR)/man1 >/dev/null
+	$(RELEASE_DIR)/plfs generate completions bash $(DESTDIR)$(BASHCOMPDIR) >/dev/null
+	$(RELEASE_DIR)/plfs generate completions zsh $(DESTDIR)$(ZSHCOMPDIR) >/dev/null
+	$(RELEASE_DIR)/plfs generate completions fish $(DESTDIR)$(FISHCOMPDIR) >/dev/null
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/plfs $(DESTDIR)$(PREFIX)/lib/libplfs.so $(DESTDIR)$(PREFIX)/lib/libplfs.a \
 	      $(DESTDIR)$(PREFIX)/lib/libldplfs.so $(DESTDIR)$(PREFIX)/include/plfs.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
+	rm -f $(DESTDIR)$(MANDIR)/man1/plfs.1 $(DESTDIR)$(MANDIR)/man1/plfs-*.1 $(DESTDIR)$(BASHCOMPDIR)/plfs \
+	      $(DESTDIR)$(ZSHCOMPDIR)/_plfs $(DESTDIR)$(FISHCOMPDIR)/plfs.fish
 
 # The benchmark suite (bench/, docs/performance.md): CSVs, figures and summary.md in
 # bench/results/latest/. `bench` takes under 10 minutes on 2 cores; `bench-full` longer.

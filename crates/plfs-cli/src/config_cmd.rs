@@ -15,9 +15,6 @@ pub struct CheckConfigArgs {
     /// Create missing backend directories.
     #[arg(long, alias = "mkdir-backends")]
     mkdir: bool,
-    /// Print the configuration and check results as JSON.
-    #[arg(long)]
-    json: bool,
 }
 
 /// What was found at a backend location.
@@ -103,29 +100,29 @@ fn check_backend(loc: &Path, mkdir: bool, zero_config: bool) -> Status {
 
 fn print_text(cfg: &Config, results: &[Vec<Status>]) {
     if cfg.files.is_empty() {
-        println!("configuration: zero-config default (no $PLFSRC, ~/.plfsrc or /etc/plfsrc found)");
+        outln!("configuration: zero-config default (no $PLFSRC, ~/.plfsrc or /etc/plfsrc found)");
     } else {
-        println!("configuration files read:");
+        outln!("configuration files read:");
         for f in &cfg.files {
-            println!("  {}", f.display());
+            outln!("  {}", f.display());
         }
     }
     for w in &cfg.warnings {
-        println!("warning: {w}");
+        outln!("warning: {w}");
     }
     let g = &cfg.global;
-    println!("global_params:");
-    println!("  num_hostdirs: {}", g.num_hostdirs);
-    println!("  threadpool_size: {}", g.threadpool_size);
-    println!("  index_buffer_records: {}", g.index_buffer_records);
-    println!("  data_checksums: {}", g.data_checksums);
-    println!("  max_open_data_logs: {}", g.max_open_data_logs);
+    outln!("global_params:");
+    outln!("  num_hostdirs: {}", g.num_hostdirs);
+    outln!("  threadpool_size: {}", g.threadpool_size);
+    outln!("  index_buffer_records: {}", g.index_buffer_records);
+    outln!("  data_checksums: {}", g.data_checksums);
+    outln!("  max_open_data_logs: {}", g.max_open_data_logs);
     for (m, st) in cfg.mounts.iter().zip(results) {
-        println!("mount_point: {}", m.mount_point.display());
-        println!("  workload: {}", snake(&format!("{:?}", m.workload)));
-        println!("  backends:");
+        outln!("mount_point: {}", m.mount_point.display());
+        outln!("  workload: {}", snake(&format!("{:?}", m.workload)));
+        outln!("  backends:");
         for (b, s) in m.backends.iter().zip(st) {
-            println!("    {} ({}): {}", b.location.display(), role_name(b.role), s.text());
+            outln!("    {} ({}): {}", b.location.display(), role_name(b.role), s.text());
         }
     }
 }
@@ -189,11 +186,8 @@ pub fn check_config(cli: &Cli, a: &CheckConfigArgs) -> Result<()> {
             }
         }
     }
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&to_json(&cfg, &results, problems.is_empty()))?
-        );
+    if cli.json {
+        crate::out::json(&to_json(&cfg, &results, problems.is_empty()));
     } else {
         print_text(&cfg, &results);
     }
@@ -204,8 +198,8 @@ pub fn check_config(cli: &Cli, a: &CheckConfigArgs) -> Result<()> {
             problems.join("\n  ")
         );
     }
-    if !a.json {
-        println!("configuration OK");
+    if !cli.json {
+        outln!("configuration OK");
     }
     Ok(())
 }

@@ -6,8 +6,9 @@
 //! Bandwidth is bytes over the span from the first worker's open to the last worker's close
 //! (see [`crate::worker`] for the start barrier). Nothing is fsynced, by PLFS or the baseline.
 
+use crate::fail::CoreContext;
 use crate::pattern;
-use crate::util::{human_bytes, open_plfs, parse_count, parse_size, CoreContext, BUF_SIZE};
+use crate::util::{human_bytes, open_plfs, parse_count, parse_size, BUF_SIZE};
 use crate::worker::{Mode, Target};
 use crate::Cli;
 use anyhow::{bail, ensure, Context, Result};
@@ -210,10 +211,10 @@ fn baseline_dir(plfs: &Plfs, a: &DemoArgs) -> Result<PathBuf> {
 /// Prints the container's physical files and a count and total size per kind.
 fn show_container(plfs: &Plfs, path: &Path) -> Result<()> {
     let phys = tools::query(plfs, path).ctx(|| format!("querying {}", path.display()))?;
-    println!("\ncontainer of {} ({} physical entries):", path.display(), phys.len());
+    outln!("\ncontainer of {} ({} physical entries):", path.display(), phys.len());
     let mut kinds: std::collections::BTreeMap<&str, (usize, u64)> = Default::default();
     for p in &phys {
-        println!("  {:<11} {:>12}  {}", p.kind, p.size, p.path.display());
+        outln!("  {:<11} {:>12}  {}", p.kind, p.size, p.path.display());
         let e = kinds.entry(p.kind.as_str()).or_default();
         e.0 += 1;
         e.1 += p.size;
@@ -228,7 +229,7 @@ fn show_container(plfs: &Plfs, path: &Path) -> Result<()> {
             }
         })
         .collect();
-    println!("  summary: {}", summary.join(", "));
+    outln!("  summary: {}", summary.join(", "));
     Ok(())
 }
 
@@ -241,17 +242,17 @@ fn run_demo(
     plain: &Path,
     readers: u64,
     total: u64,
-) -> Result<()> {
+) -> Result<[Phase; 4]> {
     let (n, m) = (a.procs, readers);
     std::fs::File::create(plain).with_context(|| format!("creating {}", plain.display()))?;
 
-    println!(
+    outln!(
         "\n[1/5] write: {n} processes write {} each into {}",
         human_bytes(a.records * a.record_size),
         logical.display()
     );
     let pw = run_phase(cli, Mode::Write, Target::Plfs, logical, n, a, total)?;
-    println!(
+    outln!(
         "[2/5] write: the same {n} processes, pwrite into the plain shared file {}",
         plain.display()
     );
@@ -271,21 +272,21 @@ fn run_demo(
         st.size
     );
 
-    println!(
+    outln!(
         "[3/5] read: {m} processes each read and verify 1/{m} of {} byte for byte",
         logical.display()
     );
     let pr = run_phase(cli, Mode::Read, Target::Plfs, logical, m, a, total)?;
-    println!("[4/5] read: {m} processes each read and verify 1/{m} of the plain file");
+    outln!("[4/5] read: {m} processes each read and verify 1/{m} of the plain file");
     let br = run_phase(cli, Mode::Read, Target::Plain, plain, m, a, total)?;
 
-    println!("[5/5] whole-file crc32c: PLFS file vs plain baseline vs the pattern");
+    outln!("[5/5] whole-file crc32c: PLFS file vs plain baseline vs the pattern");
     let (pcrc, plen) = crc_plfs(plfs, logical)?;
     let (bcrc, blen) = crc_plain(plain)?;
     let want = pattern::crc_of_range(total, BUF_SIZE);
-    println!("  PLFS  {plen:>12} bytes  crc32c {pcrc:08x}");
-    println!("  plain {blen:>12} bytes  crc32c {bcrc:08x}");
-    println!("  expected {total:>9} bytes  crc32c {want:08x}");
+    outln!("  PLFS  {plen:>12} bytes  crc32c {pcrc:08x}");
+    outln!("  plain {blen:>12} bytes  crc32c {bcrc:08x}");
+    outln!("  expected {total:>9} bytes  crc32c {want:08x}");
     ensure!(
         plen == total && blen == total,
         "MISMATCH: read {plen} bytes from PLFS and {blen} from the plain file, expected {total}"
@@ -301,16 +302,19 @@ fn run_demo(
 
     show_container(plfs, logical)?;
 
-    println!("\nresults ({}, page cache warm, no fsync):", human_bytes(total));
-    println!(
+    outln!("\nresults ({}, page cache warm, no fsync):", human_bytes(total));
+    outln!(
         "  {:<22} {:>14} {:>18} {:>11}",
-        "", "PLFS", "plain shared file", "PLFS/plain"
+        "",
+        "PLFS",
+        "plain shared file",
+        "PLFS/plain"
     );
     for (label, p, b) in [
         (format!("write, {n} processes"), pw, bw),
         (format!("read, {m} processes"), pr, br),
     ] {
-        println!(
+        outln!(
             "  {label:<22} {:>9.1} MB/s {:>13.1} MB/s {:>10.2}x",
             p.mb_s(),
             b.mb_s(),
@@ -319,12 +323,12 @@ fn run_demo(
     }
     let per_reader = pr.records as f64 / m as f64;
     let secs = pr.first_io_ns as f64 / 1e9 / m as f64;
-    println!(
+    outln!(
         "  index at read open:   {per_reader:.0} records merged per reader in {:.2} ms (open + first 1-byte read) = {:.0} records/s",
         secs * 1e3,
         per_reader / secs.max(1e-9)
     );
-    Ok(())
+    Ok([pw, bw, pr, br])
 }
 
 /// Runs `plfs demo`.
@@ -365,10 +369,10 @@ pub fn demo(cli: &Cli, a: &DemoArgs) -> Result<()> {
     let bdir = baseline_dir(&plfs, a)?;
     let plain = bdir.join("shared.dat");
 
-    println!("PLFS N-1 demo");
+    outln!("PLFS N-1 demo");
     match plfs.config().files.as_slice() {
-        [] => println!("  configuration: zero-config default"),
-        files => println!(
+        [] => outln!("  configuration: zero-config default"),
+        files => outln!(
             "  configuration: {}",
             files
                 .iter()
@@ -382,14 +386,14 @@ pub fn demo(cli: &Cli, a: &DemoArgs) -> Result<()> {
         .iter()
         .map(|b| b.location.display().to_string())
         .collect();
-    println!(
+    outln!(
         "  mount point:   {} (backends: {})",
         mount.mount_point.display(),
         backends.join(", ")
     );
-    println!("  logical file:  {}", logical.display());
-    println!("  baseline file: {}", plain.display());
-    println!(
+    outln!("  logical file:  {}", logical.display());
+    outln!("  baseline file: {}", plain.display());
+    outln!(
         "  pattern:       {} writers x {} records x {} B, strided (rank r writes record i at (i*{} + r)*{}) = {}",
         a.procs,
         a.records,
@@ -399,25 +403,37 @@ pub fn demo(cli: &Cli, a: &DemoArgs) -> Result<()> {
         human_bytes(total)
     );
 
-    let r = run_demo(cli, a, &plfs, &logical, &plain, readers, total);
-    if let Err(e) = r {
-        eprintln!(
-            "plfs demo: FAILED; files kept for inspection: {} and {}",
-            logical.display(),
-            plain.display()
-        );
-        return Err(e);
-    }
+    let phases = match run_demo(cli, a, &plfs, &logical, &plain, readers, total) {
+        Ok(p) => p,
+        Err(e) => {
+            errln!(
+                "plfs demo: FAILED; files kept for inspection: {} and {}",
+                logical.display(),
+                plain.display()
+            );
+            return Err(e);
+        }
+    };
     if a.keep {
-        println!("\nkept: {} and {}", logical.display(), plain.display());
+        outln!("\nkept: {} and {}", logical.display(), plain.display());
     } else {
         plfs.unlink(&logical)
             .ctx(|| format!("removing {}", logical.display()))?;
         std::fs::remove_dir_all(&bdir).with_context(|| format!("removing {}", bdir.display()))?;
     }
-    println!(
+    outln!(
         "\nVERIFIED: N-1 round trip of {total} bytes by {} writers, read back by {readers} readers",
         a.procs
     );
+    if cli.json {
+        let [pw, bw, pr, br] = phases;
+        crate::out::json(&serde_json::json!({
+            "verified": true, "bytes": total, "writers": a.procs, "readers": readers,
+            "file": logical.display().to_string(), "kept": a.keep,
+            "write_mb_s": {"plfs": pw.mb_s(), "plain": bw.mb_s()},
+            "read_mb_s": {"plfs": pr.mb_s(), "plain": br.mb_s()},
+            "index_records_read": pr.records,
+        }));
+    }
     Ok(())
 }

@@ -1,27 +1,33 @@
-//! File commands on the logical namespace: `plfs ls`, `stat`, `cat`, `import` and `export`.
-//! Bulk copies use [`BUF_SIZE`] buffers; import and export preserve the permission bits.
+//! File commands on the logical namespace: `plfs ls`, `stat` and `cat` (copies are in
+//! [`crate::copy`]).
 
-use crate::util::{absolute, format_time, format_time_short, id_name, mode_string, open_plfs, require_plfs_path};
-use crate::util::{CoreContext, BUF_SIZE};
+use crate::fail::{CoreContext, Reported};
+use crate::util::{absolute, format_time, format_time_short, human_iec, id_name, mode_string, open_plfs};
+use crate::util::{require_plfs_path, BUF_SIZE};
 use crate::Cli;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use plfs_core::{FileKind, OpenFlags, Plfs, Stat};
 use serde_json::json;
-use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `plfs ls`.
 #[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
 pub struct LsArgs {
     /// Long listing: mode, links, owner, group, size, modification time (UTC).
     #[arg(short = 'l')]
     long: bool,
-    /// Print a JSON array of entries (with every stat field) instead of text.
-    #[arg(long)]
-    json: bool,
+    /// List subdirectories recursively.
+    #[arg(short = 'R', long)]
+    recursive: bool,
+    /// With -l, sizes in powers of 1024 (K, M, G).
+    #[arg(short = 'h', long = "human-readable")]
+    human: bool,
+    /// Print help.
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     /// Logical files or directories (default: the first mount point).
     paths: Vec<PathBuf>,
 }
@@ -31,9 +37,6 @@ pub struct LsArgs {
 pub struct StatArgs {
     /// The logical file.
     file: PathBuf,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Arguments of `plfs cat`.
@@ -42,15 +45,6 @@ pub struct CatArgs {
     /// Logical files, written to standard output in order.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-}
-
-/// Arguments of `plfs import` and `plfs export`.
-#[derive(Debug, Args)]
-pub struct CopyArgs {
-    /// Source file.
-    src: PathBuf,
-    /// Destination file, or an existing directory to copy into.
-    dst: PathBuf,
 }
 
 fn kind_name(k: FileKind) -> &'static str {
@@ -73,14 +67,15 @@ fn stat_json(path: &Path, st: &Stat) -> serde_json::Value {
     })
 }
 
-fn long_line(plfs: &Plfs, path: &Path, name: &str, st: &Stat) -> String {
+fn long_line(plfs: &Plfs, path: &Path, name: &str, st: &Stat, human: bool) -> String {
+    let size = if human { human_iec(st.size) } else { st.size.to_string() };
     let mut s = format!(
         "{} {:>3} {:<8} {:<8} {:>12} {} {name}",
         mode_string(st.mode),
         st.nlink,
         id_name("/etc/passwd", st.uid),
         id_name("/etc/group", st.gid),
-        st.size,
+        size,
         format_time_short(st.mtime_ns)
     );
     if st.kind == FileKind::Symlink {
@@ -89,6 +84,74 @@ fn long_line(plfs: &Plfs, path: &Path, name: &str, st: &Stat) -> String {
         }
     }
     s
+}
+
+/// State of one `plfs ls` run.
+struct Lister<'a> {
+    plfs: &'a Plfs,
+    a: &'a LsArgs,
+    json: Vec<serde_json::Value>,
+    /// A directory section was printed (the next one gets a blank line first).
+    sections: usize,
+    /// Directory headings are printed (several operands, or -R).
+    headings: bool,
+    failed: bool,
+}
+
+impl Lister<'_> {
+    fn entry(&mut self, full: &Path, name: &str, st: Option<&Stat>) {
+        if crate::out::json_mode() {
+            if let Some(st) = st {
+                let mut v = stat_json(full, st);
+                v["name"] = json!(name);
+                self.json.push(v);
+            }
+        } else if self.a.long {
+            if let Some(st) = st {
+                outln!("{}", long_line(self.plfs, full, name, st, self.a.human));
+            }
+        } else {
+            outln!("{name}");
+        }
+    }
+
+    /// Lists directory `path`, and with -R its subdirectories after it.
+    fn dir(&mut self, path: &Path) -> Result<()> {
+        let entries = self.plfs.readdir(path).at("cannot read directory", path)?;
+        if self.headings && !crate::out::json_mode() {
+            if self.sections > 0 {
+                outln!();
+            }
+            outln!("{}:", path.display());
+        }
+        self.sections += 1;
+        let need_stat = self.a.long || crate::out::json_mode();
+        let mut subdirs = Vec::new();
+        for e in entries {
+            let full = path.join(&e.name);
+            // An entry removed since readdir is skipped, as ls does.
+            let st = if need_stat {
+                match self.plfs.stat(&full) {
+                    Ok(st) => Some(st),
+                    Err(_) => continue,
+                }
+            } else {
+                None
+            };
+            let name = String::from_utf8_lossy(e.name.as_bytes()).into_owned();
+            self.entry(&full, &name, st.as_ref());
+            if self.a.recursive && e.kind == FileKind::Dir {
+                subdirs.push(full);
+            }
+        }
+        for d in subdirs {
+            if let Err(e) = self.dir(&d) {
+                crate::fail::report(&e, crate::out::EXIT_FAILURE);
+                self.failed = true;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Runs `plfs ls`.
@@ -104,54 +167,42 @@ pub fn ls(cli: &Cli, a: &LsArgs) -> Result<()> {
     } else {
         a.paths.iter().map(|p| absolute(p)).collect::<Result<_>>()?
     };
-    let mut out = Vec::new();
-    let mut text = String::new();
-    for (i, path) in paths.iter().enumerate() {
-        require_plfs_path(&plfs, path)?;
-        let st = plfs.stat(path).ctx(|| format!("cannot access {}", path.display()))?;
-        let mut entries: Vec<(PathBuf, String, Option<Stat>)> = Vec::new();
-        if st.kind == FileKind::Dir {
-            for e in plfs
-                .readdir(path)
-                .ctx(|| format!("reading directory {}", path.display()))?
-            {
-                let full = path.join(&e.name);
-                // An entry removed since readdir is skipped, as ls does.
-                let est = if a.long || a.json { plfs.stat(&full).ok() } else { None };
-                if (a.long || a.json) && est.is_none() {
-                    continue;
-                }
-                entries.push((full, String::from_utf8_lossy(e.name.as_bytes()).into_owned(), est));
+    let mut l = Lister {
+        plfs: &plfs,
+        a,
+        json: Vec::new(),
+        sections: 0,
+        headings: paths.len() > 1 || a.recursive,
+        failed: false,
+    };
+    // Files first, then directories (as ls does).
+    let mut dirs = Vec::new();
+    for path in &paths {
+        let r = require_plfs_path(&plfs, path).and_then(|()| plfs.stat(path).at("cannot access", path));
+        match r {
+            Ok(st) if st.kind == FileKind::Dir => dirs.push(path.clone()),
+            Ok(st) => {
+                let name = path.display().to_string();
+                l.entry(path, &name, Some(&st));
+                l.sections += 1;
             }
-        } else {
-            entries.push((path.clone(), path.display().to_string(), Some(st)));
-        }
-        if paths.len() > 1 && st.kind == FileKind::Dir && !a.json {
-            text.push_str(&format!("{}{}:\n", if i > 0 { "\n" } else { "" }, path.display()));
-        }
-        for (full, name, est) in entries {
-            if a.json {
-                let mut v = stat_json(&full, est.as_ref().expect("stat taken for --json"));
-                v["name"] = json!(name);
-                out.push(v);
-            } else if a.long {
-                text.push_str(&long_line(
-                    &plfs,
-                    &full,
-                    &name,
-                    est.as_ref().expect("stat taken for -l"),
-                ));
-                text.push('\n');
-            } else {
-                text.push_str(&name);
-                text.push('\n');
+            Err(e) => {
+                crate::fail::report(&e, crate::out::EXIT_FAILURE);
+                l.failed = true;
             }
         }
     }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
-    } else {
-        std::io::stdout().lock().write_all(text.as_bytes())?;
+    for d in &dirs {
+        if let Err(e) = l.dir(d) {
+            crate::fail::report(&e, crate::out::EXIT_FAILURE);
+            l.failed = true;
+        }
+    }
+    if crate::out::json_mode() {
+        crate::out::json(&json!(l.json));
+    }
+    if l.failed {
+        return Err(Reported.into());
     }
     Ok(())
 }
@@ -161,25 +212,25 @@ pub fn stat(cli: &Cli, a: &StatArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let path = absolute(&a.file)?;
     require_plfs_path(&plfs, &path)?;
-    let st = plfs.stat(&path).ctx(|| format!("cannot stat {}", path.display()))?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&stat_json(&path, &st))?);
+    let st = plfs.stat(&path).at("cannot stat", &path)?;
+    if crate::out::json_mode() {
+        crate::out::json(&stat_json(&path, &st));
         return Ok(());
     }
-    println!("  path: {}", path.display());
-    println!("  kind: {}", kind_name(st.kind));
-    println!("  mode: {:06o} ({})", st.mode, mode_string(st.mode));
-    println!("   uid: {} ({})", st.uid, id_name("/etc/passwd", st.uid));
-    println!("   gid: {} ({})", st.gid, id_name("/etc/group", st.gid));
-    println!("  size: {}", st.size);
-    println!("blocks: {} (512-byte)", st.blocks);
-    println!("blksize: {}", st.blksize);
-    println!(" atime: {}", format_time(st.atime_ns));
-    println!(" mtime: {}", format_time(st.mtime_ns));
-    println!(" ctime: {}", format_time(st.ctime_ns));
-    println!("   ino: {}", st.ino);
-    println!("   dev: {}", st.dev);
-    println!(" nlink: {}", st.nlink);
+    outln!("  path: {}", path.display());
+    outln!("  kind: {}", kind_name(st.kind));
+    outln!("  mode: {:06o} ({})", st.mode, mode_string(st.mode));
+    outln!("   uid: {} ({})", st.uid, id_name("/etc/passwd", st.uid));
+    outln!("   gid: {} ({})", st.gid, id_name("/etc/group", st.gid));
+    outln!("  size: {}", st.size);
+    outln!("blocks: {} (512-byte)", st.blocks);
+    outln!("blksize: {}", st.blksize);
+    outln!(" atime: {}", format_time(st.atime_ns));
+    outln!(" mtime: {}", format_time(st.mtime_ns));
+    outln!(" ctime: {}", format_time(st.ctime_ns));
+    outln!("   ino: {}", st.ino);
+    outln!("   dev: {}", st.dev);
+    outln!(" nlink: {}", st.nlink);
     Ok(())
 }
 
@@ -192,138 +243,26 @@ const READ_ONLY: OpenFlags = OpenFlags {
     append: false,
 };
 
-/// Streams a logical file into `out`; returns the bytes copied.
-fn copy_out(plfs: &Plfs, path: &Path, out: &mut dyn Write, what: &str) -> Result<u64> {
-    let f = plfs
-        .open(path, READ_ONLY, 0, std::process::id())
-        .ctx(|| format!("cannot open {}", path.display()))?;
-    let mut buf = vec![0u8; BUF_SIZE];
-    let mut off = 0u64;
-    loop {
-        let n = f
-            .read(&mut buf, off)
-            .ctx(|| format!("reading {} at offset {off}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        out.write_all(&buf[..n]).with_context(|| format!("writing {what}"))?;
-        off += n as u64;
-    }
-    f.close().ctx(|| format!("closing {}", path.display()))?;
-    Ok(off)
-}
-
-/// Runs `plfs cat`.
+/// Runs `plfs cat`: the files' bytes on standard output (`--json` changes only the errors).
 pub fn cat(cli: &Cli, a: &CatArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut buf = vec![0u8; BUF_SIZE];
     for f in &a.files {
         let path = absolute(f)?;
         require_plfs_path(&plfs, &path)?;
-        copy_out(&plfs, &path, &mut out, "standard output")?;
-    }
-    out.flush().context("writing standard output")?;
-    Ok(())
-}
-
-/// The destination of a copy: `dst`, or `dst/<basename of src>` when `dst` is a directory.
-fn into_dir(dst: PathBuf, src: &Path, dst_is_dir: bool) -> Result<PathBuf> {
-    if !dst_is_dir {
-        return Ok(dst);
-    }
-    let name = src
-        .file_name()
-        .with_context(|| format!("{}: has no file name", src.display()))?;
-    Ok(dst.join(name))
-}
-
-/// Reads until `buf` is full or end of file.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+        let file = plfs
+            .open(&path, READ_ONLY, 0, std::process::id())
+            .at("cannot open", &path)?;
+        let mut off = 0u64;
+        loop {
+            let n = file.read(&mut buf, off).at("cannot read", &path)?;
+            if n == 0 {
+                break;
+            }
+            crate::out::bytes(&buf[..n]);
+            off += n as u64;
         }
+        file.close().at("cannot close", &path)?;
     }
-    Ok(n)
-}
-
-/// Runs `plfs import SRC DST`.
-pub fn import(cli: &Cli, a: &CopyArgs) -> Result<()> {
-    let plfs = open_plfs(cli)?;
-    let mut src = std::fs::File::open(&a.src).with_context(|| format!("cannot open {}", a.src.display()))?;
-    let meta = src
-        .metadata()
-        .with_context(|| format!("cannot stat {}", a.src.display()))?;
-    if meta.is_dir() {
-        bail!("{}: is a directory (import copies one file)", a.src.display());
-    }
-    let mode = meta.permissions().mode() & 0o7777;
-    let dst = absolute(&a.dst)?;
-    require_plfs_path(&plfs, &dst)?;
-    let dst_is_dir = match plfs.stat(&dst) {
-        Ok(st) => st.kind == FileKind::Dir,
-        Err(e) if e.is_not_found() => a.dst.as_os_str().as_bytes().ends_with(b"/"),
-        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot stat {}", dst.display()))),
-    };
-    let dst = into_dir(dst, &a.src, dst_is_dir)?;
-    let flags = OpenFlags {
-        read: false,
-        write: true,
-        create: true,
-        excl: false,
-        trunc: true,
-        append: false,
-    };
-    let f = plfs
-        .open(&dst, flags, mode, std::process::id())
-        .ctx(|| format!("cannot create {}", dst.display()))?;
-    let mut buf = vec![0u8; BUF_SIZE];
-    let mut off = 0u64;
-    loop {
-        let n = read_full(&mut src, &mut buf).with_context(|| format!("reading {}", a.src.display()))?;
-        if n == 0 {
-            break;
-        }
-        f.write(&buf[..n], off)
-            .ctx(|| format!("writing {} at offset {off}", dst.display()))?;
-        off += n as u64;
-    }
-    f.close().ctx(|| format!("closing {}", dst.display()))?;
-    // The umask applied at create: set the exact source mode.
-    plfs.chmod(&dst, mode)
-        .ctx(|| format!("setting the mode of {}", dst.display()))?;
-    println!("{} -> {} ({off} bytes)", a.src.display(), dst.display());
-    Ok(())
-}
-
-/// Runs `plfs export SRC DST`.
-pub fn export(cli: &Cli, a: &CopyArgs) -> Result<()> {
-    let plfs = open_plfs(cli)?;
-    let src = absolute(&a.src)?;
-    require_plfs_path(&plfs, &src)?;
-    let st = plfs.stat(&src).ctx(|| format!("cannot stat {}", src.display()))?;
-    if st.kind == FileKind::Dir {
-        bail!("{}: is a directory (export copies one file)", src.display());
-    }
-    let mode = st.mode & 0o7777;
-    let dst = into_dir(a.dst.clone(), &src, a.dst.is_dir())?;
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(mode | 0o200)
-        .open(&dst)
-        .with_context(|| format!("cannot create {}", dst.display()))?;
-    let what = dst.display().to_string();
-    let n = copy_out(&plfs, &src, &mut out, &what)?;
-    drop(out);
-    std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("setting the mode of {}", dst.display()))?;
-    println!("{} -> {} ({n} bytes)", src.display(), dst.display());
     Ok(())
 }

@@ -10,7 +10,6 @@ use anyhow::{Context, Result};
 use clap::Args;
 use plfs_core::fsck::{self, Options, Repair};
 use serde_json::json;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -36,9 +35,6 @@ pub struct FsckArgs {
     /// Print only problems, not information.
     #[arg(short, long)]
     quiet: bool,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Arguments of `plfs verify`.
@@ -46,20 +42,16 @@ pub struct FsckArgs {
 pub struct VerifyArgs {
     /// The logical file.
     file: PathBuf,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Prints `e` and exits with the operational-error code.
 fn fail(e: anyhow::Error) -> ! {
-    eprintln!("plfs: error: {e:#}");
-    std::process::exit(EXIT_OPERATIONAL)
+    crate::fail::report(&e, EXIT_OPERATIONAL);
+    crate::out::exit(EXIT_OPERATIONAL)
 }
 
 fn exit_with(code: i32) -> ! {
-    let _ = std::io::stdout().flush();
-    std::process::exit(code)
+    crate::out::exit(code)
 }
 
 fn repair_text(r: &Repair) -> (&'static str, String) {
@@ -88,7 +80,7 @@ pub fn fsck(cli: &Cli, a: &FsckArgs) -> Result<()> {
     };
     let (path, rep) = run().unwrap_or_else(|e| fail(e));
     let code = rep.exit_code();
-    if a.json {
+    if cli.json {
         let findings: Vec<_> = rep
             .findings
             .iter()
@@ -104,7 +96,7 @@ pub fn fsck(cli: &Cli, a: &FsckArgs) -> Result<()> {
             "path": path.display().to_string(), "containers": rep.containers, "writers": rep.writers,
             "records": rep.records, "problems": rep.problems(), "exit_code": code, "findings": findings,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out::json(&v);
         exit_with(code);
     }
     for f in &rep.findings {
@@ -112,14 +104,14 @@ pub fn fsck(cli: &Cli, a: &FsckArgs) -> Result<()> {
             continue;
         }
         let tag = if f.problem { "PROBLEM" } else { "info   " };
-        println!("{tag} {:<22} {}: {}", f.kind.code(), f.path.display(), f.message);
+        outln!("{tag} {:<22} {}: {}", f.kind.code(), f.path.display(), f.message);
         let (_, what) = repair_text(&f.repair);
         if !what.is_empty() {
-            println!("        {:<22} {what}", "");
+            outln!("        {:<22} {what}", "");
         }
     }
     let left = rep.findings.iter().filter(|f| f.outstanding()).count();
-    println!(
+    outln!(
         "{}: {} containers, {} writers, {} records; {} problems, {} repaired, {} left",
         path.display(),
         rep.containers,
@@ -143,7 +135,7 @@ pub fn verify(cli: &Cli, a: &VerifyArgs) -> Result<()> {
     };
     let (path, rep) = run().unwrap_or_else(|e| fail(e));
     let code = rep.exit_code();
-    if a.json {
+    if cli.json {
         let mm: Vec<_> = rep
             .mismatches
             .iter()
@@ -165,17 +157,17 @@ pub fn verify(cli: &Cli, a: &VerifyArgs) -> Result<()> {
             "checked": rep.checked, "bytes": rep.bytes, "unchecked": rep.unchecked,
             "mismatches": mm, "unreadable": bad, "exit_code": code,
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out::json(&v);
         exit_with(code);
     }
     for m in &rep.mismatches {
-        println!("MISMATCH {m}");
+        outln!("MISMATCH {m}");
     }
     for (p, e) in &rep.unreadable {
-        println!("UNREADABLE {}: {e}", p.display());
+        outln!("UNREADABLE {}: {e}", p.display());
     }
     let verdict = if code == 0 { "OK" } else { "FAILED" };
-    println!(
+    outln!(
         "{}: {} index logs, {} records, {} checked ({}), {} without checksums, {} mismatches: {verdict}",
         path.display(),
         rep.logs,
@@ -186,7 +178,7 @@ pub fn verify(cli: &Cli, a: &VerifyArgs) -> Result<()> {
         rep.mismatches.len()
     );
     if rep.records > 0 && rep.checked == 0 {
-        println!("note: this file was written without data checksums (set `data_checksums: true` in the plfsrc)");
+        outln!("note: this file was written without data checksums (set `data_checksums: true` in the plfsrc)");
     }
     exit_with(code)
 }

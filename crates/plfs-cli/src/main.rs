@@ -1,29 +1,63 @@
 //! `plfs`: the command-line tool. Argument parsing and dispatch only; every subcommand lives in
 //! its own module and all file system logic lives in `plfs-core`.
 //!
-//! Exit codes: 0 on success, 1 on any error (printed as `plfs: error: ...` with its context
-//! chain), 2 on a usage error (clap's default).
+//! Output goes through [`out`] (never `println!`: a closed pipe must end the command quietly),
+//! errors through [`fail`]; the exit codes are in [`EXIT_CODES`].
 
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod out;
 mod config_cmd;
+mod copy;
 mod demo;
+mod du;
+mod fail;
 mod files;
 mod fsck_cmd;
+mod generate;
 mod mount_cmd;
+mod ops;
 mod pattern;
+mod progress;
 mod tools_cmd;
 mod util;
 mod worker;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
+
+/// The exit-code table, shown by `plfs --help` and in docs/cli.md.
+pub const EXIT_CODES: &str = "\
+Exit codes (every command):
+  0    success (also when standard output is closed early, as in `plfs map F | head -1`)
+  1    an operation failed: the message (or, with --json, the JSON object on standard error,
+       with its errno) says which path and why; commands with several operands go on with the
+       others and exit 1 at the end
+  2    usage error: unknown command or option, missing or bad argument
+fsck and verify follow e2fsck instead:
+  fsck   0 clean, 1 problems found and all repaired, 4 problems left, 8 could not run
+  verify 0 every checksum matched, 4 a mismatch or an unreadable log, 8 could not run
+
+With --json every command prints one JSON document on standard output, and an error as one line
+of JSON on standard error: {\"error\": \"...\", \"path\": \"...\", \"errno\": N, \"exit_code\": N}.
+Messages name the logical path; backend files are named only with -v/--verbose.";
 
 /// Command-line tool for PLFS, the Parallel Log-structured File System.
 #[derive(Debug, Parser)]
-#[command(name = "plfs", version, propagate_version = true)]
+#[command(name = "plfs", version, propagate_version = true, after_long_help = EXIT_CODES)]
 pub struct Cli {
     /// Use this plfsrc file instead of $PLFSRC, ~/.plfsrc, /etc/plfsrc or the zero-config default.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+
+    /// Print JSON instead of text (results on standard output, errors on standard error).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Name backend files in error messages (they are left out by default).
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
 
     #[command(subcommand)]
     cmd: Cmd,
@@ -33,6 +67,26 @@ pub struct Cli {
 enum Cmd {
     /// Load and print the configuration, and check that every backend is a writable directory.
     CheckConfig(config_cmd::CheckConfigArgs),
+    /// List directories (default: the first mount point).
+    Ls(files::LsArgs),
+    /// Print every attribute of a file.
+    Stat(files::StatArgs),
+    /// Write files to standard output.
+    Cat(files::CatArgs),
+    /// Make directories.
+    Mkdir(ops::MkdirArgs),
+    /// Copy files and directory trees into, out of and within PLFS (mode preserved).
+    Cp(copy::CpArgs),
+    /// Move or rename files and directories.
+    Mv(ops::MvArgs),
+    /// Remove files (and, with -r, directory trees).
+    Rm(ops::RmArgs),
+    /// Space used: logical bytes, physical bytes in the backends, dead ratio, open writers.
+    Du(du::DuArgs),
+    /// Copy one plain file into PLFS (mode preserved).
+    Import(copy::ImportArgs),
+    /// Copy one PLFS file out to a plain file (mode preserved).
+    Export(copy::ImportArgs),
     /// Print the merged index of a file: one line per extent.
     Map(tools_cmd::MapArgs),
     /// List the physical files behind a logical file, or (--reverse) the logical file a backend
@@ -42,16 +96,6 @@ enum Cmd {
     Flatten(tools_cmd::FlattenArgs),
     /// Print the library and format versions, or the format version a file was written with.
     Version(tools_cmd::VersionArgs),
-    /// List directories (default: the first mount point).
-    Ls(files::LsArgs),
-    /// Print every attribute of a file.
-    Stat(files::StatArgs),
-    /// Write files to standard output.
-    Cat(files::CatArgs),
-    /// Copy a plain file into PLFS (mode preserved).
-    Import(files::CopyArgs),
-    /// Copy a PLFS file out to a plain file (mode preserved).
-    Export(files::CopyArgs),
     /// Run the N-1 demo: N writers, a different number of readers, verified byte for byte and
     /// compared with a plain shared file.
     Demo(demo::DemoArgs),
@@ -64,6 +108,9 @@ enum Cmd {
     Mount(mount_cmd::MountArgs),
     /// Unmount a PLFS FUSE mount, waiting until its daemon has closed every file.
     Umount(mount_cmd::UmountArgs),
+    /// Generate man pages or shell completions (used by `make install`).
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
     /// One process of the demo (spawned by `plfs demo`).
     #[command(hide = true)]
     DemoWorker(worker::WorkerArgs),
@@ -72,32 +119,81 @@ enum Cmd {
 fn run(cli: &Cli) -> anyhow::Result<()> {
     match &cli.cmd {
         Cmd::CheckConfig(a) => config_cmd::check_config(cli, a),
+        Cmd::Ls(a) => files::ls(cli, a),
+        Cmd::Stat(a) => files::stat(cli, a),
+        Cmd::Cat(a) => files::cat(cli, a),
+        Cmd::Mkdir(a) => ops::mkdir(cli, a),
+        Cmd::Cp(a) => copy::cp(cli, a),
+        Cmd::Mv(a) => ops::mv(cli, a),
+        Cmd::Rm(a) => ops::rm(cli, a),
+        Cmd::Du(a) => du::du(cli, a),
+        Cmd::Import(a) => copy::import(cli, a),
+        Cmd::Export(a) => copy::export(cli, a),
         Cmd::Map(a) => tools_cmd::map(cli, a),
         Cmd::Query(a) => tools_cmd::query(cli, a),
         Cmd::Flatten(a) => tools_cmd::flatten(cli, a),
         Cmd::Version(a) => tools_cmd::version(cli, a),
-        Cmd::Ls(a) => files::ls(cli, a),
-        Cmd::Stat(a) => files::stat(cli, a),
-        Cmd::Cat(a) => files::cat(cli, a),
-        Cmd::Import(a) => files::import(cli, a),
-        Cmd::Export(a) => files::export(cli, a),
         Cmd::Demo(a) => demo::demo(cli, a),
         Cmd::DemoWorker(a) => worker::worker(cli, a),
         Cmd::Fsck(a) => fsck_cmd::fsck(cli, a),
         Cmd::Verify(a) => fsck_cmd::verify(cli, a),
         Cmd::Mount(a) => mount_cmd::mount(cli, a),
-        Cmd::Umount(a) => mount_cmd::umount(a),
+        Cmd::Umount(a) => mount_cmd::umount(cli, a),
+        Cmd::Generate(a) => generate::generate(a),
     }
 }
 
+/// The clap command (for man pages and completions).
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
 fn main() {
-    let cli = Cli::parse();
-    if let Err(e) = run(&cli) {
-        if util::is_broken_pipe(&e) {
-            // `plfs cat big | head`: the reader went away; that is not our error.
-            std::process::exit(0);
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind as K;
+            let json = std::env::args_os().skip(1).any(|a| a == "--json");
+            if json && !matches!(e.kind(), K::DisplayHelp | K::DisplayVersion) {
+                let msg = e.kind().as_str().map_or_else(
+                    || e.to_string().lines().next().unwrap_or("usage error").to_string(),
+                    |k| {
+                        let first = e.to_string();
+                        let line = first.lines().next().unwrap_or(k).trim_start_matches("error: ");
+                        line.to_string()
+                    },
+                );
+                let v = serde_json::json!({
+                    "error": msg, "path": null, "errno": 22, "exit_code": out::EXIT_USAGE,
+                });
+                errln!("{v}");
+                std::process::exit(out::EXIT_USAGE);
+            }
+            e.exit();
         }
-        eprintln!("plfs: error: {e:#}");
-        std::process::exit(1);
+    };
+    out::set_mode(cli.json, cli.verbose);
+    match run(&cli) {
+        Ok(()) => out::exit(out::EXIT_OK),
+        Err(e) => {
+            if util::is_broken_pipe(&e) {
+                // `plfs cat big | head`: the reader went away; that is not our error.
+                std::process::exit(out::EXIT_OK);
+            }
+            if e.downcast_ref::<fail::Reported>().is_none() {
+                fail::report(&e, out::EXIT_FAILURE);
+            }
+            out::exit(out::EXIT_FAILURE);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (duplicate short flags between global and subcommand
+    /// options, conflicting names...), which release builds skip.
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        super::command().debug_assert();
     }
 }

@@ -51,11 +51,19 @@ pub fn mount(cli: &Cli, a: &MountArgs) -> anyhow::Result<()> {
     } else {
         plfs_fuse::spawn_background(&opts, &["mount".into()])
             .map(|_| ())
-            .with_context(|| format!("mounting {}", a.mountpoint.display()))
+            .with_context(|| format!("mounting {}", a.mountpoint.display()))?;
+        if cli.json {
+            crate::out::json(&serde_json::json!({"mounted": a.mountpoint.display().to_string()}));
+        }
+        Ok(())
     }
 }
 
 /// `plfs umount`.
-pub fn umount(a: &UmountArgs) -> anyhow::Result<()> {
-    plfs_fuse::umount(&a.mountpoint).with_context(|| format!("unmounting {}", a.mountpoint.display()))
+pub fn umount(cli: &Cli, a: &UmountArgs) -> anyhow::Result<()> {
+    plfs_fuse::umount(&a.mountpoint).with_context(|| format!("unmounting {}", a.mountpoint.display()))?;
+    if cli.json {
+        crate::out::json(&serde_json::json!({"unmounted": a.mountpoint.display().to_string()}));
+    }
+    Ok(())
 }

@@ -1,9 +1,11 @@
 //! The container tools: `plfs map`, `plfs query`, `plfs flatten` and `plfs version`, thin
 //! wrappers around `plfs_core::tools`.
 
-use crate::util::{absolute, open_plfs, require_plfs_path, CoreContext};
+use crate::fail::{CoreContext, Failure};
+use crate::progress::Progress;
+use crate::util::{absolute, open_plfs, require_plfs_path};
 use crate::Cli;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
 use plfs_core::{tools, Plfs};
 use serde_json::json;
@@ -14,9 +16,6 @@ use std::path::{Path, PathBuf};
 pub struct MapArgs {
     /// The logical file.
     file: PathBuf,
-    /// Print a JSON array instead of a table.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Arguments of `plfs query`.
@@ -27,9 +26,6 @@ pub struct QueryArgs {
     /// Treat PATH as a backend path and print the logical file it belongs to.
     #[arg(short, long)]
     reverse: bool,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Arguments of `plfs flatten`.
@@ -44,9 +40,6 @@ pub struct FlattenArgs {
 pub struct VersionArgs {
     /// Also print the format version this logical file was written with.
     file: Option<PathBuf>,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
 }
 
 /// Runs `plfs map`.
@@ -54,8 +47,8 @@ pub fn map(cli: &Cli, a: &MapArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let path = absolute(&a.file)?;
     require_plfs_path(&plfs, &path)?;
-    let entries = tools::map(&plfs, &path).ctx(|| format!("mapping {}", path.display()))?;
-    if a.json {
+    let entries = tools::map(&plfs, &path).at("cannot map", &path)?;
+    if cli.json {
         let v: Vec<_> = entries
             .iter()
             .map(|e| {
@@ -66,16 +59,21 @@ pub fn map(cli: &Cli, a: &MapArgs) -> Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out::json(&serde_json::json!(v));
         return Ok(());
     }
-    println!("# {}: {} extents", path.display(), entries.len());
-    println!(
+    outln!("# {}: {} extents", path.display(), entries.len());
+    outln!(
         "# {:>14} {:>12} {:>14} {:>8} {:<16} {:<16} data log",
-        "logical", "length", "physical", "pid", "host", "writer"
+        "logical",
+        "length",
+        "physical",
+        "pid",
+        "host",
+        "writer"
     );
     for e in &entries {
-        println!(
+        outln!(
             "  {:>14} {:>12} {:>14} {:>8} {:<16} {:016x} {}",
             e.logical,
             e.length,
@@ -107,33 +105,37 @@ pub fn query(cli: &Cli, a: &QueryArgs) -> Result<()> {
     let path = absolute(&a.path)?;
     let reverse = a.reverse || (!plfs.is_plfs_path(&path) && under_backend(&plfs, &path));
     if reverse {
-        let logical = tools::reverse_query(&plfs, &path).ctx(|| format!("reverse query of {}", path.display()))?;
-        if a.json {
-            println!(
-                "{}",
-                json!({ "backend_path": path.display().to_string(), "logical": logical.display().to_string() })
+        let logical = tools::reverse_query(&plfs, &path).at("cannot reverse-query", &path)?;
+        if cli.json {
+            crate::out::json(
+                &json!({ "backend_path": path.display().to_string(), "logical": logical.display().to_string() }),
             );
         } else {
-            println!("{}", logical.display());
+            outln!("{}", logical.display());
         }
         return Ok(());
     }
     if !plfs.is_plfs_path(&path) {
-        bail!(
-            "{}: neither under a PLFS mount point nor under a backend",
-            path.display()
-        );
+        return Err(Failure::new(
+            &path,
+            22,
+            format!(
+                "{}: neither under a PLFS mount point nor under a backend",
+                path.display()
+            ),
+        )
+        .into());
     }
-    let phys = tools::query(&plfs, &path).ctx(|| format!("querying {}", path.display()))?;
-    if a.json {
+    let phys = tools::query(&plfs, &path).at("cannot query", &path)?;
+    if cli.json {
         let v: Vec<_> = phys
             .iter()
             .map(|p| json!({ "path": p.path.display().to_string(), "kind": p.kind, "size": p.size }))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::out::json(&serde_json::json!(v));
     } else {
         for p in &phys {
-            println!("{:<11} {:>12} {}", p.kind, p.size, p.path.display());
+            outln!("{:<11} {:>12} {}", p.kind, p.size, p.path.display());
         }
     }
     Ok(())
@@ -144,13 +146,27 @@ pub fn flatten(cli: &Cli, a: &FlattenArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let path = absolute(&a.file)?;
     require_plfs_path(&plfs, &path)?;
-    let r = tools::flatten(&plfs, &path).ctx(|| format!("flattening the index of {}", path.display()))?;
-    println!(
-        "{}: flattened {} extents from {} data logs into {}",
+    let r = {
+        let _spin = Progress::spinner(&format!("flattening {}", path.display()));
+        tools::flatten(&plfs, &path).at("cannot flatten", &path)?
+    };
+    if cli.json {
+        crate::out::json(&json!({
+            "path": path.display().to_string(), "extents": r.extents, "data_logs": r.chunks,
+            "flat_index": r.path.display().to_string(),
+        }));
+        return Ok(());
+    }
+    let into = if crate::out::verbose() {
+        format!(" into {}", r.path.display())
+    } else {
+        String::new()
+    };
+    outln!(
+        "{}: flattened {} extents from {} data logs{into}",
         path.display(),
         r.extents,
-        r.chunks,
-        r.path.display()
+        r.chunks
     );
     Ok(())
 }
@@ -165,24 +181,23 @@ pub fn version(cli: &Cli, a: &VersionArgs) -> Result<()> {
             let plfs = open_plfs(cli)?;
             let path = absolute(f)?;
             require_plfs_path(&plfs, &path)?;
-            let v = tools::file_version(&plfs, &path)
-                .ctx(|| format!("reading the format version of {}", path.display()))?;
+            let v = tools::file_version(&plfs, &path).at("cannot read the format version of", &path)?;
             Some((path, v))
         }
     };
-    if a.json {
+    if cli.json {
         let mut v = json!({ "library_version": lib, "format_version": fmt });
         if let Some((p, fv)) = &file {
             v["file"] = json!(p.display().to_string());
             v["file_format_version"] = json!(fv);
         }
-        println!("{v}");
+        crate::out::json(&serde_json::json!(v));
         return Ok(());
     }
-    println!("plfs {lib}");
-    println!("format version {fmt}");
+    outln!("plfs {lib}");
+    outln!("format version {fmt}");
     if let Some((p, fv)) = file {
-        println!("{}: format version {fv}", p.display());
+        outln!("{}: format version {fv}", p.display());
     }
     Ok(())
 }

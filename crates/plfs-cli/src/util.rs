@@ -2,7 +2,7 @@
 //! sizes, and formatting modes, times and byte counts.
 
 use crate::Cli;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use plfs_core::{Config, Plfs};
 use std::path::{Component, Path, PathBuf};
 
@@ -20,6 +20,11 @@ pub fn load_config(cli: &Cli) -> Result<Config> {
 /// Loads the configuration and builds a PLFS instance.
 pub fn open_plfs(cli: &Cli) -> Result<Plfs> {
     let cfg = load_config(cli)?;
+    crate::fail::set_backends(
+        cfg.mounts
+            .iter()
+            .flat_map(|m| m.backends.iter().map(|b| b.location.clone())),
+    );
     Plfs::new(cfg).context("initialising PLFS")
 }
 
@@ -175,18 +180,6 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Converts a core error into an `anyhow` error with `what` (naming the path) as context.
-pub trait CoreContext<T> {
-    /// Adds context to a core result.
-    fn ctx(self, what: impl FnOnce() -> String) -> Result<T>;
-}
-
-impl<T> CoreContext<T> for plfs_core::Result<T> {
-    fn ctx(self, what: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|e| anyhow::Error::new(e).context(what()))
-    }
-}
-
 /// Fails unless `path` is under a PLFS mount point of `plfs`.
 pub fn require_plfs_path(plfs: &Plfs, path: &Path) -> Result<()> {
     if !plfs.is_plfs_path(path) {
@@ -196,13 +189,48 @@ pub fn require_plfs_path(plfs: &Plfs, path: &Path) -> Result<()> {
             .iter()
             .map(|m| m.mount_point.display().to_string())
             .collect();
-        bail!(
-            "{}: not under a PLFS mount point (mount points: {})",
-            path.display(),
-            mounts.join(", ")
-        );
+        return Err(crate::fail::Failure::new(
+            path,
+            libc_exdev(),
+            format!(
+                "{}: not under a PLFS mount point (mount points: {})",
+                path.display(),
+                mounts.join(", ")
+            ),
+        )
+        .into());
     }
     Ok(())
+}
+
+/// EXDEV, the errno of a path outside every mount point (as the core reports it).
+fn libc_exdev() -> i32 {
+    18
+}
+
+/// True if the path was given with a trailing slash (`dir/`).
+pub fn trailing_slash(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes().ends_with(b"/")
+}
+
+/// Bytes as a short human string in binary units, like `ls -h` and `du -h` (`4.0K`, `1.5G`).
+pub fn human_iec(n: u64) -> String {
+    let units = ["", "K", "M", "G", "T", "P", "E"];
+    if n < 1024 {
+        return n.to_string();
+    }
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v < 10.0 {
+        format!("{:.1}{}", (v * 10.0).ceil() / 10.0, units[u])
+    } else {
+        format!("{:.0}{}", v.ceil(), units[u])
+    }
 }
 
 #[cfg(test)]
@@ -239,5 +267,10 @@ mod tests {
     fn absolute_paths() {
         assert_eq!(absolute(Path::new("/a/./b/../c")).unwrap(), PathBuf::from("/a/c"));
         assert_eq!(absolute(Path::new("/../x")).unwrap(), PathBuf::from("/x"));
+        assert_eq!(human_iec(1000), "1000");
+        assert_eq!(human_iec(1024), "1.0K");
+        assert_eq!(human_iec(1536), "1.5K");
+        assert_eq!(human_iec(10 << 20), "10M");
+        assert_eq!(human_iec((9 << 20) + 12345), "9.1M");
     }
 }

@@ -5,8 +5,9 @@
 //! Start barrier: the worker does all its setup, then reads stdin to end of file; the parent
 //! closes every worker's stdin at once, so the timed sections of all workers start together.
 
+use crate::fail::CoreContext;
 use crate::pattern;
-use crate::util::{open_plfs, parse_count, parse_size, CoreContext, BUF_SIZE};
+use crate::util::{open_plfs, parse_count, parse_size, BUF_SIZE};
 use crate::Cli;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -263,6 +264,6 @@ pub fn worker(cli: &Cli, a: &WorkerArgs) -> Result<()> {
         "rank": a.rank, "start": r.start, "opened": r.opened, "first_io": r.first_io, "end": r.end,
         "bytes": r.bytes, "records_read": r.records_read,
     });
-    println!("{v}");
+    outln!("{v}");
     Ok(())
 }

@@ -115,16 +115,22 @@ fn import_export_round_trip_is_byte_exact_and_keeps_the_mode() {
     let o = env.run(&["cat", &env.logical("src.bin")]);
     assert!(o.status.success());
     assert!(o.stdout == data, "cat output differs");
-    // Export into a directory; re-import over an existing file truncates it.
-    env.ok(&[
-        "export",
-        &env.logical("src.bin"),
-        env.dir.join("plain").to_str().unwrap(),
-    ]);
+    // Export into a directory; re-import over an existing file truncates it. Both refuse to
+    // overwrite an existing file unless -f is given (issue 16: no silent overwrite).
+    std::fs::write(env.dir.join("plain/src.bin"), b"old").unwrap();
+    let plain_dir = env.dir.join("plain");
+    let o = env.run(&["export", &env.logical("src.bin"), plain_dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"));
+    assert_eq!(std::fs::read(env.dir.join("plain/src.bin")).unwrap(), b"old");
+    env.ok(&["export", "-f", &env.logical("src.bin"), plain_dir.to_str().unwrap()]);
     assert!(std::fs::read(env.dir.join("plain/src.bin")).unwrap() == data);
     let small = env.dir.join("plain/small");
     std::fs::write(&small, b"short").unwrap();
-    env.ok(&["import", small.to_str().unwrap(), &env.logical("src.bin")]);
+    let o = env.run(&["import", small.to_str().unwrap(), &env.logical("src.bin")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(env.run(&["cat", &env.logical("src.bin")]).stdout == data);
+    env.ok(&["import", "-f", small.to_str().unwrap(), &env.logical("src.bin")]);
     assert_eq!(env.run(&["cat", &env.logical("src.bin")]).stdout, b"short");
 }
 

@@ -47,4 +47,4 @@ pub use layout::OpenFile;
 pub use namespace::Plfs;
 pub use sys::failpoint;
 pub use sys::TimeSpec;
-pub use types::{DirEntry, FileKind, IndexStats, OpenFlags, Stat};
+pub use types::{DirEntry, FileKind, IndexStats, OpenFlags, PackedUsage, Stat, Storage};

@@ -34,6 +34,9 @@ pub struct MapEntry {
 
 /// The merged index of a logical file, in logical order (holes are absent).
 pub fn map(plfs: &Plfs, path: &Path) -> Result<Vec<MapEntry>> {
+    // The map reveals where every byte lives and needs every index log: only for a user who may
+    // read the file (an unreadable index log is otherwise skipped, and the map comes out empty).
+    plfs.access(path, 4)?;
     let loc = plfs.resolve(path)?;
     let c = plfs.container(path)?;
     let s = IndexState::load(&c, &loc.logical)?;

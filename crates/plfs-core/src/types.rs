@@ -173,3 +173,34 @@ pub struct IndexStats {
     /// Index records (pattern elements counted one by one) read from disk.
     pub records_read: u64,
 }
+
+/// Space accounting of one 1-N directory's packed logs (for `plfs du`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PackedUsage {
+    /// Logs in the directory's store (every backend).
+    pub logs: u64,
+    /// Their total size in bytes.
+    pub log_bytes: u64,
+    /// Bytes of file data the logs hold, live or overwritten (the data of every WRITE record).
+    pub data_bytes: u64,
+    /// Bytes of file data a reader sees (holes excluded).
+    pub live_bytes: u64,
+}
+
+/// What stores a logical path ([`crate::Plfs::storage`]), with the backend path where there is
+/// one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Storage {
+    /// Nothing is there.
+    Missing,
+    /// A directory (replicated on every canonical backend; the path on the one it was found on).
+    Directory(std::path::PathBuf),
+    /// A symbolic link.
+    Symlink(std::path::PathBuf),
+    /// An N-1 container directory.
+    Container(std::path::PathBuf),
+    /// A plain backend file (N-N mode).
+    Plain(std::path::PathBuf),
+    /// A file packed in its directory's small-file logs (1-N mode).
+    Packed,
+}

@@ -154,7 +154,8 @@ impl Loader {
                     src,
                     &[idx(i), key(k)],
                     format!(
-                        "unknown key \"{k}\" at the start of an entry (expected global_params, include or mount_point)"
+                        "unknown key \"{k}\" at the start of an entry (expected global_params, include or mount_point){}",
+                        did_you_mean(k, &["global_params", "include", "mount_point"])
                     ),
                 )),
             },
@@ -258,7 +259,10 @@ impl Loader {
                 return Err(self.err(
                     src,
                     &with(base, key(k)),
-                    format!("unknown key \"{k}\" in global_params"),
+                    format!(
+                        "unknown key \"{k}\" in global_params{}",
+                        did_you_mean(k, &[GLOBAL_KEYS, IGNORED_GLOBAL_KEYS].concat())
+                    ),
                 ))
             }
         }

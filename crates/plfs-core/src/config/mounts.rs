@@ -41,7 +41,13 @@ impl Loader {
                     return Err(self.err(
                         src,
                         &[idx(i), key(k)],
-                        format!("unknown key \"{k}\" in mount_point {mpd}"),
+                        format!(
+                            "unknown key \"{k}\" in mount_point {mpd}{}",
+                            did_you_mean(
+                                k,
+                                &[&["mount_point", "workload", "backends"], IGNORED_MOUNT_KEYS].concat()
+                            )
+                        ),
                     ))
                 }
             }
@@ -228,7 +234,10 @@ impl Loader {
                             return Err(self.err(
                                 src,
                                 &with(es, key(k)),
-                                format!("unknown key \"{k}\" in backends entry (expected location and type)"),
+                                format!(
+                                    "unknown key \"{k}\" in backends entry (expected location and type){}",
+                                    did_you_mean(k, &["location", "type"])
+                                ),
                             ))
                         }
                     }

@@ -218,7 +218,7 @@ fn config_unknown_global_key() {
     let m = fails(text, &["line 4", "unknown key \"num_hostdir\" in global_params"]);
     assert_eq!(
         m,
-        "/nonexistent-dir/plfsrc: line 4: unknown key \"num_hostdir\" in global_params"
+        "/nonexistent-dir/plfsrc: line 4: unknown key \"num_hostdir\" in global_params; did you mean \"num_hostdirs\"?"
     );
     // The original layout, and a key whose value is on the next line.
     fails(
@@ -977,4 +977,29 @@ proptest::proptest! {
             .collect();
         let _ = locate::line(&s, &steps);
     }
+}
+
+#[test]
+fn config_unknown_keys_suggest_the_nearest_known_key() {
+    let m = |body: &str| format!("- mount_point: /a\n  backends: [{{location: /s}}]\n{body}");
+    fails(
+        "- global_params:\n    threadpool_sise: 4\n",
+        &[
+            "line 2",
+            "unknown key \"threadpool_sise\"",
+            "did you mean \"threadpool_size\"?",
+        ],
+    );
+    fails(
+        &m("  workloads: n-1\n"),
+        &["line 3", "unknown key \"workloads\"", "did you mean \"workload\"?"],
+    );
+    fails(
+        "- mount_point: /a\n  backends:\n    - locaton: /s\n",
+        &["line 3", "unknown key \"locaton\"", "did you mean \"location\"?"],
+    );
+    fails("- mountpoint: /a\n", &["line 1", "did you mean \"mount_point\"?"]);
+    // Nothing near: no suggestion.
+    let e = fails("- global_params:\n    bogus: 1\n", &["unknown key \"bogus\""]);
+    assert!(!e.contains("did you mean"), "{e}");
 }

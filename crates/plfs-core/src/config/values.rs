@@ -110,3 +110,45 @@ pub(super) fn location(raw: &str) -> std::result::Result<PathBuf, String> {
     };
     abs_path(rest).map_err(|m| if rest == raw { m } else { format!("{m} (in {raw:?})") })
 }
+
+/// Keys of global_params that have an effect.
+pub(super) const GLOBAL_KEYS: &[&str] = &[
+    "num_hostdirs",
+    "threadpool_size",
+    "index_buffer_records",
+    "max_open_data_logs",
+    "data_checksums",
+    "index_compression",
+    "lazy_stat",
+    "lazy_droppings",
+    "compress_contiguous",
+    "index_buffer_mbs",
+    "read_buffer_mbs",
+];
+
+/// `; did you mean "x"?` when a known key is within a small edit distance of `k` (a typo), else
+/// nothing.
+pub(crate) fn did_you_mean(k: &str, known: &[&str]) -> String {
+    let limit = (k.chars().count() / 3).clamp(1, 3);
+    known
+        .iter()
+        .map(|c| (edit_distance(k, c), *c))
+        .filter(|&(d, _)| d <= limit)
+        .min()
+        .map_or_else(String::new, |(_, c)| format!("; did you mean \"{c}\"?"))
+}
+
+/// Levenshtein distance (ASCII-case-insensitive).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

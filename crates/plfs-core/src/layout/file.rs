@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::mount::Loc;
 use crate::sys::{Dir, TimeSpec};
-use crate::types::{DirEntry, IndexStats, OpenFlags, Stat};
+use crate::types::{DirEntry, IndexStats, OpenFlags, PackedUsage, Stat};
 use rustix::io::Errno;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,12 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
 
     /// Forgets cached state at or under logical directory `logical` (after a rename or rmdir).
     fn forget(&self, _logical: &Path) {}
+
+    /// Space accounting of the files directory `loc` packs in its own logs (1-N); `None` for
+    /// layouts that pack nothing.
+    fn packed_usage(&self, _loc: &Loc) -> Result<Option<PackedUsage>> {
+        Ok(None)
+    }
 }
 
 /// A regular file found in the namespace.

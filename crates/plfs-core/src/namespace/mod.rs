@@ -16,7 +16,7 @@ use crate::layout::small::Small;
 use crate::layout::{Layout, Node, OpenFile};
 use crate::mount::{Loc, Mount, Probe};
 use crate::sys::{self, RawStat, StatVfs, TimeSpec};
-use crate::types::{FileKind, OpenFlags, Stat};
+use crate::types::{FileKind, OpenFlags, PackedUsage, Stat, Storage};
 use rustix::io::Errno;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -316,6 +316,30 @@ impl Plfs {
     pub fn statvfs(&self, path: &Path) -> Result<StatVfs> {
         let loc = self.resolve(path)?;
         loc.mount.canonical[0].root()?.statvfs()
+    }
+
+    /// What stores a logical path, for the tools (`plfs du`, `plfs ls`).
+    pub fn storage(&self, path: &Path) -> Result<Storage> {
+        let loc = self.resolve(path)?;
+        let f = loc.find()?;
+        let at = loc.on(f.backend);
+        Ok(match f.probe {
+            Probe::Dir => Storage::Directory(at),
+            Probe::Symlink => Storage::Symlink(at),
+            Probe::Container => Storage::Container(at),
+            Probe::Other => Storage::Plain(at),
+            Probe::Missing => match self.layout(&loc).lookup_missing(&loc)? {
+                Some(_) => Storage::Packed,
+                None => Storage::Missing,
+            },
+        })
+    }
+
+    /// Space accounting of the packed (1-N) files of a logical directory, for `plfs du`; `None`
+    /// on a mount whose workload packs nothing.
+    pub fn small_usage(&self, dir: &Path) -> Result<Option<PackedUsage>> {
+        let loc = self.resolve(dir)?;
+        self.layout(&loc).packed_usage(&loc)
     }
 
     /// Opens the container behind a logical file for the tools (map, query, flatten, fsck).

@@ -20,7 +20,7 @@ use crate::layout::Handle;
 use crate::layout::{check_mode, Layout, Node, OpenFile};
 use crate::mount::Loc;
 use crate::sys::{Dir, TimeSpec};
-use crate::types::{DirEntry, FileKind, OpenFlags, Stat};
+use crate::types::{DirEntry, FileKind, OpenFlags, PackedUsage, Stat};
 use handle::SmallHandle;
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -107,6 +107,10 @@ impl Layout for Arc<Small> {
         self.view(loc, &loc.rel).remove_store()?;
         self.forget(&loc.logical);
         Ok(())
+    }
+
+    fn packed_usage(&self, loc: &Loc) -> Result<Option<PackedUsage>> {
+        self.view(loc, &loc.rel).usage().map(Some)
     }
 
     fn forget(&self, logical: &Path) {

@@ -8,7 +8,7 @@ use crate::format::small::{self as fmt, Rec, SMALL_DIR, SMALL_MAGIC};
 use crate::format::{self, LogHeader};
 use crate::mount::Mount;
 use crate::sys::{self, Access, Create, File};
-use crate::types::{FileKind, Stat, BLKSIZE};
+use crate::types::{FileKind, PackedUsage, Stat, BLKSIZE};
 use rustix::io::Errno;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -508,6 +508,34 @@ impl SmallDir {
             w.file.fsync()?;
         }
         Ok(())
+    }
+}
+
+impl SmallDir {
+    /// Space accounting of this directory's logs, read afresh.
+    pub fn usage(&self) -> Result<PackedUsage> {
+        let mut g = self.inner();
+        flush(&mut g)?;
+        self.refresh(&mut g)?;
+        let mut u = PackedUsage::default();
+        for l in &g.logs {
+            let bytes = l.file.read_from(0)?;
+            u.logs += 1;
+            u.log_bytes += bytes.len() as u64;
+            if bytes.len() > format::INDEX_HEADER_LEN {
+                let (rs, _, _) = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
+                u.data_bytes += rs
+                    .iter()
+                    .map(|r| if let Rec::Write { len, .. } = r { *len } else { 0 })
+                    .sum::<u64>();
+            }
+        }
+        u.live_bytes = g
+            .files
+            .values()
+            .map(|m| m.map.pieces().iter().map(|(_, p)| p.len).sum::<u64>())
+            .sum();
+        Ok(u)
     }
 }
 

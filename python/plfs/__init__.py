@@ -1,0 +1,276 @@
+"""PLFS from Python, without LD_PRELOAD or FUSE.
+
+``plfs.open(path, mode)`` returns a real :mod:`io` file object (``io.BufferedReader``,
+``io.BufferedWriter``, ``io.BufferedRandom`` or ``io.TextIOWrapper``, like the built-in
+``open``) over :class:`RawFile`, an ``io.RawIOBase``; ``stat``, ``listdir``, ``unlink``,
+``rename``, ``mkdir``, ``rmdir`` and ``chmod`` work on logical paths. The configuration is the
+same plfsrc as every other front end ($PLFSRC, ~/.plfsrc, /etc/plfsrc, or the zero-config
+default). Errors are ``OSError`` subclasses (``FileNotFoundError``, ``PermissionError``, ...)
+with ``errno`` and ``filename`` set.
+
+    import numpy, plfs
+    with plfs.open("/tmp/plfs-me/ckpt", "wb") as f:
+        f.write(numpy.arange(1000, dtype="f8"))
+    with plfs.open("/tmp/plfs-me/ckpt", "rb") as f:
+        a = numpy.frombuffer(f.read(), dtype="f8")
+"""
+
+import io
+import os
+
+from . import _plfs
+
+__all__ = [
+    "open", "RawFile", "stat", "listdir", "unlink", "remove", "rename", "mkdir", "makedirs",
+    "rmdir", "chmod", "exists", "is_plfs_path", "mount_points",
+]
+__version__ = _plfs.__version__
+
+
+def _path(p):
+    """An absolute logical path (``.`` and ``..`` resolved lexically, as PLFS paths are not
+    visible to the kernel)."""
+    return os.path.abspath(os.fsdecode(os.fspath(p)))
+
+
+def _flags(mode):
+    """POSIX open flags for a Python mode string (without 'b'/'t')."""
+    m = mode.replace("b", "").replace("t", "")
+    plus = "+" in m
+    m = m.replace("+", "")
+    if len(m) != 1 or m not in "rwxa":
+        raise ValueError(f"invalid mode: {mode!r}")
+    if m == "r":
+        f = os.O_RDWR if plus else os.O_RDONLY
+    elif m == "w":
+        f = (os.O_RDWR if plus else os.O_WRONLY) | os.O_CREAT | os.O_TRUNC
+    elif m == "x":
+        f = (os.O_RDWR if plus else os.O_WRONLY) | os.O_CREAT | os.O_EXCL
+    else:
+        f = (os.O_RDWR if plus else os.O_WRONLY) | os.O_CREAT | os.O_APPEND
+    return f, m, plus
+
+
+class RawFile(io.RawIOBase):
+    """Unbuffered PLFS file: ``readinto``, ``write``, ``seek``, ``tell``, ``truncate``; usable
+    directly or under ``io.BufferedReader``/``BufferedWriter``/``BufferedRandom``."""
+
+    def __init__(self, path, mode="rb", perms=0o666):
+        super().__init__()
+        flags, kind, plus = _flags(mode)
+        self.name = _path(path)
+        self.mode = mode
+        self._readable = kind == "r" or plus
+        self._writable = kind != "r" or plus
+        self._append = kind == "a"
+        self._f = _plfs.open_file(self.name, flags, perms, os.getpid())
+        self._pos = self._f.size() if self._append else 0
+
+    def readable(self):
+        return self._readable
+
+    def writable(self):
+        return self._writable
+
+    def seekable(self):
+        return True
+
+    def _check(self, readable=False, writable=False):
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        if readable and not self._readable:
+            raise io.UnsupportedOperation("not readable")
+        if writable and not self._writable:
+            raise io.UnsupportedOperation("not writable")
+
+    def readinto(self, b):
+        self._check(readable=True)
+        mv = memoryview(b).cast("B")
+        n = self._f.preadinto(mv, self._pos)
+        self._pos += n
+        return n
+
+    def readall(self):
+        self._check(readable=True)
+        chunks = []
+        while True:
+            data = self._f.pread(max(1 << 20, self._f.size() - self._pos), self._pos)
+            if not data:
+                return b"".join(chunks)
+            self._pos += len(data)
+            chunks.append(data)
+
+    def read(self, size=-1):
+        if size is None or size < 0:
+            return self.readall()
+        self._check(readable=True)
+        data = self._f.pread(size, self._pos)
+        self._pos += len(data)
+        return data
+
+    def write(self, b):
+        self._check(writable=True)
+        mv = memoryview(b).cast("B")
+        if self._append:
+            off, n = self._f.append(mv)
+            self._pos = off + n
+            return n
+        n = self._f.pwrite(mv, self._pos)
+        self._pos += n
+        return n
+
+    def seek(self, pos, whence=io.SEEK_SET):
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        if whence == io.SEEK_SET:
+            new = pos
+        elif whence == io.SEEK_CUR:
+            new = self._pos + pos
+        elif whence == io.SEEK_END:
+            new = self._f.size() + pos
+        else:
+            raise ValueError(f"invalid whence ({whence})")
+        if new < 0:
+            raise OSError(22, "Invalid argument", self.name)
+        self._pos = new
+        return new
+
+    def tell(self):
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+        return self._pos
+
+    def truncate(self, size=None):
+        self._check(writable=True)
+        size = self._pos if size is None else size
+        self._f.truncate(size)
+        return size
+
+    def flush(self):
+        # Written bytes are in PLFS already; durability is sync().
+        if self.closed:
+            raise ValueError("I/O operation on closed file")
+
+    def sync(self):
+        """Makes the written data durable (like os.fsync)."""
+        self._check()
+        self._f.sync()
+
+    def fileno(self):
+        raise io.UnsupportedOperation("a PLFS file has no file descriptor")
+
+    def close(self):
+        if not self.closed:
+            try:
+                self._f.close()
+            finally:
+                super().close()
+
+    def __repr__(self):
+        return f"<plfs.RawFile name={self.name!r} mode={self.mode!r}>"
+
+
+def open(path, mode="r", buffering=-1, encoding=None, errors=None, newline=None, perms=0o666):
+    """Opens a PLFS file like the built-in ``open``: binary modes give a buffered binary file
+    (or the :class:`RawFile` with ``buffering=0``), text modes an ``io.TextIOWrapper``."""
+    if "b" in mode and "t" in mode:
+        raise ValueError("can't have text and binary mode at once")
+    raw = RawFile(path, mode.replace("t", "").replace("b", "") + "b", perms)
+    try:
+        if buffering == 0:
+            if "b" not in mode:
+                raise ValueError("can't have unbuffered text I/O")
+            return raw
+        size = io.DEFAULT_BUFFER_SIZE if buffering in (-1, 1) else buffering
+        if size == io.DEFAULT_BUFFER_SIZE:
+            size = 1 << 20  # PLFS favours large I/O (stat reports a 1 MiB blksize)
+        if raw.readable() and raw.writable():
+            buf = io.BufferedRandom(raw, size)
+        elif raw.writable():
+            buf = io.BufferedWriter(raw, size)
+        else:
+            buf = io.BufferedReader(raw, size)
+        if "b" in mode:
+            return buf
+        text = io.TextIOWrapper(buf, encoding=encoding or "utf-8", errors=errors, newline=newline,
+                                line_buffering=buffering == 1)
+        text.mode = mode
+        return text
+    except BaseException:
+        raw.close()
+        raise
+
+
+def stat(path):
+    """``os.stat_result`` of a logical path (a final symlink is not followed)."""
+    p = _path(path)
+    mode, ino, dev, nlink, uid, gid, size, at, mt, ct, blksize, blocks = _plfs.stat(p)
+    s = 1_000_000_000
+    return os.stat_result(
+        (mode, ino, dev, nlink, uid, gid, size, at // s, mt // s, ct // s),
+        {"st_atime": at / s, "st_mtime": mt / s, "st_ctime": ct / s,
+         "st_atime_ns": at, "st_mtime_ns": mt, "st_ctime_ns": ct,
+         "st_blksize": blksize, "st_blocks": blocks},
+    )
+
+
+def exists(path):
+    try:
+        stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def listdir(path):
+    """Names in a logical directory, sorted."""
+    return [os.fsdecode(n) for n in _plfs.listdir(_path(path))]
+
+
+def unlink(path):
+    _plfs.unlink(_path(path))
+
+
+remove = unlink
+
+
+def rename(src, dst):
+    _plfs.rename(_path(src), _path(dst))
+
+
+def mkdir(path, mode=0o777):
+    _plfs.mkdir(_path(path), mode)
+
+
+def makedirs(path, mode=0o777, exist_ok=False):
+    p = _path(path)
+    parent = os.path.dirname(p)
+    if parent != p and _plfs.is_plfs_path(parent) and not exists(parent):
+        makedirs(parent, mode, exist_ok=True)
+    try:
+        mkdir(p, mode)
+    except FileExistsError:
+        if not exist_ok or not _is_dir(p):
+            raise
+
+
+def _is_dir(p):
+    import stat as _st
+    return _st.S_ISDIR(stat(p).st_mode)
+
+
+def rmdir(path):
+    _plfs.rmdir(_path(path))
+
+
+def chmod(path, mode):
+    _plfs.chmod(_path(path), mode)
+
+
+def is_plfs_path(path):
+    """True if the path lies under a PLFS mount point of the configuration."""
+    return _plfs.is_plfs_path(_path(path))
+
+
+def mount_points():
+    return [os.fsdecode(p) for p in _plfs.mount_points()]

@@ -1,0 +1,235 @@
+"""Tests of the Python package against plain-file models, on the three workloads (n-1
+containers, n-n plain files, 1-n packed files). PLFSRC points at a private plfsrc; the package
+reads it at first use, like every other front end."""
+
+import errno
+import io
+import os
+import random
+import stat as st
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PLFS_BIN = Path(os.environ.get("PLFS_BIN", REPO / "target" / "release" / "plfs"))
+BASE = Path(os.environ.get("TMPDIR", "/tmp")) / f"plfs-pytest-{os.getpid()}"
+MOUNTS = {w: f"/plfs-pytest-{os.getpid()}-{w}" for w in ("n-1", "n-n", "1-n")}
+
+
+def _write_config():
+    for b in ("b1", "b2", "b3", "b4"):
+        (BASE / b).mkdir(parents=True, exist_ok=True)
+    rc = BASE / "plfsrc"
+    rc.write_text(
+        "- global_params:\n    num_hostdirs: 4\n"
+        f"- mount_point: {MOUNTS['n-1']}\n  workload: n-1\n  backends:\n"
+        f"    - location: {BASE / 'b1'}\n    - location: {BASE / 'b2'}\n      type: shadow\n"
+        f"- mount_point: {MOUNTS['n-n']}\n  workload: n-n\n  backends:\n    - location: {BASE / 'b3'}\n"
+        f"- mount_point: {MOUNTS['1-n']}\n  workload: 1-n\n  backends:\n    - location: {BASE / 'b4'}\n"
+    )
+    return rc
+
+
+# Before the first call into plfs: the configuration is read once per process.
+os.environ["PLFSRC"] = str(_write_config())
+os.environ.setdefault("PLFS_LOG", "off")
+
+import plfs  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cleanup():
+    yield
+    import shutil
+    shutil.rmtree(BASE, ignore_errors=True)
+
+
+@pytest.fixture(params=sorted(MOUNTS))
+def mount(request):
+    m = MOUNTS[request.param]
+    d = f"{m}/t{random.getrandbits(40):x}"
+    plfs.mkdir(d)
+    return d
+
+
+def data(n, seed):
+    return random.Random(seed).randbytes(n)
+
+
+def cli(*args):
+    assert PLFS_BIN.exists(), f"{PLFS_BIN} missing: build it first (make build)"
+    return subprocess.run([str(PLFS_BIN), *args], capture_output=True, check=True).stdout
+
+
+def test_binary_round_trip_matches_a_plain_file(mount, tmp_path):
+    want = data(3 * 1024 * 1024 + 11, 1)
+    path = f"{mount}/f.bin"
+    with plfs.open(path, "wb") as f:
+        assert isinstance(f, io.BufferedWriter)
+        for i in range(0, len(want), 100_000):
+            f.write(want[i:i + 100_000])
+        assert f.tell() == len(want)
+    with plfs.open(path, "rb") as f:
+        assert isinstance(f, io.BufferedReader)
+        assert f.read() == want
+    # The same bytes through a plain file and through the plfs CLI.
+    (tmp_path / "plain").write_bytes(want)
+    assert (tmp_path / "plain").read_bytes() == cli("cat", path)
+    assert plfs.stat(path).st_size == len(want)
+
+
+def test_seek_tell_readinto_and_partial_reads(mount):
+    want = data(200_000, 2)
+    path = f"{mount}/s"
+    with plfs.open(path, "wb") as f:
+        f.write(want)
+    with plfs.open(path, "rb", buffering=0) as r:
+        assert isinstance(r, plfs.RawFile) and isinstance(r, io.RawIOBase)
+        assert r.seek(1000) == 1000
+        b = bytearray(5000)
+        assert r.readinto(b) == 5000 and bytes(b) == want[1000:6000]
+        assert r.tell() == 6000
+        assert r.seek(-10, io.SEEK_END) == len(want) - 10
+        assert r.read(100) == want[-10:]
+        assert r.read(100) == b""
+        r.seek(-5, io.SEEK_CUR)
+        assert r.read() == want[-5:]
+        with pytest.raises(OSError) as e:
+            r.seek(-1)
+        assert e.value.errno == errno.EINVAL
+        with pytest.raises(io.UnsupportedOperation):
+            r.write(b"x")
+    with plfs.open(path, "rb") as f:
+        f.seek(123_456)
+        assert f.read(7) == want[123_456:123_463]
+        assert f.peek(1)[:1] == want[123_463:123_464]
+        assert f.readinto(memoryview(bytearray(10))) == 10
+
+
+def test_random_updates_match_a_model(mount):
+    rng = random.Random(3)
+    model = bytearray()
+    path = f"{mount}/rw"
+    with plfs.open(path, "w+b") as f:
+        assert isinstance(f, io.BufferedRandom)
+        for i in range(300):
+            off = rng.randrange(0, 300_000)
+            chunk = data(rng.randrange(1, 5000), i)
+            f.seek(off)
+            f.write(chunk)
+            if len(model) < off:
+                model.extend(bytes(off - len(model)))
+            model[off:off + len(chunk)] = chunk
+            if i % 50 == 0:
+                f.seek(rng.randrange(0, len(model)))
+                pos = f.tell()
+                assert f.read(1000) == bytes(model[pos:pos + 1000])
+        f.truncate(250_000)
+        del model[250_000:]
+    with plfs.open(path, "rb") as f:
+        assert f.read() == bytes(model)
+    assert cli("cat", path) == bytes(model)
+
+
+def test_text_append_and_exclusive_modes(mount):
+    path = f"{mount}/t.txt"
+    with plfs.open(path, "w") as f:
+        assert isinstance(f, io.TextIOWrapper)
+        f.write("line 1\nligne 2 é\n")
+    with plfs.open(path, "a") as f:
+        f.write("line 3\n")
+    with plfs.open(path) as f:
+        assert f.readlines() == ["line 1\n", "ligne 2 é\n", "line 3\n"]
+    with pytest.raises(FileExistsError) as e:
+        plfs.open(path, "x")
+    assert e.value.filename == path
+    with plfs.open(f"{mount}/new", "xb") as f:
+        f.write(b"x")
+    with pytest.raises(ValueError):
+        plfs.open(path, "rw")
+
+
+def test_numpy_frombuffer_and_readinto(mount):
+    import numpy as np  # installed by `make test-python`; missing is a failure
+    a = np.arange(500_000, dtype="<f8") * 1.5
+    path = f"{mount}/arr"
+    with plfs.open(path, "wb") as f:
+        f.write(a)  # any buffer, no copy to bytes
+    with plfs.open(path, "rb") as f:
+        b = np.frombuffer(f.read(), dtype="<f8")
+    assert np.array_equal(a, b)
+    c = np.empty_like(a)
+    with plfs.open(path, "rb") as f:
+        assert f.readinto(c) == a.nbytes
+    assert np.array_equal(a, c)
+    # Into a 2-D int32 array, through the raw file.
+    m = np.zeros((100, 50), dtype="<i4")
+    with plfs.open(path, "rb", buffering=0) as r:
+        r.seek(8 * 1000)
+        assert r.readinto(m) == m.nbytes
+    assert m.tobytes() == a.tobytes()[8000:8000 + m.nbytes]
+
+
+def test_namespace_calls_and_errors(mount):
+    d = f"{mount}/dir"
+    plfs.mkdir(d)
+    assert st.S_ISDIR(plfs.stat(d).st_mode)
+    with pytest.raises(FileExistsError):
+        plfs.mkdir(d)
+    plfs.makedirs(f"{d}/a/b/c")
+    plfs.makedirs(f"{d}/a/b/c", exist_ok=True)
+    with plfs.open(f"{d}/f", "wb") as f:
+        f.write(b"abc")
+    plfs.chmod(f"{d}/f", 0o640)
+    s = plfs.stat(f"{d}/f")
+    assert (s.st_size, st.S_IMODE(s.st_mode), st.S_ISREG(s.st_mode)) == (3, 0o640, True)
+    assert s.st_mtime_ns > 0 and s.st_blksize > 0
+    assert plfs.listdir(d) == ["a", "f"]
+    plfs.rename(f"{d}/f", f"{d}/g")
+    assert plfs.listdir(d) == ["a", "g"]
+    assert plfs.exists(f"{d}/g") and not plfs.exists(f"{d}/f")
+    with pytest.raises(FileNotFoundError) as e:
+        plfs.stat(f"{d}/f")
+    assert e.value.errno == errno.ENOENT and e.value.filename == f"{d}/f"
+    with pytest.raises(FileNotFoundError):
+        plfs.open(f"{d}/f", "rb")
+    with pytest.raises(IsADirectoryError):
+        plfs.open(d, "rb")
+    with pytest.raises(NotADirectoryError):
+        plfs.listdir(f"{d}/g")
+    with pytest.raises(OSError) as e:
+        plfs.rmdir(d)
+    assert e.value.errno == errno.ENOTEMPTY
+    plfs.unlink(f"{d}/g")
+    with pytest.raises(FileNotFoundError):
+        plfs.unlink(f"{d}/g")
+    for p in ("a/b/c", "a/b", "a"):
+        plfs.rmdir(f"{d}/{p}")
+    plfs.rmdir(d)
+    assert not plfs.exists(d)
+    # Relative paths resolve against the working directory, lexically.
+    assert plfs.is_plfs_path(f"{mount}/x/../y") and not plfs.is_plfs_path("/etc/passwd")
+
+
+def test_closed_file_and_io_contract(mount):
+    f = plfs.open(f"{mount}/c", "wb", buffering=0)
+    assert f.writable() and not f.readable() and f.seekable()
+    with pytest.raises(io.UnsupportedOperation):
+        f.fileno()
+    f.close()
+    f.close()
+    with pytest.raises(ValueError):
+        f.write(b"x")
+
+
+def test_checkpoint_example_runs():
+    ex = REPO / "examples" / "python" / "checkpoint.py"
+    out = subprocess.run([sys.executable, str(ex), "--procs", "3", "--mb", "2",
+                          "--file", f"{MOUNTS['n-1']}/example-ckpt"],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "VERIFIED" in out.stdout, out.stdout
+    assert plfs.stat(f"{MOUNTS['n-1']}/example-ckpt").st_size == 3 * 2 * 1024 * 1024
