@@ -1,11 +1,13 @@
 //! `plfs check-config`: load the configuration, print it, and check that every backend exists and
-//! is a writable directory (creating missing ones with `--mkdir`).
+//! is a writable directory (creating missing ones with `--mkdir`); with `--probe`, try on every
+//! backend the file system features plfs relies on or falls back from.
 
+use crate::globals::Globals;
 use crate::util::load_config;
-use crate::Cli;
 use anyhow::{bail, Result};
 use clap::Args;
 use plfs_core::config::{BackendRole, Config};
+use plfs_core::sys::probe::ProbeItem;
 use serde_json::json;
 use std::path::Path;
 
@@ -15,6 +17,10 @@ pub struct CheckConfigArgs {
     /// Create missing backend directories.
     #[arg(long, alias = "mkdir-backends")]
     mkdir: bool,
+    /// Also try, in a scratch directory on every backend, the file system features plfs uses
+    /// (renameat2 flags, flock, directory fsync, openat2...) and say which fallback it will use.
+    #[arg(long)]
+    probe: bool,
 }
 
 /// What was found at a backend location.
@@ -155,7 +161,7 @@ fn to_json(cfg: &Config, results: &[Vec<Status>], ok: bool) -> serde_json::Value
 }
 
 /// Runs `plfs check-config`.
-pub fn check_config(cli: &Cli, a: &CheckConfigArgs) -> Result<()> {
+pub fn check_config(cli: &Globals, a: &CheckConfigArgs) -> Result<()> {
     let cfg = load_config(cli)?;
     let zero = cfg.files.is_empty();
     let results: Vec<Vec<Status>> = cfg
@@ -186,10 +192,16 @@ pub fn check_config(cli: &Cli, a: &CheckConfigArgs) -> Result<()> {
             }
         }
     }
+    let probes = if a.probe { probe_all(&cfg, &results) } else { Vec::new() };
     if cli.json {
-        crate::out::json(&to_json(&cfg, &results, problems.is_empty()));
+        let mut v = to_json(&cfg, &results, problems.is_empty());
+        if a.probe {
+            v["probes"] = probes_json(&probes);
+        }
+        crate::out::json(&v);
     } else {
         print_text(&cfg, &results);
+        print_probes(&probes);
     }
     if !problems.is_empty() {
         bail!(
@@ -202,4 +214,52 @@ pub fn check_config(cli: &Cli, a: &CheckConfigArgs) -> Result<()> {
         outln!("configuration OK");
     }
     Ok(())
+}
+
+/// One backend's probe result.
+type BackendProbe = (std::path::PathBuf, std::result::Result<Vec<ProbeItem>, String>);
+
+/// Probes every distinct backend that exists.
+fn probe_all(cfg: &Config, results: &[Vec<Status>]) -> Vec<BackendProbe> {
+    let mut out: Vec<BackendProbe> = Vec::new();
+    for (m, st) in cfg.mounts.iter().zip(results) {
+        for (b, s) in m.backends.iter().zip(st) {
+            if out.iter().any(|(p, _)| *p == b.location) || !matches!(s, Status::Ok | Status::Created) {
+                continue;
+            }
+            let r = plfs_core::sys::probe::probe_path(&b.location).map_err(|e| e.to_string());
+            out.push((b.location.clone(), r));
+        }
+    }
+    out
+}
+
+fn print_probes(probes: &[BackendProbe]) {
+    for (path, r) in probes {
+        outln!("probe of {}:", path.display());
+        match r {
+            Ok(items) => {
+                for i in items {
+                    let mark = if i.supported { "yes" } else { "no " };
+                    outln!("  {mark}  {:<28} {}", i.feature, i.detail);
+                }
+            }
+            Err(e) => outln!("  could not probe: {e}"),
+        }
+    }
+}
+
+fn probes_json(probes: &[BackendProbe]) -> serde_json::Value {
+    json!(probes
+        .iter()
+        .map(|(path, r)| match r {
+            Ok(items) => json!({
+                "backend": path.display().to_string(),
+                "features": items.iter().map(|i| json!({
+                    "feature": i.feature, "supported": i.supported, "detail": i.detail,
+                })).collect::<Vec<_>>(),
+            }),
+            Err(e) => json!({"backend": path.display().to_string(), "error": e}),
+        })
+        .collect::<Vec<_>>())
 }

@@ -7,10 +7,10 @@
 //! (see [`crate::worker`] for the start barrier). Nothing is fsynced, by PLFS or the baseline.
 
 use crate::fail::CoreContext;
+use crate::globals::Globals;
 use crate::pattern;
 use crate::util::{human_bytes, open_plfs, parse_count, parse_size, BUF_SIZE};
 use crate::worker::{Mode, Target};
-use crate::Cli;
 use anyhow::{bail, ensure, Context, Result};
 use clap::Args;
 use plfs_core::{tools, OpenFlags, Plfs};
@@ -70,7 +70,7 @@ fn field(v: &serde_json::Value, k: &str) -> Result<u64> {
 
 /// Spawns `nprocs` workers, releases them together, waits for all and combines their reports.
 fn run_phase(
-    cli: &Cli,
+    cli: &Globals,
     mode: Mode,
     target: Target,
     path: &Path,
@@ -235,7 +235,7 @@ fn show_container(plfs: &Plfs, path: &Path) -> Result<()> {
 
 /// The demo proper; leaves its files in place (the caller cleans up).
 fn run_demo(
-    cli: &Cli,
+    cli: &Globals,
     a: &DemoArgs,
     plfs: &Plfs,
     logical: &Path,
@@ -332,7 +332,7 @@ fn run_demo(
 }
 
 /// Runs `plfs demo`.
-pub fn demo(cli: &Cli, a: &DemoArgs) -> Result<()> {
+pub fn demo(cli: &Globals, a: &DemoArgs) -> Result<()> {
     ensure!(a.procs <= 1024, "--procs {} is too many (at most 1024)", a.procs);
     ensure!(
         a.record_size <= 1 << 30,

@@ -12,8 +12,8 @@
 //!   1-N files keep none, so it is not known there).
 
 use crate::fail::{CoreContext, Reported};
+use crate::globals::Globals;
 use crate::util::{absolute, human_iec, open_plfs, require_plfs_path};
-use crate::Cli;
 use anyhow::Result;
 use clap::{ArgAction, Args};
 use plfs_core::format::{MetaDropping, DATA_HEADER_LEN};
@@ -224,7 +224,7 @@ fn ratio_text(r: Option<f64>) -> String {
 }
 
 /// Runs `plfs du`.
-pub fn du(cli: &Cli, a: &DuArgs) -> Result<()> {
+pub fn du(cli: &Globals, a: &DuArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let paths: Vec<PathBuf> = if a.paths.is_empty() {
         vec![plfs

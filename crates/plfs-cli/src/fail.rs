@@ -240,12 +240,12 @@ pub fn report(e: &anyhow::Error, exit_code: i32) {
                 v["detail"] = serde_json::json!(d);
             }
         }
-        crate::errln!("{v}");
+        errln!("{v}");
     } else {
-        crate::errln!("plfs: error: {text}");
+        errln!("plfs: error: {text}");
         if out::verbose() {
             if let Some(d) = f.and_then(|f| f.detail.as_ref()) {
-                crate::errln!("plfs: detail: {d}");
+                errln!("plfs: detail: {d}");
             }
         }
     }

@@ -2,9 +2,9 @@
 //! [`crate::copy`]).
 
 use crate::fail::{CoreContext, Reported};
+use crate::globals::Globals;
 use crate::util::{absolute, format_time, format_time_short, human_iec, id_name, mode_string, open_plfs};
 use crate::util::{require_plfs_path, BUF_SIZE};
-use crate::Cli;
 use anyhow::{Context, Result};
 use clap::Args;
 use plfs_core::{FileKind, OpenFlags, Plfs, Stat};
@@ -155,7 +155,7 @@ impl Lister<'_> {
 }
 
 /// Runs `plfs ls`.
-pub fn ls(cli: &Cli, a: &LsArgs) -> Result<()> {
+pub fn ls(cli: &Globals, a: &LsArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let paths: Vec<PathBuf> = if a.paths.is_empty() {
         let m = plfs
@@ -208,7 +208,7 @@ pub fn ls(cli: &Cli, a: &LsArgs) -> Result<()> {
 }
 
 /// Runs `plfs stat`.
-pub fn stat(cli: &Cli, a: &StatArgs) -> Result<()> {
+pub fn stat(cli: &Globals, a: &StatArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let path = absolute(&a.file)?;
     require_plfs_path(&plfs, &path)?;
@@ -244,7 +244,7 @@ const READ_ONLY: OpenFlags = OpenFlags {
 };
 
 /// Runs `plfs cat`: the files' bytes on standard output (`--json` changes only the errors).
-pub fn cat(cli: &Cli, a: &CatArgs) -> Result<()> {
+pub fn cat(cli: &Globals, a: &CatArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let mut buf = vec![0u8; BUF_SIZE];
     for f in &a.files {

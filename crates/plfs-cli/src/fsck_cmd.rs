@@ -4,8 +4,8 @@
 //! - fsck: 0 clean, 1 problems found and all repaired, 4 problems left, 8 fsck could not run.
 //! - verify: 0 every checksum matched, 4 a mismatch or an unreadable log, 8 could not run.
 
+use crate::globals::Globals;
 use crate::util::{absolute, human_bytes, open_plfs, require_plfs_path};
-use crate::Cli;
 use anyhow::{Context, Result};
 use clap::Args;
 use plfs_core::fsck::{self, Options, Repair};
@@ -65,7 +65,7 @@ fn repair_text(r: &Repair) -> (&'static str, String) {
 }
 
 /// Runs `plfs fsck`; exits with its code.
-pub fn fsck(cli: &Cli, a: &FsckArgs) -> Result<()> {
+pub fn fsck(cli: &Globals, a: &FsckArgs) -> Result<()> {
     let run = || -> Result<(PathBuf, fsck::Report)> {
         let plfs = open_plfs(cli)?;
         let path = absolute(&a.path)?;
@@ -125,7 +125,7 @@ pub fn fsck(cli: &Cli, a: &FsckArgs) -> Result<()> {
 }
 
 /// Runs `plfs verify`; exits with its code.
-pub fn verify(cli: &Cli, a: &VerifyArgs) -> Result<()> {
+pub fn verify(cli: &Globals, a: &VerifyArgs) -> Result<()> {
     let run = || -> Result<(PathBuf, fsck::VerifyReport)> {
         let plfs = open_plfs(cli)?;
         let path = absolute(&a.file)?;

@@ -59,8 +59,8 @@ fn man_pages(cmd: &clap::Command, name: &str, dir: &Path, written: &mut Vec<Path
 }
 
 /// Runs `plfs generate`.
-pub fn generate(a: &GenerateArgs) -> Result<()> {
-    let mut cmd = crate::command();
+pub fn generate(a: &GenerateArgs, command: clap::Command) -> Result<()> {
+    let mut cmd = command;
     cmd.build();
     match &a.what {
         What::Man { dir } => {

@@ -16,6 +16,7 @@ mod fail;
 mod files;
 mod fsck_cmd;
 mod generate;
+mod globals;
 mod mount_cmd;
 mod ops;
 mod pattern;
@@ -25,7 +26,7 @@ mod util;
 mod worker;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use std::path::PathBuf;
+use globals::Globals;
 
 /// The exit-code table, shown by `plfs --help` and in docs/cli.md.
 pub const EXIT_CODES: &str = "\
@@ -46,18 +47,9 @@ Messages name the logical path; backend files are named only with -v/--verbose."
 /// Command-line tool for PLFS, the Parallel Log-structured File System.
 #[derive(Debug, Parser)]
 #[command(name = "plfs", version, propagate_version = true, after_long_help = EXIT_CODES)]
-pub struct Cli {
-    /// Use this plfsrc file instead of $PLFSRC, ~/.plfsrc, /etc/plfsrc or the zero-config default.
-    #[arg(long, global = true, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-
-    /// Print JSON instead of text (results on standard output, errors on standard error).
-    #[arg(long, global = true)]
-    pub json: bool,
-
-    /// Name backend files in error messages (they are left out by default).
-    #[arg(short = 'v', long, global = true)]
-    pub verbose: bool,
+struct Cli {
+    #[command(flatten)]
+    g: Globals,
 
     #[command(subcommand)]
     cmd: Cmd,
@@ -117,35 +109,31 @@ enum Cmd {
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
+    let g = &cli.g;
     match &cli.cmd {
-        Cmd::CheckConfig(a) => config_cmd::check_config(cli, a),
-        Cmd::Ls(a) => files::ls(cli, a),
-        Cmd::Stat(a) => files::stat(cli, a),
-        Cmd::Cat(a) => files::cat(cli, a),
-        Cmd::Mkdir(a) => ops::mkdir(cli, a),
-        Cmd::Cp(a) => copy::cp(cli, a),
-        Cmd::Mv(a) => ops::mv(cli, a),
-        Cmd::Rm(a) => ops::rm(cli, a),
-        Cmd::Du(a) => du::du(cli, a),
-        Cmd::Import(a) => copy::import(cli, a),
-        Cmd::Export(a) => copy::export(cli, a),
-        Cmd::Map(a) => tools_cmd::map(cli, a),
-        Cmd::Query(a) => tools_cmd::query(cli, a),
-        Cmd::Flatten(a) => tools_cmd::flatten(cli, a),
-        Cmd::Version(a) => tools_cmd::version(cli, a),
-        Cmd::Demo(a) => demo::demo(cli, a),
-        Cmd::DemoWorker(a) => worker::worker(cli, a),
-        Cmd::Fsck(a) => fsck_cmd::fsck(cli, a),
-        Cmd::Verify(a) => fsck_cmd::verify(cli, a),
-        Cmd::Mount(a) => mount_cmd::mount(cli, a),
-        Cmd::Umount(a) => mount_cmd::umount(cli, a),
-        Cmd::Generate(a) => generate::generate(a),
+        Cmd::CheckConfig(a) => config_cmd::check_config(g, a),
+        Cmd::Ls(a) => files::ls(g, a),
+        Cmd::Stat(a) => files::stat(g, a),
+        Cmd::Cat(a) => files::cat(g, a),
+        Cmd::Mkdir(a) => ops::mkdir(g, a),
+        Cmd::Cp(a) => copy::cp(g, a),
+        Cmd::Mv(a) => ops::mv(g, a),
+        Cmd::Rm(a) => ops::rm(g, a),
+        Cmd::Du(a) => du::du(g, a),
+        Cmd::Import(a) => copy::import(g, a),
+        Cmd::Export(a) => copy::export(g, a),
+        Cmd::Map(a) => tools_cmd::map(g, a),
+        Cmd::Query(a) => tools_cmd::query(g, a),
+        Cmd::Flatten(a) => tools_cmd::flatten(g, a),
+        Cmd::Version(a) => tools_cmd::version(g, a),
+        Cmd::Demo(a) => demo::demo(g, a),
+        Cmd::DemoWorker(a) => worker::worker(g, a),
+        Cmd::Fsck(a) => fsck_cmd::fsck(g, a),
+        Cmd::Verify(a) => fsck_cmd::verify(g, a),
+        Cmd::Mount(a) => mount_cmd::mount(g, a),
+        Cmd::Umount(a) => mount_cmd::umount(g, a),
+        Cmd::Generate(a) => generate::generate(a, Cli::command()),
     }
-}
-
-/// The clap command (for man pages and completions).
-pub fn command() -> clap::Command {
-    Cli::command()
 }
 
 fn main() {
@@ -172,7 +160,7 @@ fn main() {
             e.exit();
         }
     };
-    out::set_mode(cli.json, cli.verbose);
+    out::set_mode(cli.g.json, cli.g.verbose);
     match run(&cli) {
         Ok(()) => out::exit(out::EXIT_OK),
         Err(e) => {
@@ -194,6 +182,7 @@ mod tests {
     /// options, conflicting names...), which release builds skip.
     #[test]
     fn the_command_line_definition_is_consistent() {
-        super::command().debug_assert();
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

@@ -1,7 +1,7 @@
 //! `plfs mount` and `plfs umount`: the FUSE daemon (crate plfs-fuse) serving one plfsrc mount
 //! point through the kernel.
 
-use crate::Cli;
+use crate::globals::Globals;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ pub struct UmountArgs {
 }
 
 /// `plfs mount`.
-pub fn mount(cli: &Cli, a: &MountArgs) -> anyhow::Result<()> {
+pub fn mount(cli: &Globals, a: &MountArgs) -> anyhow::Result<()> {
     let opts = plfs_fuse::MountOptions {
         mountpoint: a.mountpoint.clone(),
         config: cli.config.clone(),
@@ -60,7 +60,7 @@ pub fn mount(cli: &Cli, a: &MountArgs) -> anyhow::Result<()> {
 }
 
 /// `plfs umount`.
-pub fn umount(cli: &Cli, a: &UmountArgs) -> anyhow::Result<()> {
+pub fn umount(cli: &Globals, a: &UmountArgs) -> anyhow::Result<()> {
     plfs_fuse::umount(&a.mountpoint).with_context(|| format!("unmounting {}", a.mountpoint.display()))?;
     if cli.json {
         crate::out::json(&serde_json::json!({"unmounted": a.mountpoint.display().to_string()}));

@@ -4,9 +4,9 @@
 
 use crate::copy::{Copier, Kind, Policy, PolicyArgs, Side, Summary};
 use crate::fail::{CoreContext, Failure, Reported};
+use crate::globals::Globals;
 use crate::progress::Progress;
 use crate::util::{absolute, open_plfs, require_plfs_path, trailing_slash};
-use crate::Cli;
 use anyhow::Result;
 use clap::Args;
 use plfs_core::{FileKind, Plfs};
@@ -89,7 +89,7 @@ fn each<T>(items: &[T], mut f: impl FnMut(&T) -> Result<Vec<serde_json::Value>>)
 }
 
 /// Runs `plfs mkdir`.
-pub fn mkdir(cli: &Cli, a: &MkdirArgs) -> Result<()> {
+pub fn mkdir(cli: &Globals, a: &MkdirArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let mode = a.mode.unwrap_or(0o777);
     each(&a.dirs, |d| {
@@ -167,7 +167,7 @@ pub fn remove(side: Side, p: &Path, recursive: bool) -> Result<u64> {
 }
 
 /// Runs `plfs rm`.
-pub fn rm(cli: &Cli, a: &RmArgs) -> Result<()> {
+pub fn rm(cli: &Globals, a: &RmArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     each(&a.paths, |p| {
         let path = absolute(p)?;
@@ -279,7 +279,7 @@ fn move_one(plfs: &Plfs, from: (Side, &Path), to: (Side, &Path), policy: Policy)
 }
 
 /// Runs `plfs mv`.
-pub fn mv(cli: &Cli, a: &MvArgs) -> Result<()> {
+pub fn mv(cli: &Globals, a: &MvArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let (srcs, dst) = a.paths.split_at(a.paths.len() - 1);
     let (ts, dst) = Side::of(&plfs, &dst[0])?;

@@ -2,9 +2,9 @@
 //! wrappers around `plfs_core::tools`.
 
 use crate::fail::{CoreContext, Failure};
+use crate::globals::Globals;
 use crate::progress::Progress;
 use crate::util::{absolute, open_plfs, require_plfs_path};
-use crate::Cli;
 use anyhow::Result;
 use clap::Args;
 use plfs_core::{tools, Plfs};
@@ -43,7 +43,7 @@ pub struct VersionArgs {
 }
 
 /// Runs `plfs map`.
-pub fn map(cli: &Cli, a: &MapArgs) -> Result<()> {
+pub fn map(cli: &Globals, a: &MapArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let path = absolute(&a.file)?;
     require_plfs_path(&plfs, &path)?;
@@ -100,7 +100,7 @@ fn under_backend(plfs: &Plfs, p: &Path) -> bool {
 }
 
 /// Runs `plfs query`.
-pub fn query(cli: &Cli, a: &QueryArgs) -> Result<()> {
+pub fn query(cli: &Globals, a: &QueryArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let path = absolute(&a.path)?;
     let reverse = a.reverse || (!plfs.is_plfs_path(&path) && under_backend(&plfs, &path));
@@ -142,7 +142,7 @@ pub fn query(cli: &Cli, a: &QueryArgs) -> Result<()> {
 }
 
 /// Runs `plfs flatten`.
-pub fn flatten(cli: &Cli, a: &FlattenArgs) -> Result<()> {
+pub fn flatten(cli: &Globals, a: &FlattenArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let path = absolute(&a.file)?;
     require_plfs_path(&plfs, &path)?;
@@ -172,7 +172,7 @@ pub fn flatten(cli: &Cli, a: &FlattenArgs) -> Result<()> {
 }
 
 /// Runs `plfs version`.
-pub fn version(cli: &Cli, a: &VersionArgs) -> Result<()> {
+pub fn version(cli: &Globals, a: &VersionArgs) -> Result<()> {
     let lib = env!("CARGO_PKG_VERSION");
     let fmt = plfs_core::format::FORMAT_VERSION;
     let file = match &a.file {

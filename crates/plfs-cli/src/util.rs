@@ -1,7 +1,7 @@
 //! Helpers shared by the subcommands: loading the configuration, making paths absolute, parsing
 //! sizes, and formatting modes, times and byte counts.
 
-use crate::Cli;
+use crate::globals::Globals;
 use anyhow::{Context, Result};
 use plfs_core::{Config, Plfs};
 use std::path::{Component, Path, PathBuf};
@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 pub const BUF_SIZE: usize = 4 << 20;
 
 /// Loads the configuration: `--config FILE` if given, else [`Config::load`].
-pub fn load_config(cli: &Cli) -> Result<Config> {
+pub fn load_config(cli: &Globals) -> Result<Config> {
     match &cli.config {
         Some(f) => Config::from_file(f).with_context(|| format!("loading configuration {}", f.display())),
         None => Config::load().context("loading configuration"),
@@ -18,7 +18,7 @@ pub fn load_config(cli: &Cli) -> Result<Config> {
 }
 
 /// Loads the configuration and builds a PLFS instance.
-pub fn open_plfs(cli: &Cli) -> Result<Plfs> {
+pub fn open_plfs(cli: &Globals) -> Result<Plfs> {
     let cfg = load_config(cli)?;
     crate::fail::set_backends(
         cfg.mounts

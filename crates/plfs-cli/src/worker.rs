@@ -6,9 +6,9 @@
 //! closes every worker's stdin at once, so the timed sections of all workers start together.
 
 use crate::fail::CoreContext;
+use crate::globals::Globals;
 use crate::pattern;
 use crate::util::{open_plfs, parse_count, parse_size, BUF_SIZE};
-use crate::Cli;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use plfs_core::OpenFlags;
@@ -92,7 +92,7 @@ fn mismatch(rank: u64, what: &str, (off, want, got): (u64, u8, u8)) -> anyhow::E
     anyhow::anyhow!("reader {rank}: MISMATCH in {what} at offset {off}: expected byte {want:#04x}, found {got:#04x}")
 }
 
-fn write_plfs(cli: &Cli, a: &WorkerArgs) -> Result<Report> {
+fn write_plfs(cli: &Globals, a: &WorkerArgs) -> Result<Report> {
     let plfs = open_plfs(cli)?;
     let mut buf = vec![0u8; a.record_size as usize];
     let flags = OpenFlags {
@@ -193,7 +193,7 @@ fn read_share(
     Ok(())
 }
 
-fn read_plfs(cli: &Cli, a: &WorkerArgs) -> Result<Report> {
+fn read_plfs(cli: &Globals, a: &WorkerArgs) -> Result<Report> {
     let plfs = open_plfs(cli)?;
     let (lo, hi) = (a.total * a.rank / a.nprocs, a.total * (a.rank + 1) / a.nprocs);
     let flags = OpenFlags {
@@ -250,7 +250,7 @@ fn read_plain(a: &WorkerArgs) -> Result<Report> {
 }
 
 /// Runs `plfs demo-worker`.
-pub fn worker(cli: &Cli, a: &WorkerArgs) -> Result<()> {
+pub fn worker(cli: &Globals, a: &WorkerArgs) -> Result<()> {
     if a.rank >= a.nprocs {
         bail!("--rank {} must be below --nprocs {}", a.rank, a.nprocs);
     }

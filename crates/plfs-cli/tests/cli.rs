@@ -252,6 +252,40 @@ fn check_config_reports_backends_and_errors() {
     assert_eq!(v["ok"], true);
     assert_eq!(v["mounts"][0]["backends"].as_array().unwrap().len(), 2);
 
+    // --probe tries every feature on every backend, in a scratch directory it removes again.
+    let v = env.json(&["check-config", "--json", "--probe"]);
+    let probes = v["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 2, "{v}");
+    let features: Vec<&str> = probes[0]["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["feature"].as_str().unwrap())
+        .collect();
+    for want in [
+        "renameat2 RENAME_NOREPLACE",
+        "renameat2 RENAME_EXCHANGE",
+        "flock on a directory",
+        "fsync of a directory",
+        "openat2 RESOLVE_NO_SYMLINKS",
+    ] {
+        assert!(features.contains(&want), "{want} missing from {features:?}");
+    }
+    assert!(probes[0]["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f["supported"].is_boolean()));
+    for b in ["b1", "b2"] {
+        let left: Vec<_> = std::fs::read_dir(env.dir.join(b)).unwrap().collect();
+        assert!(left.is_empty(), "the probe left {left:?} in {b}");
+    }
+    let text = env.ok(&["check-config", "--probe"]);
+    assert!(
+        text.contains("probe of") && text.contains("renameat2 RENAME_NOREPLACE"),
+        "{text}"
+    );
+
     // A missing backend is an error, and --mkdir creates it.
     std::fs::remove_dir(env.dir.join("b2")).unwrap();
     let o = env.run(&["check-config"]);

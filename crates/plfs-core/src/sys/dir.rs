@@ -8,7 +8,7 @@ use super::file::File;
 use super::{high, is_dir, is_file, timestamps, RawStat, StatVfs, TimeSpec, NOFOLLOW};
 use crate::error::{Error, Result};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{self, AtFlags, Mode, OFlags, RenameFlags, ResolveFlags};
+use rustix::fs::{self, AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -19,9 +19,9 @@ use std::sync::Arc;
 /// An open directory on a backend, with its display path and its backend's capabilities.
 #[derive(Debug)]
 pub struct Dir {
-    fd: OwnedFd,
-    path: PathBuf,
-    caps: Arc<Caps>,
+    pub(super) fd: OwnedFd,
+    pub(super) path: PathBuf,
+    pub(super) caps: Arc<Caps>,
 }
 
 /// How [`Dir::create_file`] treats an existing file.
@@ -55,7 +55,7 @@ impl Access {
 }
 
 /// Checks that `name` is one path component (not empty, no `/`, not `.` or `..`).
-fn component(dir: &Path, name: &OsStr) -> Result<()> {
+pub(super) fn component(dir: &Path, name: &OsStr) -> Result<()> {
     let b = name.as_bytes();
     if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
         return Err(Error::errno(
@@ -433,69 +433,6 @@ impl Dir {
             }
         }
         Ok(out)
-    }
-
-    /// rename(2) of `from` here to `to` in `to_dir` (replacing a file, or an empty directory).
-    pub fn rename(&self, from: impl AsRef<OsStr>, to_dir: &Dir, to: impl AsRef<OsStr>) -> Result<()> {
-        let (from, to) = (from.as_ref(), to.as_ref());
-        component(&self.path, from)?;
-        component(&to_dir.path, to)?;
-        let p = self.sub(from);
-        hit("sys::rename", "rename", &p)?;
-        fs::renameat(&self.fd, from, &to_dir.fd, to).map_err(|e| Error::io(&p, "rename", e))
-    }
-
-    /// Renames `from` here to `to` in `to_dir` only if nothing is at `to` (`EEXIST` otherwise).
-    /// `renameat2(RENAME_NOREPLACE)` where the backend has it; else, for a directory, a plain
-    /// rename after checking the target is absent (a non-empty directory is never replaced by
-    /// rename(2); the race with a concurrent mkdir of an empty directory is argued in
-    /// docs/design.md), and for a file `link` + `unlink` (link never replaces).
-    pub fn rename_noreplace(&self, from: impl AsRef<OsStr>, to_dir: &Dir, to: impl AsRef<OsStr>) -> Result<()> {
-        let (from, to) = (from.as_ref(), to.as_ref());
-        component(&self.path, from)?;
-        component(&to_dir.path, to)?;
-        let p = self.sub(from);
-        hit("sys::rename", "rename", &p)?;
-        if self.caps.noreplace() {
-            match fs::renameat_with(&self.fd, from, &to_dir.fd, to, RenameFlags::NOREPLACE) {
-                Ok(()) => return Ok(()),
-                Err(e) if super::unsupported(e) && self.caps.learn_noreplace(false) => {}
-                Err(e) => return Err(Error::io(&p, "rename", e)),
-            }
-        }
-        let src = self.stat(from)?;
-        if to_dir.stat_opt(to)?.is_some() {
-            return Err(Error::io(&p, "rename", Errno::EXIST));
-        }
-        if is_dir(&src) {
-            return match fs::renameat(&self.fd, from, &to_dir.fd, to) {
-                Ok(()) => Ok(()),
-                Err(Errno::NOTEMPTY) | Err(Errno::EXIST) | Err(Errno::NOTDIR) | Err(Errno::ISDIR) => {
-                    Err(Error::io(&p, "rename", Errno::EXIST))
-                }
-                Err(e) => Err(Error::io(&p, "rename", e)),
-            };
-        }
-        fs::linkat(&self.fd, from, &to_dir.fd, to, AtFlags::empty()).map_err(|e| Error::io(&p, "rename", e))?;
-        fs::unlinkat(&self.fd, from, AtFlags::empty()).map_err(|e| Error::io(&p, "rename", e))
-    }
-
-    /// Atomically exchanges `a` here with `b` in `b_dir` (`renameat2(RENAME_EXCHANGE)`).
-    /// `Ok(false)` if the backend does not support it (nothing was done).
-    pub fn exchange(&self, a: impl AsRef<OsStr>, b_dir: &Dir, b: impl AsRef<OsStr>) -> Result<bool> {
-        let (a, b) = (a.as_ref(), b.as_ref());
-        component(&self.path, a)?;
-        component(&b_dir.path, b)?;
-        if !self.caps.exchange() {
-            return Ok(false);
-        }
-        let p = self.sub(a);
-        hit("sys::rename", "rename", &p)?;
-        match fs::renameat_with(&self.fd, a, &b_dir.fd, b, RenameFlags::EXCHANGE) {
-            Ok(()) => Ok(true),
-            Err(e) if super::unsupported(e) && self.caps.learn_exchange(false) => Ok(false),
-            Err(e) => Err(Error::io(&p, "rename", e)),
-        }
     }
 
     /// utimensat of `name` (a link's own times, never its target's).

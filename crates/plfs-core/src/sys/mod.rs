@@ -24,6 +24,7 @@ mod dir;
 pub mod failpoint;
 mod file;
 pub mod probe;
+mod rename;
 
 pub use caps::Caps;
 pub use dir::{is_missing, Access, Create, Dir};

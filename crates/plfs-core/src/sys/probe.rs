@@ -32,6 +32,11 @@ fn item(feature: &'static str, r: std::result::Result<(), Errno>, yes: &str, no:
     }
 }
 
+/// [`probe`] of the directory at `path` (a backend root, as configured).
+pub fn probe_path(path: &std::path::Path) -> Result<Vec<ProbeItem>> {
+    probe(&Dir::open_root(path)?)
+}
+
 /// Tries every feature plfs relies on or falls back from, in a scratch directory made (and
 /// removed) inside `root`. Nothing outside that directory is touched.
 pub fn probe(root: &Dir) -> Result<Vec<ProbeItem>> {
@@ -93,6 +98,33 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
         .map(drop),
         "paths beneath a backend are opened in one call, refusing links",
         "paths are walked one O_NOFOLLOW open per component",
+    ));
+    // flock on a directory, seen from a second open file description.
+    let locks = (|| -> std::result::Result<(), Errno> {
+        let a = fs::openat(
+            fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let b = fs::openat(
+            fd,
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        fs::flock(&a, fs::FlockOperation::LockShared)?;
+        match fs::flock(&b, fs::FlockOperation::NonBlockingLockExclusive) {
+            Err(Errno::WOULDBLOCK) => Ok(()),
+            Ok(()) => Err(Errno::NOLCK), // accepted but not enforced
+            Err(e) => Err(e),
+        }
+    })();
+    out.push(item(
+        "flock on a directory",
+        locks,
+        "an unlinked file's data stays until no process has it open",
+        "an unlinked file's data is deleted at once (readers that still have it open get EIO)",
     ));
     let dtype = fs::Dir::read_from(fd).and_then(|dir| {
         if dir.flatten().all(|e| e.file_type() != fs::FileType::Unknown) {

@@ -3,22 +3,24 @@
 //! an existing target file is refused unless `-f` (overwrite) or `-n` (skip) is given. A
 //! progress bar is drawn on a terminal for long copies.
 
-use crate::fail::{CoreContext, Failure, IoContext, Reported};
+use crate::fail::{CoreContext, Failure, Reported};
+use crate::globals::Globals;
 use crate::progress::Progress;
 use crate::util::{absolute, open_plfs, require_plfs_path, trailing_slash, BUF_SIZE};
-use crate::Cli;
 use anyhow::Result;
 use clap::Args;
-use plfs_core::{FileKind, OpenFile, OpenFlags, Plfs};
+use plfs_core::{FileKind, Plfs};
 use serde_json::json;
-use std::ffi::OsString;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 const EEXIST: i32 = 17;
 const EISDIR: i32 = 21;
 const ENOTDIR: i32 = 20;
 const EINVAL: i32 = 22;
+
+mod side;
+
+pub use side::{Kind, Side};
 
 /// Arguments of `plfs cp`.
 #[derive(Debug, Args)]
@@ -76,302 +78,6 @@ impl PolicyArgs {
             Policy::Skip
         } else {
             Policy::Refuse
-        }
-    }
-}
-
-/// Kind of a file on either side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Regular file.
-    File,
-    /// Directory.
-    Dir,
-    /// Symbolic link.
-    Symlink,
-    /// Device, fifo, socket.
-    Other,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::File => "file",
-            Kind::Dir => "directory",
-            Kind::Symlink => "symlink",
-            Kind::Other => "special file",
-        }
-    }
-}
-
-/// What a copy needs to know about a file.
-#[derive(Debug, Clone, Copy)]
-pub struct Meta {
-    /// Kind.
-    pub kind: Kind,
-    /// Permission bits.
-    pub mode: u32,
-    /// Size in bytes.
-    pub size: u64,
-}
-
-/// Where a path lives: a plain file system, or PLFS.
-#[derive(Clone, Copy)]
-pub enum Side<'a> {
-    /// The kernel's file system.
-    Plain,
-    /// PLFS.
-    Plfs(&'a Plfs),
-}
-
-/// An open source file.
-enum Reader {
-    Plain(std::fs::File),
-    Plfs(OpenFile),
-}
-
-/// An open target file.
-enum Writer {
-    Plain(std::fs::File),
-    Plfs(OpenFile),
-}
-
-const READ: OpenFlags = OpenFlags {
-    read: true,
-    write: false,
-    create: false,
-    excl: false,
-    trunc: false,
-    append: false,
-};
-
-fn is_not_found(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::NotFound
-}
-
-impl<'a> Side<'a> {
-    /// The side of `p` (PLFS if it lies under a mount point), and the path to use on it.
-    pub fn of(plfs: &'a Plfs, p: &Path) -> Result<(Side<'a>, PathBuf)> {
-        let abs = absolute(p)?;
-        Ok(if plfs.is_plfs_path(&abs) {
-            // `dir/` keeps its slash: a target that must be a directory.
-            let abs = if trailing_slash(p) { abs.join("") } else { abs };
-            (Side::Plfs(plfs), abs)
-        } else {
-            (Side::Plain, p.to_path_buf())
-        })
-    }
-
-    fn is_plfs(&self) -> bool {
-        matches!(self, Side::Plfs(_))
-    }
-
-    /// Attributes of `p` without following a final symlink (`follow` follows it on the plain
-    /// side); `None` if it does not exist.
-    pub fn stat(&self, p: &Path, follow: bool) -> Result<Option<Meta>> {
-        match self {
-            Side::Plain => {
-                let m = if follow {
-                    std::fs::metadata(p)
-                } else {
-                    std::fs::symlink_metadata(p)
-                };
-                match m {
-                    Ok(m) => {
-                        let ft = m.file_type();
-                        let kind = if ft.is_dir() {
-                            Kind::Dir
-                        } else if ft.is_file() {
-                            Kind::File
-                        } else if ft.is_symlink() {
-                            Kind::Symlink
-                        } else {
-                            Kind::Other
-                        };
-                        Ok(Some(Meta {
-                            kind,
-                            mode: m.mode() & 0o7777,
-                            size: m.len(),
-                        }))
-                    }
-                    Err(e) if is_not_found(&e) => Ok(None),
-                    Err(e) => Err(Failure::io("cannot stat", p, &e).into()),
-                }
-            }
-            Side::Plfs(plfs) => match plfs.stat(p) {
-                Ok(st) => Ok(Some(Meta {
-                    kind: match st.kind {
-                        FileKind::File => Kind::File,
-                        FileKind::Dir => Kind::Dir,
-                        FileKind::Symlink => Kind::Symlink,
-                    },
-                    mode: st.mode & 0o7777,
-                    size: st.size,
-                })),
-                Err(e) if e.is_not_found() => Ok(None),
-                Err(e) => Err(Failure::core("cannot stat", p, e).into()),
-            },
-        }
-    }
-
-    /// Names in a directory, sorted.
-    pub fn list(&self, p: &Path) -> Result<Vec<OsString>> {
-        match self {
-            Side::Plain => {
-                let mut v = Vec::new();
-                for e in std::fs::read_dir(p).at("cannot read directory", p)? {
-                    v.push(e.at("cannot read directory", p)?.file_name());
-                }
-                v.sort();
-                Ok(v)
-            }
-            Side::Plfs(plfs) => Ok(plfs
-                .readdir(p)
-                .at("cannot read directory", p)?
-                .into_iter()
-                .map(|e| e.name)
-                .collect()),
-        }
-    }
-
-    fn mkdir(&self, p: &Path, mode: u32) -> Result<()> {
-        match self {
-            Side::Plain => std::fs::DirBuilder::new()
-                .mode(mode)
-                .create(p)
-                .at("cannot create directory", p),
-            Side::Plfs(plfs) => plfs.mkdir(p, mode).at("cannot create directory", p),
-        }
-    }
-
-    fn chmod(&self, p: &Path, mode: u32) -> Result<()> {
-        match self {
-            Side::Plain => {
-                std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).at("cannot set the mode of", p)
-            }
-            Side::Plfs(plfs) => plfs.chmod(p, mode).at("cannot set the mode of", p),
-        }
-    }
-
-    fn readlink(&self, p: &Path) -> Result<OsString> {
-        match self {
-            Side::Plain => std::fs::read_link(p)
-                .map(PathBuf::into_os_string)
-                .at("cannot read link", p),
-            Side::Plfs(plfs) => plfs.readlink(p).at("cannot read link", p),
-        }
-    }
-
-    fn symlink(&self, target: &OsString, p: &Path) -> Result<()> {
-        match self {
-            Side::Plain => std::os::unix::fs::symlink(target, p).at("cannot create link", p),
-            Side::Plfs(plfs) => plfs.symlink(Path::new(target), p).at("cannot create link", p),
-        }
-    }
-
-    /// Removes a file or symlink.
-    pub fn unlink(&self, p: &Path) -> Result<()> {
-        match self {
-            Side::Plain => std::fs::remove_file(p).at("cannot remove", p),
-            Side::Plfs(plfs) => plfs.unlink(p).at("cannot remove", p),
-        }
-    }
-
-    /// Removes an empty directory.
-    pub fn rmdir(&self, p: &Path) -> Result<()> {
-        match self {
-            Side::Plain => std::fs::remove_dir(p).at("cannot remove directory", p),
-            Side::Plfs(plfs) => plfs.rmdir(p).at("cannot remove directory", p),
-        }
-    }
-
-    fn open_read(&self, p: &Path) -> Result<Reader> {
-        match self {
-            Side::Plain => Ok(Reader::Plain(std::fs::File::open(p).at("cannot open", p)?)),
-            Side::Plfs(plfs) => Ok(Reader::Plfs(
-                plfs.open(p, READ, 0, std::process::id()).at("cannot open", p)?,
-            )),
-        }
-    }
-
-    /// Creates (`excl`: the name must not exist) or truncates a file for writing.
-    fn create(&self, p: &Path, mode: u32, excl: bool) -> Result<Writer> {
-        match self {
-            Side::Plain => {
-                let mut o = std::fs::OpenOptions::new();
-                o.write(true).mode(mode | 0o200);
-                if excl {
-                    o.create_new(true);
-                } else {
-                    o.create(true).truncate(true);
-                }
-                Ok(Writer::Plain(o.open(p).at("cannot create", p)?))
-            }
-            Side::Plfs(plfs) => {
-                let flags = OpenFlags {
-                    read: false,
-                    write: true,
-                    create: true,
-                    excl,
-                    trunc: true,
-                    append: false,
-                };
-                Ok(Writer::Plfs(
-                    plfs.open(p, flags, mode | 0o200, std::process::id())
-                        .at("cannot create", p)?,
-                ))
-            }
-        }
-    }
-}
-
-impl Reader {
-    fn read_at(&self, buf: &mut [u8], off: u64, p: &Path) -> Result<usize> {
-        loop {
-            let r = match self {
-                Reader::Plain(f) => f.read_at(buf, off),
-                Reader::Plfs(f) => return f.read(buf, off).at("cannot read", p),
-            };
-            match r {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                r => return r.at("cannot read", p),
-            }
-        }
-    }
-
-    fn close(self, p: &Path) -> Result<()> {
-        match self {
-            Reader::Plain(_) => Ok(()),
-            Reader::Plfs(f) => f.close().at("cannot close", p),
-        }
-    }
-}
-
-impl Writer {
-    fn write_all_at(&self, mut buf: &[u8], mut off: u64, p: &Path) -> Result<()> {
-        match self {
-            Writer::Plain(f) => f.write_all_at(buf, off).at("cannot write", p),
-            Writer::Plfs(f) => {
-                while !buf.is_empty() {
-                    let n = f.write(buf, off).at("cannot write", p)?;
-                    if n == 0 {
-                        return Err(Failure::new(p, 5, format!("cannot write {}: wrote 0 bytes", p.display())).into());
-                    }
-                    buf = &buf[n..];
-                    off += n as u64;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn close(self, p: &Path) -> Result<()> {
-        match self {
-            Writer::Plain(f) => {
-                drop(f);
-                Ok(())
-            }
-            Writer::Plfs(f) => f.close().at("cannot close", p),
         }
     }
 }
@@ -671,7 +377,7 @@ fn run_copy(plfs: &Plfs, srcs: &[(Side, PathBuf)], to: (Side, PathBuf), policy: 
 }
 
 /// Runs `plfs cp`.
-pub fn cp(cli: &Cli, a: &CpArgs) -> Result<()> {
+pub fn cp(cli: &Globals, a: &CpArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let (srcs, dst) = a.paths.split_at(a.paths.len() - 1);
     let srcs = srcs.iter().map(|s| Side::of(&plfs, s)).collect::<Result<Vec<_>>>()?;
@@ -680,7 +386,7 @@ pub fn cp(cli: &Cli, a: &CpArgs) -> Result<()> {
 }
 
 /// Runs `plfs import SRC DST`: one plain file into PLFS.
-pub fn import(cli: &Cli, a: &ImportArgs) -> Result<()> {
+pub fn import(cli: &Globals, a: &ImportArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let dst = absolute(&a.dst)?;
     require_plfs_path(&plfs, &dst)?;
@@ -702,7 +408,7 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<()> {
 }
 
 /// Runs `plfs export SRC DST`: one PLFS file out to a plain file.
-pub fn export(cli: &Cli, a: &ImportArgs) -> Result<()> {
+pub fn export(cli: &Globals, a: &ImportArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let src = absolute(&a.src)?;
     require_plfs_path(&plfs, &src)?;
