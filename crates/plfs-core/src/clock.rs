@@ -47,6 +47,19 @@ pub fn random_u64() -> u64 {
     u64::from_le_bytes(b).max(1)
 }
 
+/// `N` random non-zero 64-bit values from one getrandom call.
+pub fn random_u64s<const N: usize>() -> [u64; N] {
+    let mut b = vec![0u8; 8 * N];
+    let mut filled = 0;
+    while filled < b.len() {
+        match rustix::rand::getrandom(&mut b[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(_) => return std::array::from_fn(|_| random_u64()),
+        }
+    }
+    std::array::from_fn(|i| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes")).max(1))
+}
+
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -28,6 +28,10 @@ pub struct Container {
     pub dir: Dir,
     /// (st_dev, st_ino) of the marker: the logical file's process-wide identity and inode number.
     pub ident: (u64, u64),
+    /// The marker's stat when the container was opened (its mode gives the logs' mode).
+    pub marker: sys::RawStat,
+    /// Whether this descriptor holds a shared flock on the container (see [`Container::lock`]).
+    pub locked: bool,
     cid: OnceLock<u128>,
     meta: OnceLock<Dir>,
 }
@@ -97,9 +101,29 @@ impl Container {
             backend,
             dir: dir.kept(),
             ident: (st.st_dev, st.st_ino),
+            marker: st,
+            locked: false,
             cid: OnceLock::new(),
             meta: OnceLock::new(),
         })
+    }
+
+    /// Takes a shared flock on the container (held while this process has it open: an unlink
+    /// elsewhere then leaves its data in place, design.md "Unlink") and checks it still exists:
+    /// `Ok(false)` if it was deleted before the lock was taken.
+    pub fn lock(&mut self) -> Result<bool> {
+        if self.locked {
+            return Ok(true);
+        }
+        self.dir.lock_shared()?;
+        self.locked = true;
+        match self.dir.stat_opt(format::MARKER_NAME)? {
+            Some(st) => {
+                self.marker = st;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     /// A container for fsck, which may have to repair its marker or cid dropping: nothing is
@@ -111,6 +135,8 @@ impl Container {
             backend,
             dir: dir.kept(),
             ident: (st.st_dev, st.st_ino),
+            marker: st,
+            locked: false,
             cid: OnceLock::new(),
             meta: OnceLock::new(),
         };
@@ -137,26 +163,31 @@ impl Container {
         Ok(*self.cid.get_or_init(|| cid))
     }
 
-    /// Creates a container named `name` in `parent` atomically: built under a temporary name
-    /// (marker, `meta/`, `meta/cid.*`) and renamed into place without replacing. Returns
-    /// `Ok(false)` if something already exists at `name`.
-    pub fn create(parent: &Dir, name: &std::ffi::OsStr, mode: u32, owner: Option<(u32, u32)>) -> Result<bool> {
+    /// Creates a container named `name` in `parent` (on canonical backend `backend`) atomically:
+    /// built under a temporary name (marker, `meta/`, `meta/cid.*`) and renamed into place
+    /// without replacing. Returns the new container, open and locked (its descriptors follow the
+    /// rename), or `Ok(None)` if something already exists at `name`.
+    pub fn create(
+        mount: &Arc<Mount>,
+        backend: usize,
+        parent: &Dir,
+        name: &std::ffi::OsStr,
+        mode: u32,
+        owner: Option<(u32, u32)>,
+    ) -> Result<Option<Container>> {
         // The temporary name does not embed the logical name, so names up to NAME_MAX work.
-        let tmp = format!(
-            "{}{:016x}{:016x}",
-            format::TMP_PREFIX,
-            crate::clock::random_u64(),
-            crate::clock::pid()
-        );
-        let cid = (u128::from(crate::clock::random_u64()) << 64) | u128::from(crate::clock::random_u64());
+        let r = crate::clock::random_u64s::<3>();
+        let tmp = format!("{}{:016x}{:016x}", format::TMP_PREFIX, r[0], crate::clock::pid());
+        let cid = (u128::from(r[1]) << 64) | u128::from(r[2]);
         let marker = format::Marker {
             version: format::FORMAT_VERSION,
             container_id: cid,
             created_ns: crate::clock::now_ns(),
         };
-        let build = || -> Result<()> {
+        let build = || -> Result<Container> {
             parent.mkdir(&tmp, container_dir_mode(mode))?;
-            let t = parent.open_dir(&tmp)?;
+            let t = parent.open_dir(&tmp)?.kept();
+            t.lock_shared()?;
             let m = t.create_file(format::MARKER_NAME, mode & 0o7777, Create::Excl)?;
             m.pwrite_all(&marker.encode(), 0)?;
             // The marker's mode is the logical mode; set it exactly (creation applies the umask).
@@ -165,28 +196,53 @@ impl Container {
                 m.chown(u, g)?;
                 t.chown_self(u, g)?;
             }
+            let st = m.stat()?;
             t.mkdir(format::META_DIR, 0o755)?;
-            t.open_dir(format::META_DIR)?.touch(cid_dropping(cid), 0o644)?;
-            Ok(())
+            let meta = t.open_dir(format::META_DIR)?.kept();
+            meta.touch(cid_dropping(cid), 0o644)?;
+            let c = Container {
+                mount: mount.clone(),
+                backend,
+                dir: t,
+                ident: (st.st_dev, st.st_ino),
+                marker: st,
+                locked: true,
+                cid: OnceLock::new(),
+                meta: OnceLock::new(),
+            };
+            let _ = c.cid.set(cid);
+            let _ = c.meta.set(meta);
+            Ok(c)
         };
-        if let Err(e) = build() {
-            let _ = parent.remove_tree(&tmp);
-            return Err(e);
-        }
+        let c = match build() {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = parent.remove_tree(&tmp);
+                return Err(e);
+            }
+        };
         match parent.rename_noreplace(&tmp, parent, name) {
-            Ok(()) => Ok(true),
+            Ok(()) => Ok(Some(c.renamed(parent.sub(name)))),
             Err(Error::Io {
                 errno: Errno::EXIST | Errno::NOTEMPTY,
                 ..
             }) => {
+                drop(c);
                 parent.remove_tree(&tmp)?;
-                Ok(false)
+                Ok(None)
             }
             Err(e) => {
+                drop(c);
                 let _ = parent.remove_tree(&tmp);
                 Err(e)
             }
         }
+    }
+
+    /// The same container under its new display path (after the rename that published it).
+    fn renamed(mut self, path: PathBuf) -> Container {
+        self.dir = self.dir.with_path(path);
+        self
     }
 
     /// The `meta/` directory (opened once).

@@ -52,6 +52,36 @@ impl Backend {
     }
 }
 
+/// A directory that is a backend's root (kept for the process, borrowed) or one opened for the
+/// caller.
+#[derive(Debug)]
+pub enum DirRef<'a> {
+    /// A backend root.
+    Root(&'a Dir),
+    /// A directory opened for this use.
+    Owned(Dir),
+}
+
+impl std::ops::Deref for DirRef<'_> {
+    type Target = Dir;
+    fn deref(&self) -> &Dir {
+        match self {
+            DirRef::Root(d) => d,
+            DirRef::Owned(d) => d,
+        }
+    }
+}
+
+impl DirRef<'_> {
+    /// An owned handle on the same directory (a duplicate descriptor for a root).
+    pub fn into_owned(self) -> Result<Dir> {
+        match self {
+            DirRef::Root(d) => d.try_clone(),
+            DirRef::Owned(d) => Ok(d),
+        }
+    }
+}
+
 /// A mount point with its backends.
 #[derive(Debug)]
 pub struct Mount {
@@ -230,11 +260,15 @@ impl Loc {
         self.mount.home_of(self.name().as_bytes())
     }
 
-    /// The parent directory on canonical backend `b`.
-    pub fn parent_dir(&self, b: usize) -> Result<Dir> {
-        self.mount.canonical[b]
-            .dir(self.parent_rel())
-            .map_err(|e| self.parent_error(e))
+    /// The parent directory on canonical backend `b` (the backend's root itself, without a
+    /// system call, for a name at the top of the mount).
+    pub fn parent_dir(&self, b: usize) -> Result<DirRef<'_>> {
+        let backend = &self.mount.canonical[b];
+        let rel = self.parent_rel();
+        if rel.as_os_str().is_empty() {
+            return Ok(DirRef::Root(backend.root()?));
+        }
+        backend.dir(rel).map(DirRef::Owned).map_err(|e| self.parent_error(e))
     }
 
     fn parent_error(&self, e: Error) -> Error {

@@ -46,7 +46,7 @@ impl Plfs {
                         Err(e) if i > 0 && e.is_not_found() => continue,
                         Err(e) => return Err(e),
                     };
-                    match fp.rename(lf.name(), &lt.parent_dir(i)?, lt.name()) {
+                    match fp.rename(lf.name(), &*lt.parent_dir(i)?, lt.name()) {
                         Err(e) if i > 0 && crate::sys::is_missing(&e) => {}
                         r => r?,
                     }
@@ -82,7 +82,7 @@ impl Plfs {
                             r => r,
                         }
                     }
-                    _ => from_parent.rename(lf.name(), &lt.parent_dir(lt.home())?, lt.name()),
+                    _ => from_parent.rename(lf.name(), &*lt.parent_dir(lt.home())?, lt.name()),
                 }
             }
         }

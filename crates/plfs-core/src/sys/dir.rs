@@ -178,6 +178,12 @@ impl Dir {
         Ok(self.open_dir(name)?.kept())
     }
 
+    /// The same directory under another display path (after it was renamed).
+    pub fn with_path(mut self, path: PathBuf) -> Dir {
+        self.path = path;
+        self
+    }
+
     /// The same directory with its descriptor moved to the high range, for descriptors kept
     /// open for long (see [`super::HIGH_FD`]).
     pub fn kept(mut self) -> Dir {
@@ -353,7 +359,8 @@ impl Dir {
     }
 
     /// Removes `name` and everything beneath it (files, links, directories; links are removed,
-    /// never followed). Missing is success.
+    /// never followed). Missing is success. A container's marker goes last, so that the
+    /// directory is recognisably a container until it is empty.
     pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> Result<()> {
         let name = name.as_ref();
         let Some(st) = self.stat_opt(name)? else {
@@ -364,7 +371,9 @@ impl Dir {
             return Ok(());
         }
         if let Some(sub) = self.open_dir_opt(name)? {
-            for n in sub.list()? {
+            let mut names = sub.list()?;
+            names.sort_by_key(|n| n.as_bytes() == crate::format::MARKER_NAME.as_bytes());
+            for n in names {
                 sub.remove_tree(&n)?;
             }
         }

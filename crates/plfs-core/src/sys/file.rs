@@ -100,6 +100,30 @@ impl File {
         (done, None)
     }
 
+    /// Positional write of `head` followed by `body` in one system call where the kernel takes
+    /// them whole (`pwritev`); the rest, if any, is written as by [`File::pwrite_all`].
+    pub fn pwrite_two(&self, head: &[u8], body: &[u8], off: u64) -> Result<()> {
+        hit("sys::pwrite_all", "pwrite", &self.path)?;
+        let total = head.len() + body.len();
+        let n = loop {
+            let iov = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
+            match rustix::io::pwritev(&self.fd, &iov, off) {
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(Error::io(&self.path, "pwrite", e)),
+                Ok(n) => break n,
+            }
+        };
+        if n == total {
+            return Ok(());
+        }
+        if n < head.len() {
+            self.pwrite_all(&head[n..], off + n as u64)?;
+            self.pwrite_all(body, off + head.len() as u64)
+        } else {
+            self.pwrite_all(&body[n - head.len()..], off + n as u64)
+        }
+    }
+
     /// fsync.
     pub fn fsync(&self) -> Result<()> {
         hit("sys::fsync", "fsync", &self.path)?;

@@ -41,8 +41,8 @@ impl Registry {
         if let Some(s) = t.get(&c.ident).and_then(Weak::upgrade) {
             return Ok(s);
         }
-        c.dir.lock_shared()?;
-        if c.dir.stat_opt(format::MARKER_NAME)?.is_none() {
+        let mut c = c;
+        if !c.lock()? {
             return Err(Error::NotFound(logical.to_path_buf()));
         }
         let ident = c.ident;
@@ -70,11 +70,18 @@ impl Layout for N1 {
     fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)> {
         let b = loc.home();
         let parent = loc.parent_dir(b)?;
-        let created = Container::create(&parent, loc.name(), mode & !self.umask & 0o7777, None)?;
-        if !created && excl {
+        let mode = mode & !self.umask & 0o7777;
+        if let Some(c) = Container::create(&loc.mount, b, &parent, loc.name(), mode, None)? {
+            let st = c.marker;
+            return Ok((
+                Box::new(ContainerNode::with(self.reg.clone(), loc.clone(), c, st)),
+                true,
+            ));
+        }
+        if excl {
             return Err(Error::Exists(loc.logical.clone()));
         }
-        // Lost a race unless created: what won must be a file.
+        // Lost a race: what won must be a file.
         let c = match Container::open(&loc.mount, b, &loc.rel) {
             Ok(c) => c,
             Err(e) if e.raw_errno() == Errno::ISDIR.raw_os_error() => {
@@ -82,10 +89,10 @@ impl Layout for N1 {
             }
             Err(e) => return Err(e),
         };
-        let st = c.marker_stat()?;
+        let st = c.marker;
         Ok((
             Box::new(ContainerNode::with(self.reg.clone(), loc.clone(), c, st)),
-            created,
+            false,
         ))
     }
 }
@@ -133,9 +140,24 @@ impl ContainerNode {
     }
 
     /// Opens the container by name (if it was replaced since the look-up, this is the new
-    /// one, as a fresh open would find).
+    /// one, as a fresh open would find). A container deleted between the look-up and the open
+    /// (replaced by a rename, or unlinked) shows as a directory without a marker for an instant:
+    /// the name is looked up again.
     fn open_container(&self) -> Result<Container> {
-        Container::open(&self.loc.mount, self.b, &self.loc.rel)
+        let mut tries = 0;
+        loop {
+            match Container::open(&self.loc.mount, self.b, &self.loc.rel) {
+                Err(e) if e.raw_errno() == Errno::ISDIR.raw_os_error() && tries < 8 => {
+                    tries += 1;
+                    match crate::mount::probe(&self.loc.mount.canonical[self.b], &self.loc.rel)?.0 {
+                        crate::mount::Probe::Container => continue,
+                        crate::mount::Probe::Missing => return Err(self.loc.not_found()),
+                        _ => return Err(e),
+                    }
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Runs `f` on the container, opening it once.
@@ -169,7 +191,7 @@ impl ContainerNode {
     }
 
     /// The container directory's parent on its backend.
-    fn parent(&self) -> Result<sys::Dir> {
+    fn parent(&self) -> Result<crate::mount::DirRef<'_>> {
         self.loc.parent_dir(self.b)
     }
 }
@@ -269,7 +291,7 @@ impl Node for ContainerNode {
     /// directories, or leaves that to the last close if this process has it open.
     fn unlink(&self) -> Result<()> {
         let c = self.take_container()?;
-        self.discard(c, self.parent()?, self.loc.name())
+        self.discard(c, self.parent()?.into_owned()?, self.loc.name())
     }
 
     fn replace_by(&self, from_parent: &sys::Dir, from_name: &OsStr) -> Result<()> {
@@ -300,7 +322,7 @@ impl Node for ContainerNode {
             }
             return Err(e);
         }
-        self.discard(c, tp, OsStr::new(&trash))
+        self.discard(c, tp.into_owned()?, OsStr::new(&trash))
     }
 
     fn chmod(&self, mode: u32) -> Result<()> {

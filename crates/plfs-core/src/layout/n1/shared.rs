@@ -158,7 +158,13 @@ impl Shared {
         let (phys, dir) = {
             let l = wg.logs.as_mut().expect("logs created");
             let phys = l.data_off;
-            l.data.pwrite_all(buf, phys)?;
+            match l.data_header {
+                Some(h) => {
+                    l.data.pwrite_two(&h, buf, 0)?;
+                    l.data_header = None;
+                }
+                None => l.data.pwrite_all(buf, phys)?,
+            }
             l.data_off += buf.len() as u64;
             (phys, l.dir.clone())
         };

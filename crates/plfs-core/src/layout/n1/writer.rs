@@ -39,6 +39,8 @@ pub(crate) struct WriterLogs {
     pub(crate) dirs_synced: bool,
     /// Whether the logs are in the container itself (else on a shadow backend).
     pub(crate) in_container: bool,
+    /// The data log's header, until it is written together with the first data.
+    pub(crate) data_header: Option<[u8; format::DATA_HEADER_LEN]>,
 }
 
 impl Writer {
@@ -74,30 +76,33 @@ impl Writer {
     /// a retry can create them again.
     pub(crate) fn create_logs(&mut self, c: &Container, data_crc: bool) -> Result<()> {
         let (dir, in_container) = c.writer_dir(&self.host, true)?;
-        let mode = c.marker_stat().map(|s| container::log_mode(s.st_mode)).unwrap_or(0o600);
+        let mode = container::log_mode(c.marker.st_mode);
         let flags = if data_crc { format::LOG_FLAG_DATA_CRC } else { 0 };
-        let mk = |name: &str, magic: [u8; 8]| -> Result<File> {
-            let f = dir.create_file(name, mode, Create::Excl)?;
-            let h = LogHeader {
+        let header = |magic: [u8; 8]| {
+            LogHeader {
                 magic,
                 writer_id: self.id,
                 open_ns: self.open_ts,
                 pid: self.pid,
                 flags,
-            };
-            if let Err(e) = f.pwrite_all(&h.encode(), 0) {
-                let _ = dir.unlink_opt(name);
-                return Err(e);
             }
-            Ok(f.kept())
+            .encode()
         };
+        // The data log's header goes out with the first data (one pwritev); the index log's is
+        // written now, so an index log is never shorter than its header once it has records.
         let data_name = format::data_log_name(self.id, self.pid, &self.host);
-        let data = mk(&data_name, format::DATA_MAGIC)?;
-        let index = match mk(
-            &format::index_log_name(self.id, self.pid, &self.host),
-            format::INDEX_MAGIC,
-        ) {
-            Ok(f) => f,
+        let data = dir.create_file(&data_name, mode, Create::Excl)?.kept();
+        let index_name = format::index_log_name(self.id, self.pid, &self.host);
+        // On failure leave nothing half-made behind, so that a retry can create the logs again.
+        let index = match dir.create_file(&index_name, mode, Create::Excl) {
+            Ok(f) => match f.pwrite_all(&header(format::INDEX_MAGIC), 0) {
+                Ok(()) => f.kept(),
+                Err(e) => {
+                    let _ = dir.unlink_opt(&index_name);
+                    let _ = dir.unlink_opt(&data_name);
+                    return Err(e);
+                }
+            },
             Err(e) => {
                 let _ = dir.unlink_opt(&data_name);
                 return Err(e);
@@ -111,6 +116,7 @@ impl Writer {
             index_off: format::INDEX_HEADER_LEN as u64,
             dirs_synced: false,
             in_container,
+            data_header: Some(header(format::DATA_MAGIC)),
         });
         Ok(())
     }

@@ -252,7 +252,7 @@ impl Node for PackedNode {
 
     /// A backend object moved onto a packed name takes the name; the packed file is removed.
     fn replace_by(&self, from_parent: &Dir, from_name: &OsStr) -> Result<()> {
-        from_parent.rename(from_name, &self.loc.parent_dir(self.loc.home())?, self.loc.name())?;
+        from_parent.rename(from_name, &*self.loc.parent_dir(self.loc.home())?, self.loc.name())?;
         self.unlink()
     }
 }
