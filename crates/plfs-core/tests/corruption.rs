@@ -1,8 +1,10 @@
 //! Damaged containers: torn, extended, bit-flipped and emptied index logs, missing and short data
-//! logs, stray files, a bad marker. Every case must read back exactly the bytes of the intact
-//! records (with a warning naming the damaged file on stderr where the damage is detectable) or
-//! fail with an error naming the bad file, and never panic. The reads run in a child process (this
-//! binary re-executed) so that its stderr can be checked.
+//! logs, stray files, a bad marker. Damage is an error, never a hole: every case where a record
+//! the droppings promise is missing, unreadable or inconsistent must fail the read with EIO naming
+//! the damaged file, and never panic or return zeros. What is not damage reads back exactly: the
+//! torn tail of the index log of a writer that died mid-append (it left its open record), and
+//! files PLFS does not know. The reads run in a child process (this binary re-executed) so that
+//! its stderr can be checked.
 //!
 //! Layout used by every case (docs/format.md): writer pid 11 wrote records 0..10 of 100 bytes at
 //! logical 0..1000 (pattern seed 1), writer pid 22 records 0..5 at 1000..1500 (seed 2). Index
@@ -146,14 +148,36 @@ fn assert_data(d: &Dump, want: &[u8]) {
     }
 }
 
+/// The read failed with EIO, naming `file`.
 #[track_caller]
-fn assert_warned(d: &Dump, file: &Path) {
+fn assert_eio(d: &Dump, file: &Path) {
     let n = name_of(file);
-    assert!(
-        d.stderr.lines().any(|l| l.contains("warning") && l.contains(&n)),
-        "expected a warning naming {n} on stderr, got:\n{}",
-        d.stderr
-    );
+    match &d.data {
+        Ok(v) => panic!("read {} bytes of a damaged file; expected EIO naming {n}", v.len()),
+        Err(e) => {
+            assert!(e.contains(&n), "error does not name {n}: {e}");
+            assert!(
+                e.contains("corrupt") || e.contains("Input/output") || e.contains("I/O"),
+                "not EIO: {e}"
+            );
+        }
+    }
+}
+
+/// Turns writer `pid`'s close record back into an open record, as if the writer had died after
+/// writing (fsck's stale-open case).
+fn writer_died(fx: &Fixture, pid: u32) {
+    let idx = fx.log_of_pid("f", "index", pid);
+    let rest = name_of(&idx).strip_prefix("index.").unwrap().to_string();
+    let id = rest.split('.').next().unwrap().to_string();
+    let meta = fx.container_dir("f").join("meta");
+    for e in std::fs::read_dir(&meta).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().into_owned();
+        if n.starts_with(&format!("close.{id}.")) {
+            std::fs::remove_file(meta.join(&n)).unwrap();
+        }
+    }
+    std::fs::write(meta.join(format!("open.{rest}")), b"").unwrap();
 }
 
 fn set_len(p: &Path, len: u64) {
@@ -161,45 +185,48 @@ fn set_len(p: &Path, len: u64) {
 }
 
 #[test]
-fn torn_index_tail_keeps_whole_records() {
+fn torn_index_tail_of_a_writer_that_died_keeps_whole_records() {
     let fx = setup("c-torn");
     let idx = fx.log_of_pid("f", "index", W1);
     assert_eq!(std::fs::metadata(&idx).unwrap().len(), HDR + 10 * REC);
     set_len(&idx, HDR + 7 * REC + 20);
+    writer_died(&fx, W1);
     let d = dump(&fx);
     assert_data(&d, &expected(7, 5));
     assert_eq!(d.stat, Ok(1500));
 }
 
 #[test]
-fn torn_index_tail_of_the_last_writer() {
-    let fx = setup("c-torn-last");
-    let idx = fx.log_of_pid("f", "index", W2);
-    set_len(&idx, HDR + 3 * REC + 1);
+fn torn_index_tail_of_a_writer_that_closed_is_damage() {
+    let fx = setup("c-torn-closed");
+    let idx = fx.log_of_pid("f", "index", W1);
+    let whole = std::fs::read(&idx).unwrap();
+    set_len(&idx, HDR + 7 * REC + 20);
+    assert_eio(&dump(&fx), &idx);
+    std::fs::write(&idx, &whole).unwrap();
+    let idx2 = fx.log_of_pid("f", "index", W2);
+    set_len(&idx2, HDR + 3 * REC + 1);
     let d = dump(&fx);
-    let data = d.data.as_ref().unwrap();
-    // The surviving records are exact; whatever follows them (if the file is still reported at
-    // its old length) reads as zeros.
-    common::assert_bytes_eq(&data[..1300], &expected(10, 3), "surviving bytes");
-    assert!(data.len() == 1300 || data.len() == 1500, "length {}", data.len());
-    assert!(data[1300..].iter().all(|&b| b == 0));
+    assert_eio(&d, &idx2);
+    // stat still answers from the droppings: only reading data needs the records.
+    assert_eq!(d.stat, Ok(1500));
 }
 
 #[test]
 fn garbage_appended_to_index_log() {
     let fx = setup("c-garbage");
     let idx = fx.log_of_pid("f", "index", W1);
-    // Zeros decode as a record frame with a wrong checksum: detectable, so warned about.
+    // Zeros decode as a record frame with a wrong checksum.
     OpenOptions::new()
         .append(true)
         .open(&idx)
         .unwrap()
         .write_all(&[0u8; 100])
         .unwrap();
-    let d = dump(&fx);
-    assert_data(&d, &expected(10, 5));
-    assert_warned(&d, &idx);
-    // Random-looking bytes too (they may look like a torn record: no warning required).
+    assert_eio(&dump(&fx), &idx);
+    // Random-looking bytes after the last record of a closed writer: torn or not, damage.
+    set_len(&idx, HDR + 10 * REC);
+    assert_data(&dump(&fx), &expected(10, 5));
     let idx2 = fx.log_of_pid("f", "index", W2);
     OpenOptions::new()
         .append(true)
@@ -207,13 +234,11 @@ fn garbage_appended_to_index_log() {
         .unwrap()
         .write_all(&common::pattern(99, 0, 77))
         .unwrap();
-    let d = dump(&fx);
-    assert_data(&d, &expected(10, 5));
-    assert_eq!(d.stat, Ok(1500));
+    assert_eio(&dump(&fx), &idx2);
 }
 
 #[test]
-fn flipped_bit_in_a_record_stops_that_log() {
+fn flipped_bit_in_a_record_is_damage() {
     let fx = setup("c-flip");
     let idx = fx.log_of_pid("f", "index", W1);
     let f = OpenOptions::new().read(true).write(true).open(&idx).unwrap();
@@ -222,13 +247,12 @@ fn flipped_bit_in_a_record_stops_that_log() {
     f.read_exact_at(&mut b, at).unwrap();
     f.write_all_at(&[b[0] ^ 0x10], at).unwrap();
     let d = dump(&fx);
-    assert_data(&d, &expected(3, 5));
-    assert_warned(&d, &idx);
-    assert!(d.stderr.contains("checksum"), "{}", d.stderr);
+    assert_eio(&d, &idx);
+    assert!(d.data.as_ref().unwrap_err().contains("checksum"), "{:?}", d.data);
 }
 
 #[test]
-fn bad_index_header_skips_the_log() {
+fn bad_index_header_is_damage() {
     let fx = setup("c-hdr");
     let idx = fx.log_of_pid("f", "index", W1);
     OpenOptions::new()
@@ -237,9 +261,7 @@ fn bad_index_header_skips_the_log() {
         .unwrap()
         .write_all_at(b"XXXX", 0)
         .unwrap();
-    let d = dump(&fx);
-    assert_data(&d, &expected(0, 5));
-    assert_warned(&d, &idx);
+    assert_eio(&dump(&fx), &idx);
 }
 
 #[test]
@@ -247,18 +269,7 @@ fn missing_data_log() {
     let fx = setup("c-nodata");
     let data = fx.log_of_pid("f", "data", W1);
     std::fs::remove_file(&data).unwrap();
-    let d = dump(&fx);
-    match &d.data {
-        Ok(v) => {
-            common::assert_bytes_eq(v, &expected(0, 5), "surviving bytes");
-            assert_warned(&d, &data);
-        }
-        Err(e) => assert!(
-            e.contains(&name_of(&data)),
-            "error does not name {}: {e}",
-            data.display()
-        ),
-    }
+    assert_eio(&dump(&fx), &data);
 }
 
 #[test]
@@ -267,17 +278,21 @@ fn data_log_shorter_than_the_index_says() {
     let data = fx.log_of_pid("f", "data", W1);
     assert_eq!(std::fs::metadata(&data).unwrap().len(), HDR + 1000);
     set_len(&data, HDR + 450); // record 4 (bytes 400..500) is cut in the middle
+    assert_eio(&dump(&fx), &data);
+}
+
+#[test]
+fn missing_hostdir_is_damage() {
+    // The case: stat still reports the full size from the droppings, so a read that
+    // found nothing would return zeros with success.
+    let fx = setup("c-nohostdir");
+    let idx = fx.log_of_pid("f", "index", W1);
+    std::fs::remove_dir_all(idx.parent().unwrap()).unwrap();
     let d = dump(&fx);
+    assert_eq!(d.stat, Ok(1500));
     match &d.data {
-        Ok(v) => {
-            common::assert_bytes_eq(v, &expected(4, 5), "surviving bytes");
-            assert_warned(&d, &fx.log_of_pid("f", "index", W1));
-        }
-        Err(e) => assert!(
-            e.contains(&name_of(&data)),
-            "error does not name {}: {e}",
-            data.display()
-        ),
+        Ok(v) => panic!("read {} bytes of a file whose logs are gone", v.len()),
+        Err(e) => assert!(e.contains("index log is missing"), "{e}"),
     }
 }
 
@@ -293,13 +308,10 @@ fn stray_files_in_container_and_hostdir() {
     std::fs::write(hostdir.join("junk"), b"junk").unwrap();
     std::fs::write(hostdir.join("index.notalog"), b"junk").unwrap();
     std::fs::write(hostdir.join("data.0000000000000001.3.h"), b"no index for this").unwrap();
-    // Named like an index log but with a garbage header: detectable, skipped with a warning.
-    let fake = hostdir.join("index.0123456789abcdef.5.strayhost");
-    std::fs::write(&fake, common::pattern(7, 0, 200)).unwrap();
+    // Files whose names PLFS does not use are ignored.
     let d = dump(&fx);
     assert_data(&d, &expected(10, 5));
     assert_eq!(d.stat, Ok(1500));
-    assert_warned(&d, &fake);
     // The directory still lists exactly one file.
     let names: Vec<_> = fx
         .plfs()
@@ -309,6 +321,10 @@ fn stray_files_in_container_and_hostdir() {
         .map(|e| (e.name, e.kind))
         .collect();
     assert_eq!(names, vec![("f".into(), plfs_core::FileKind::File)]);
+    // A file named like an index log but with a garbage header is a damaged log.
+    let fake = hostdir.join("index.0123456789abcdef.5.strayhost");
+    std::fs::write(&fake, common::pattern(7, 0, 200)).unwrap();
+    assert_eio(&dump(&fx), &fake);
 }
 
 #[test]
@@ -327,20 +343,20 @@ fn stray_regular_file_named_like_a_hostdir() {
 fn header_only_and_empty_index_logs() {
     let fx = setup("c-empty");
     let idx1 = fx.log_of_pid("f", "index", W1);
+    let header = std::fs::read(&idx1).unwrap()[..HDR as usize].to_vec();
     set_len(&idx1, HDR);
     let d = dump(&fx);
-    assert_data(&d, &expected(0, 5));
+    assert_eio(&d, &idx1);
+    assert!(d.data.as_ref().unwrap_err().contains("holds 0"), "{:?}", d.data);
     set_len(&idx1, 0);
-    let d = dump(&fx);
-    assert_data(&d, &expected(0, 5));
+    assert_eio(&dump(&fx), &idx1);
+    // A writer that died before writing a record leaves a header-only log: nothing is promised.
+    std::fs::write(&idx1, &header).unwrap();
+    writer_died(&fx, W1);
+    assert_data(&dump(&fx), &expected(0, 5));
     let idx2 = fx.log_of_pid("f", "index", W2);
     set_len(&idx2, 10);
-    let d = dump(&fx);
-    let data = d.data.as_ref().unwrap();
-    assert!(
-        data.iter().all(|&b| b == 0),
-        "every record is gone: only zeros may remain"
-    );
+    assert_eio(&dump(&fx), &idx2);
 }
 
 #[test]

@@ -47,6 +47,8 @@ pub struct IndexState {
     max_fds: usize,
     /// Index records read (for statistics).
     pub records_read: u64,
+    /// Bytes of the writes read from each writer's index log (checked against close records).
+    written: HashMap<u64, u64>,
     /// Set when the state was loaded from a flattened index with this signature.
     flat_sig: Option<u64>,
 }
@@ -74,6 +76,7 @@ impl IndexState {
             fd_tick: 0,
             max_fds: max_fds.max(1),
             records_read: 0,
+            written: HashMap::new(),
             flat_sig: None,
         }
     }
@@ -218,6 +221,12 @@ impl IndexState {
     /// last call. If a log shrank or vanished (a truncate-to-zero wiped the container), rebuilds
     /// from scratch. Safe to call concurrently with writers: a torn tail is consumed later.
     pub fn refresh(&mut self, c: &Container) -> Result<()> {
+        self.refresh_inner(c, false)
+    }
+
+    /// [`IndexState::refresh`]; `vanished` once a log vanished while being read (a second time
+    /// is an error, not a loop).
+    fn refresh_inner(&mut self, c: &Container, vanished: bool) -> Result<()> {
         let meta = c.list_meta()?;
         if let Some(sig) = self.flat_sig {
             if flat::signature(&meta) == Some(sig) {
@@ -244,11 +253,30 @@ impl IndexState {
                 }
             }
         }
+        // Whole logs are what the droppings promise: a writer that closed with data left an
+        // index log (its loss is damage, not a shorter file), and wrote every record of it.
+        let closed: HashSet<u64> = meta
+            .iter()
+            .filter_map(|d| match *d {
+                MetaDropping::Close { writer_id, .. } => Some(writer_id),
+                _ => None,
+            })
+            .collect();
+        for d in &meta {
+            if let MetaDropping::Close { writer_id, bytes, .. } = d {
+                if *bytes > 0 && !found.iter().any(|f| f.info.writer_id == *writer_id) {
+                    return Err(Error::corrupt(
+                        c.sub(&format!("{}/{}", format::META_DIR, d.name())),
+                        format!("writer {writer_id:016x} closed with {bytes} bytes, but its index log is missing"),
+                    ));
+                }
+            }
+        }
         // A known log that disappeared means the container was wiped: start again.
         let present: HashSet<&PathBuf> = found.iter().map(|f| &f.path).collect();
         if self.logs.keys().any(|p| !present.contains(p)) {
             *self = IndexState::empty(self.max_fds);
-            return self.refresh(c);
+            return self.refresh_inner(c, vanished);
         }
         // A known truncate that vanished means the container was wiped: start again.
         let current: HashSet<(u64, u64, u64)> = meta
@@ -260,7 +288,7 @@ impl IndexState {
             .collect();
         if self.truncs.iter().any(|t| !current.contains(t)) {
             *self = IndexState::empty(self.max_fds);
-            return self.refresh(c);
+            return self.refresh_inner(c, vanished);
         }
         for d in &meta {
             if let MetaDropping::Trunc { ts, size, writer_id } = *d {
@@ -276,7 +304,7 @@ impl IndexState {
             .map(|f| self.logs.get(&f.path).copied().unwrap_or(0))
             .collect();
         let dirs = &self.dirs;
-        let results: Vec<Result<(u64, format::DecodedRecords, Option<u64>)>> = std::thread::scope(|scope| {
+        let results: Vec<Result<(u64, format::DecodedRecords, u64)>> = std::thread::scope(|scope| {
             let chunk = found.len().div_ceil(threads).max(1);
             let handles: Vec<_> = found
                 .chunks(chunk)
@@ -301,30 +329,44 @@ impl IndexState {
         for (f, r) in found.iter().zip(results) {
             let (new_consumed, mut dec, data_len) = match r {
                 Ok(v) => v,
-                Err(e) => {
-                    crate::warn!("{e}: skipping this index log");
-                    continue;
+                // Vanished while being read: the container was wiped; start again.
+                Err(e) if crate::sys::is_missing(&e) && !vanished => {
+                    *self = IndexState::empty(self.max_fds);
+                    return self.refresh_inner(c, true);
                 }
+                Err(e) => return Err(e),
             };
             let old = self.logs.get(&f.path).copied().unwrap_or(0);
             if new_consumed < old {
                 *self = IndexState::empty(self.max_fds);
-                return self.refresh(c);
+                return self.refresh_inner(c, vanished);
             }
-            if let Some(err) = dec.tail_error.as_ref().filter(|e| !e.starts_with("torn")) {
-                crate::warn!("{}: {err}; ignoring the rest of this index log", f.path.display());
+            let was_closed = closed.contains(&f.info.writer_id);
+            match dec.tail_error.as_ref() {
+                // The end of a log still being written (or of a writer that died mid-append).
+                Some(e) if e.starts_with("torn") && !was_closed => {}
+                Some(e) => {
+                    let why = if e.starts_with("torn") {
+                        format!("{e}, in the log of a writer that closed")
+                    } else {
+                        e.clone()
+                    };
+                    return Err(Error::corrupt(&f.path, why));
+                }
+                None => {}
+            }
+            if was_closed && new_consumed < format::INDEX_HEADER_LEN as u64 {
+                return Err(Error::corrupt(
+                    &f.path,
+                    "shorter than its header, in a writer that closed",
+                ));
             }
             let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
             let (patterns, records) = (std::mem::take(&mut dec.patterns), std::mem::take(&mut dec.records));
             for pr in patterns {
                 let n = pr.ts.len() as u64;
-                if data_len.is_some_and(|dl| pr.physical_start.saturating_add(n.saturating_mul(pr.length)) > dl) {
-                    crate::warn!(
-                        "{}: pattern at logical offset {} points past the end of its data log; skipped",
-                        f.path.display(),
-                        pr.logical_start
-                    );
-                    continue;
+                if pr.physical_start.saturating_add(n.saturating_mul(pr.length)) > data_len {
+                    return Err(past_end(f, pr.logical_start, data_len));
                 }
                 self.map.insert_pattern(crate::extent::Pattern {
                     start: pr.logical_start,
@@ -339,16 +381,13 @@ impl IndexState {
                     ts: Some(pr.ts.into()),
                 });
                 self.records_read += n;
+                *self.written.entry(f.info.writer_id).or_default() += n.saturating_mul(pr.length);
             }
             self.records_read += records.len() as u64;
+            *self.written.entry(f.info.writer_id).or_default() += records.iter().map(|r| r.length).sum::<u64>();
             for r in &records {
-                if data_len.is_some_and(|dl| r.physical_off.saturating_add(r.length) > dl) {
-                    crate::warn!(
-                        "{}: record at logical offset {} points past the end of its data log; skipped",
-                        f.path.display(),
-                        r.logical_off
-                    );
-                    continue;
+                if r.physical_off.saturating_add(r.length) > data_len {
+                    return Err(past_end(f, r.logical_off, data_len));
                 }
                 self.map.insert_write(
                     r.logical_off,
@@ -362,6 +401,24 @@ impl IndexState {
                 );
             }
             self.logs.insert(f.path.clone(), new_consumed);
+        }
+        // Every write of a writer that closed must be in its index log.
+        for d in &meta {
+            if let MetaDropping::Close { writer_id, bytes, .. } = d {
+                let got = self.written.get(writer_id).copied().unwrap_or(0);
+                if got != *bytes {
+                    let log = found
+                        .iter()
+                        .find(|f| f.info.writer_id == *writer_id)
+                        .map(|f| f.path.clone());
+                    return Err(Error::corrupt(
+                        log.unwrap_or_else(|| c.sub(format::META_DIR)),
+                        format!(
+                            "writer {writer_id:016x} closed having written {bytes} bytes, but its index log holds {got}"
+                        ),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -395,22 +452,32 @@ impl IndexState {
     }
 }
 
+/// A record that points past the end of its data log: damage (data always reaches the data log
+/// before the record that points at it).
+fn past_end(f: &FoundLog, logical: u64, data_len: u64) -> Error {
+    let data = format::data_log_name(f.info.writer_id, f.info.pid, &f.info.host);
+    Error::corrupt(
+        &f.path,
+        format!("the write at logical offset {logical} points past the end of its {data_len}-byte data log {data}"),
+    )
+}
+
 /// Reads an index log from byte `start`, returning (bytes now consumed, decoded records, size of
-/// the matching data log if it exists).
-fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::DecodedRecords, Option<u64>)> {
+/// the matching data log). A data log missing while its index log has records is damage.
+fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::DecodedRecords, u64)> {
     let file = dir.open_file(&f.name, Access::Read)?;
     let size = file.size()?;
     if size < start {
-        return Ok((size, format::DecodedRecords::default(), None));
+        return Ok((size, format::DecodedRecords::default(), 0));
     }
-    let mut buf = vec![0u8; (size - start) as usize];
-    let n = file.pread_full(&mut buf, start)?;
-    buf.truncate(n);
+    // Read to the end of the file, not to the size fstat reported: a network file system may
+    // report a size that lags behind what another client appended (GlusterFS: about a second).
+    let buf = file.read_to_end_from(start, size - start)?;
     let mut body_start = 0usize;
     if start == 0 {
         if buf.len() < format::INDEX_HEADER_LEN {
             // Header not (fully) written yet: nothing to consume.
-            return Ok((0, format::DecodedRecords::default(), None));
+            return Ok((0, format::DecodedRecords::default(), 0));
         }
         let h = format::LogHeader::decode(&f.path, &buf, format::INDEX_MAGIC)?;
         if h.writer_id != f.info.writer_id {
@@ -428,17 +495,40 @@ fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::Decoded
     let consumed = start + (body_start + dec.valid_len) as u64;
     let data_name = format::data_log_name(f.info.writer_id, f.info.pid, &f.info.host);
     let data_len = match dir.stat(&data_name) {
-        Ok(st) => Some(st.st_size.max(0) as u64),
-        Err(_) => {
-            if !dec.records.is_empty() {
-                crate::warn!(
-                    "{}: its data log {data_name} is missing; its {} records are skipped",
-                    f.path.display(),
-                    dec.records.len()
-                );
+        Ok(st) => {
+            // A size that lags (see above) is checked against the data itself before the
+            // records are called damaged.
+            let len = st.st_size.max(0) as u64;
+            let end = dec
+                .records
+                .iter()
+                .map(|r| r.physical_off.saturating_add(r.length))
+                .chain(dec.patterns.iter().map(|p| {
+                    p.physical_start
+                        .saturating_add((p.ts.len() as u64).saturating_mul(p.length))
+                }))
+                .max()
+                .unwrap_or(0);
+            if end > len && end > 0 {
+                let data = dir.open_file(&data_name, Access::Read)?;
+                let mut b = [0u8; 1];
+                if data.pread_full(&mut b, end - 1)? == 1 {
+                    end
+                } else {
+                    len
+                }
+            } else {
+                len
             }
-            Some(0)
         }
+        Err(e) if crate::sys::is_missing(&e) && dec.records.is_empty() && dec.patterns.is_empty() => 0,
+        Err(e) if crate::sys::is_missing(&e) => {
+            return Err(Error::corrupt(
+                dir.sub(&data_name),
+                format!("missing, but its index log {} has records", f.path.display()),
+            ))
+        }
+        Err(e) => return Err(e),
     };
     Ok((consumed, dec, data_len))
 }

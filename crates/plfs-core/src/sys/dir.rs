@@ -79,6 +79,18 @@ fn beneath(dir: &Path, rel: &Path) -> Result<()> {
     }
 }
 
+/// Runs a lookup-based call again when a network file system answers `ESTALE` (GlusterFS does,
+/// for a handle that another client's change made stale, e.g. to the loser of a mkdir race).
+fn fresh<T>(mut f: impl FnMut() -> rustix::io::Result<T>) -> rustix::io::Result<T> {
+    for _ in 0..3 {
+        match f() {
+            Err(Errno::STALE) => continue,
+            r => return r,
+        }
+    }
+    f()
+}
+
 /// Whether the kernel has `openat2` (0 unknown, 1 yes, 2 no).
 static OPENAT2: AtomicU8 = AtomicU8::new(0);
 
@@ -160,7 +172,8 @@ impl Dir {
         component(&self.path, name)?;
         let p = self.sub(name);
         hit("sys::open", "open", &p)?;
-        let fd = fs::openat(&self.fd, name, DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+        let fd =
+            fresh(|| fs::openat(&self.fd, name, DIR_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
         Ok(self.child(fd, p))
     }
 
@@ -204,7 +217,7 @@ impl Dir {
         }
         if OPENAT2.load(Ordering::Relaxed) != 2 {
             let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-            match fs::openat2(&self.fd, rel, DIR_FLAGS, Mode::empty(), how) {
+            match fresh(|| fs::openat2(&self.fd, rel, DIR_FLAGS, Mode::empty(), how)) {
                 Ok(fd) => {
                     OPENAT2.store(1, Ordering::Relaxed);
                     return Ok(self.child(fd, p));
@@ -243,7 +256,7 @@ impl Dir {
         let p = self.sub(name);
         hit("sys::open", "open", &p)?;
         let flags = access.flags() | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let fd = fs::openat(&self.fd, name, flags, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+        let fd = fresh(|| fs::openat(&self.fd, name, flags, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
         let st = fs::fstat(&fd).map_err(|e| Error::io(&p, "fstat", e))?;
         if !is_file(&st) {
             return Err(Error::corrupt(&p, "not a regular file"));
@@ -271,8 +284,8 @@ impl Dir {
         if how == Create::Excl {
             flags |= OFlags::EXCL;
         }
-        let fd =
-            fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)).map_err(|e| Error::io(&p, "create", e))?;
+        let fd = fresh(|| fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)))
+            .map_err(|e| Error::io(&p, "create", e))?;
         Ok(File::new(fd, p))
     }
 
@@ -294,7 +307,7 @@ impl Dir {
         component(&self.path, name)?;
         let p = self.sub(name);
         hit("sys::mkdir", "mkdir", &p)?;
-        fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode)).map_err(|e| Error::io(&p, "mkdir", e))
+        fresh(|| fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode))).map_err(|e| Error::io(&p, "mkdir", e))
     }
 
     /// mkdir of `name`, an existing directory being success; `Ok(true)` if this call made it.
@@ -392,7 +405,7 @@ impl Dir {
         component(&self.path, name)?;
         let p = self.sub(name);
         hit("sys::stat", "stat", &p)?;
-        fs::statat(&self.fd, name, NOFOLLOW).map_err(|e| Error::io(&p, "stat", e))
+        fresh(|| fs::statat(&self.fd, name, NOFOLLOW)).map_err(|e| Error::io(&p, "stat", e))
     }
 
     /// [`Dir::stat`], `Ok(None)` when nothing is there.
@@ -413,7 +426,7 @@ impl Dir {
         let r = if rel.as_os_str().is_empty() {
             fs::fstat(&self.fd)
         } else {
-            fs::statat(&self.fd, rel, NOFOLLOW)
+            fresh(|| fs::statat(&self.fd, rel, NOFOLLOW))
         };
         match r {
             Ok(s) => Ok(Some(s)),

@@ -62,6 +62,22 @@ impl File {
         Ok(done)
     }
 
+    /// Reads from `off` until `pread` reports the end of the file (`hint`: the bytes expected,
+    /// from a size that may be stale).
+    pub fn read_to_end_from(&self, off: u64, hint: u64) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; (hint as usize).max(4096)];
+        let mut len = 0usize;
+        loop {
+            let n = self.pread_full(&mut b[len..], off + len as u64)?;
+            len += n;
+            if len < b.len() {
+                b.truncate(len);
+                return Ok(b);
+            }
+            b.resize(b.len() * 2, 0);
+        }
+    }
+
     /// Reads the whole file from offset `off` to its current end.
     pub fn read_from(&self, off: u64) -> Result<Vec<u8>> {
         let len = self.stat()?.st_size as u64;

@@ -179,8 +179,11 @@ impl SmallDir {
         }
         if !changed {
             let own = g.writer.as_ref().map(|w| w.log);
+            // Another writer appended if its log has a byte at the offset read so far (asked of
+            // the data, not of a size a network file system may report late).
+            let mut probe = [0u8; 1];
             for (i, l) in g.logs.iter().enumerate() {
-                if Some(i) != own && l.file.size()? != l.seen {
+                if Some(i) != own && l.file.pread_full(&mut probe, l.seen)? > 0 {
                     changed = true;
                     break;
                 }
@@ -236,7 +239,7 @@ impl SmallDir {
                         }
                     },
                 };
-                let bytes = file.read_from(0)?;
+                let bytes = file.read_to_end_from(0, 0)?;
                 if bytes.len() < format::INDEX_HEADER_LEN {
                     logs.push(LogRef {
                         path,
