@@ -685,7 +685,8 @@ struct shared {
     int won[2][MAX_ROUNDS];
     int err[2][MAX_ROUNDS];
     int stop;
-    long missing, reads;
+    long missing, reads, other;
+    int other_errno;
 };
 
 static struct shared *sh;
@@ -812,29 +813,34 @@ static void probe_races(void)
     rm_rf(da);
 }
 
-/* A replaces a name by rename(2) over and over; B opens it meanwhile and counts ENOENT. */
-static void probe_rename_atomicity(void)
+/* A replaces a name by rename(2) over and over; a reader on mount B (or A) opens it meanwhile and
+ * counts the opens that fail. */
+static void probe_rename_atomicity(const char *name, const char *reader_base)
 {
-    char d[4096], db[4096];
-    pa(d, "ra"), pb(db, "ra");
+    char d[4096], dr[4096];
+    pa(d, "ra");
+    snprintf(dr, sizeof dr, "%s/ra", reader_base);
     mkdir(d, 0755);
-    char target[4200], targetb[4200];
+    char target[4200], targetr[4200];
     snprintf(target, sizeof target, "%s/target", d);
-    snprintf(targetb, sizeof targetb, "%s/target", db);
+    snprintf(targetr, sizeof targetr, "%s/target", dr);
     mkfile(target, "0");
-    sh->stop = 0, sh->missing = 0, sh->reads = 0;
+    sh->stop = 0, sh->missing = 0, sh->reads = 0, sh->other = 0;
     pid_t kid = fork();
     if (kid == 0) {
-        long miss = 0, reads = 0;
+        long miss = 0, reads = 0, other = 0;
+        int other_errno = 0;
         while (!__atomic_load_n(&sh->stop, __ATOMIC_SEQ_CST)) {
-            int fd = open(targetb, O_RDONLY);
+            int fd = open(targetr, O_RDONLY);
             reads++;
-            if (fd < 0)
+            if (fd < 0) {
                 miss += errno == ENOENT;
-            else
+                if (errno != ENOENT)
+                    other++, other_errno = errno;
+            } else
                 close(fd);
         }
-        sh->missing = miss, sh->reads = reads;
+        sh->missing = miss, sh->reads = reads, sh->other = other, sh->other_errno = other_errno;
         _exit(0);
     }
     int n = 1000;
@@ -843,16 +849,16 @@ static void probe_rename_atomicity(void)
         snprintf(t, sizeof t, "%s/tmp.%d", d, i);
         mkfile(t, "x");
         if (rename(t, target) != 0) {
-            report("rename.replace_atomic", ename(errno), NULL);
+            report(name, ename(errno), NULL);
             break;
         }
     }
     __atomic_store_n(&sh->stop, 1, __ATOMIC_SEQ_CST);
     waitpid(kid, NULL, 0);
-    char v[32];
-    snprintf(v, sizeof v, "%s", sh->missing ? "GAPS" : "ok");
-    report("rename.replace_atomic", v, "%d renames over the target via A; %ld of %ld opens via B got ENOENT", n,
-           sh->missing, sh->reads);
+    report(name, sh->missing || sh->other ? "GAPS" : "ok",
+           "%d renames over the target via A; of %ld opens via %s, %ld got ENOENT, %ld another error (%s)", n,
+           sh->reads, strcmp(reader_base, A) ? "B" : "A", sh->missing, sh->other,
+           sh->other ? ename(sh->other_errno) : "-");
     rm_rf(d);
 }
 
@@ -1006,7 +1012,8 @@ int main(int argc, char **argv)
     probe_dir_mtime();
     probe_name_visibility();
     probe_races();
-    probe_rename_atomicity();
+    probe_rename_atomicity("rename.replace_atomic", B);
+    probe_rename_atomicity("rename.replace_atomic.same_mount", A);
     probe_locks();
     probe_latency();
     rm_rf(A);
