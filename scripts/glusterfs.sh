@@ -8,6 +8,9 @@
 #   scripts/glusterfs.sh mount DIR    an extra FUSE client of the volume at DIR (unmounted by stop)
 #   scripts/glusterfs.sh umount DIR   unmount such an extra client
 #
+# `start` gives a fresh, empty volume; on a running one it only remounts clients that stopped
+# answering (the data stays); with glusterd or a brick gone it stops everything and starts anew.
+#
 # Needs root and /dev/fuse; installs glusterfs-server and glusterfs-client when missing
 # (scripts/install-deps.sh). Every process runs in a private network namespace with a single /32
 # address on its loopback (GlusterFS refuses 127.0.0.0/8 brick addresses), so nothing listens
@@ -206,6 +209,28 @@ all_up() {
     ((n >= 1))
 }
 
+# 0 when glusterd and every brick run.
+servers_up() {
+    [ -n "$(netns_inode)" ] || return 1
+    local pid
+    pid=$(cat "$RUN/glusterd.pid" 2>/dev/null) || return 1
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = glusterd ] || return 1
+    [ "$(brick_count)" -eq "$BRICKS" ]
+}
+
+# Remounts every listed client mount that does not answer; 0 when all answer afterwards.
+repair_clients() {
+    local m n=0
+    for m in $(client_mounts); do
+        n=$((n + 1))
+        mount_answers "$m" && continue
+        say "the client at $m does not answer: remounting it"
+        umount_client "$m"
+        mount_client "$m" || return 1
+    done
+    ((n >= 1))
+}
+
 brick_count() {
     local p n=0
     for p in $(netns_pids); do
@@ -221,8 +246,12 @@ do_start() {
         say "already running: volume $VOL at $IP, mounts: $(client_mounts | tr '\n' ' ')"
         return 0
     fi
+    if servers_up && repair_clients; then
+        say "remounted the clients that did not answer; the volume kept its data"
+        return 0
+    fi
     if [ -n "$(netns_inode)" ] || [ -n "$(client_mounts)" ]; then
-        say "a partly running or stale instance is in $DIR: stopping it first"
+        say "a partly running or stale instance is in $DIR: stopping it, starting an empty volume"
         do_stop
     fi
     case "$CLIENTS" in 1 | 2) ;; *) die "PLFS_GLUSTER_CLIENTS must be 1 or 2" ;; esac
