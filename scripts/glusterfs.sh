@@ -90,6 +90,17 @@ netns_inode() {
     stat -L -c %i "$NETNS"
 }
 
+# 0 when process $1 exists and is not a zombie (the daemons' parent is init once start returns,
+# which may reap them late).
+alive() {
+    [ -n "$1" ] && [ -e "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
+# 0 when process $1 is alive and runs the command $2.
+runs() {
+    [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && alive "$1"
+}
+
 # Pids of every process inside our namespace.
 netns_pids() {
     local ino p
@@ -112,14 +123,17 @@ in_ns() { nsenter --net="$NETNS" "$@"; }
 # Runs a command in the namespace and in a private mount namespace in which the paths glusterd,
 # its bricks and the gluster CLI hard-code (brick sockets in /run/gluster; /var/lib/glusterd's
 # ss_brick and geo-replication/) are bind mounts of directories under $DIR, so the system's copies
-# stay untouched. unshare, sh and nsenter exec: the command keeps the pid of the caller's child.
-in_sys_ns() {
-    unshare --mount --propagation private sh -c '
+# stay untouched. For a command started in the background, `spawn_in_sys_ns CMD... &`: the
+# background subshell execs, so no shell of this script outlives `start` as the command's parent.
+spawn_in_sys_ns() {
+    exec unshare --mount --propagation private sh -c '
         mount --bind "$1/sys/run-gluster" /run/gluster &&
         mount --bind "$1/sys/var-lib-glusterd" /var/lib/glusterd &&
         ns=$2 && shift 2 && exec nsenter --net="$ns" "$@"
     ' sh "$DIR" "$NETNS" "$@"
 }
+
+in_sys_ns() { (spawn_in_sys_ns "$@"); }
 
 cli() {
     in_sys_ns timeout "$TIMEOUT" gluster --mode=script --glusterd-sock="$SOCK" --log-file="$LOG/cli.log" "$@"
@@ -199,7 +213,7 @@ all_up() {
     [ -n "$(netns_inode)" ] || return 1
     local pid
     pid=$(cat "$RUN/glusterd.pid" 2>/dev/null) || return 1
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = glusterd ] || return 1
+    runs "$pid" glusterd || return 1
     [ "$(brick_count)" -eq "$BRICKS" ] || return 1
     local m n=0
     while read -r m; do
@@ -214,7 +228,7 @@ servers_up() {
     [ -n "$(netns_inode)" ] || return 1
     local pid
     pid=$(cat "$RUN/glusterd.pid" 2>/dev/null) || return 1
-    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = glusterd ] || return 1
+    runs "$pid" glusterd || return 1
     [ "$(brick_count)" -eq "$BRICKS" ]
 }
 
@@ -234,7 +248,7 @@ repair_clients() {
 brick_count() {
     local p n=0
     for p in $(netns_pids); do
-        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = glusterfsd ] && n=$((n + 1))
+        runs "$p" glusterfsd && n=$((n + 1))
     done
     echo "$n"
 }
@@ -294,13 +308,13 @@ EOF
     # clients stay in the machine's mount namespace so that everyone sees their mounts.
     # -N: glusterd stays in the foreground, so $! is its pid.
     mkdir -p "$DIR/sys/run-gluster" "$DIR/sys/var-lib-glusterd" /run/gluster /var/lib/glusterd
-    in_sys_ns glusterd -N -f "$DIR/glusterd.vol" --log-file="$LOG/glusterd.log" \
+    spawn_in_sys_ns glusterd -N -f "$DIR/glusterd.vol" --log-file="$LOG/glusterd.log" \
         -p "$RUN/glusterd.pid" </dev/null >>"$LOG/glusterd.out" 2>&1 &
     echo $! >"$RUN/glusterd.pid"
     disown
     local t=0
     until [ -S "$SOCK" ] && cli volume list >/dev/null 2>&1; do
-        kill -0 "$(cat "$RUN/glusterd.pid")" 2>/dev/null || fail_start "glusterd exited"
+        alive "$(cat "$RUN/glusterd.pid")" || fail_start "glusterd exited"
         t=$((t + 1))
         ((t <= TIMEOUT * 4)) || fail_start "glusterd did not answer within ${TIMEOUT}s"
         sleep 0.25
@@ -383,7 +397,7 @@ do_status() {
         down=$((down + 1))
     fi
     pid=$(cat "$RUN/glusterd.pid" 2>/dev/null || true)
-    if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = glusterd ]; then
+    if [ -n "$pid" ] && runs "$pid" glusterd; then
         echo "glusterd: pid $pid"
         up=$((up + 1))
     else
@@ -392,7 +406,7 @@ do_status() {
     fi
     local bricks=""
     for p in $(netns_pids); do
-        [ "$(cat "/proc/$p/comm" 2>/dev/null)" = glusterfsd ] && bricks="$bricks $p"
+        runs "$p" glusterfsd && bricks="$bricks $p"
     done
     echo "bricks: $(brick_count) of $BRICKS running${bricks:+ (pids$bricks)}"
     if [ "$(brick_count)" -eq $BRICKS ]; then up=$((up + 1)); else down=$((down + 1)); fi
