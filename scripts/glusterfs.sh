@@ -17,7 +17,8 @@
 # outside it and a system glusterd on port 24007 cannot collide. Only the FUSE mounts are seen by
 # the rest of the machine. All state (bricks, glusterd's working directory, sockets, logs, pid
 # files, mount points, the namespace handle) lives under PLFS_GLUSTER_DIR; /var/lib/glusterd,
-# /var/run/gluster and /var/log/glusterfs are not touched. `stop` kills exactly the processes that
+# /var/run/gluster and /var/log/glusterfs are not touched (glusterd, its bricks and the gluster CLI
+# also run in a private mount namespace where the paths they hard-code are bind mounts into it). `stop` kills exactly the processes that
 # live in that namespace (only this script enters it), deletes the bricks and keeps the logs.
 #
 # Settings (environment):
