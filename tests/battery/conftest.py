@@ -21,6 +21,9 @@ from fuse_method import fuse_available, fuse_bin, fuse_mount
 
 ROOT = Path(__file__).resolve().parents[2]
 METHODS = ["preload", "fuse"]
+# Where the fixtures put their backends, plain copies and mount points: $PLFS_TEST_ROOT when set
+# and not empty (e.g. a directory on a GlusterFS mount, to run the battery on that backend).
+TEST_ROOT = os.environ.get("PLFS_TEST_ROOT") or "/tmp"
 
 
 def _target_dir():
@@ -119,7 +122,7 @@ def method(request):
 
 @pytest.fixture
 def fs(method, preload_lib):
-    root = Path(tempfile.mkdtemp(prefix="plfs-battery-", dir="/tmp"))
+    root = Path(tempfile.mkdtemp(prefix="plfs-battery-", dir=TEST_ROOT))
     backend = root / "backend"
     backend.mkdir()
     (root / "plain").mkdir()

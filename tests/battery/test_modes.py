@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import METHODS, ROOT, PlfsFixture, _target_dir
+from conftest import METHODS, ROOT, TEST_ROOT, PlfsFixture, _target_dir
 from fuse_method import fuse_available, fuse_bin, fuse_mount
 
 WORKLOADS = ["n-n", "1-n"]
@@ -37,7 +37,7 @@ def tree(tmp_path_factory):
 @pytest.fixture(params=[(w, m) for w in WORKLOADS for m in METHODS], ids=lambda p: f"{p[0]}-{p[1]}")
 def fs_mode(request, preload_lib):
     workload, method = request.param
-    root = Path(tempfile.mkdtemp(prefix=f"plfs-modes-{workload}-", dir="/tmp"))
+    root = Path(tempfile.mkdtemp(prefix=f"plfs-modes-{workload}-", dir=TEST_ROOT))
     backends = [root / "b0", root / "b1", root / "b2"]
     for b in backends:
         b.mkdir()

@@ -54,6 +54,14 @@ fn have(tool: &str, test: &str) -> bool {
     ok
 }
 
+/// Where the tests put their temporary directories: `$PLFS_TEST_ROOT` when set and not empty (e.g.
+/// a directory on a GlusterFS mount, to run the tests on that backend), else the system temp dir.
+fn test_root() -> PathBuf {
+    std::env::var_os("PLFS_TEST_ROOT")
+        .filter(|p| !p.is_empty())
+        .map_or_else(std::env::temp_dir, PathBuf::from)
+}
+
 /// A fresh directory, removed by [`TempDir::drop`] unless the test failed.
 struct TempDir(PathBuf);
 
@@ -61,7 +69,7 @@ impl TempDir {
     fn new(tag: &str) -> TempDir {
         static N: AtomicUsize = AtomicUsize::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
-        let d = std::env::temp_dir().join(format!("plfs-capi-{tag}-{}-{n}", std::process::id()));
+        let d = test_root().join(format!("plfs-capi-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         TempDir(d)

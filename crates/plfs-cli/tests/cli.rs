@@ -6,6 +6,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// Where the tests put their temporary directories: `$PLFS_TEST_ROOT` when set and not empty (e.g.
+/// a directory on a GlusterFS mount, to run the tests on that backend), else the system temp dir.
+fn test_root() -> PathBuf {
+    std::env::var_os("PLFS_TEST_ROOT")
+        .filter(|p| !p.is_empty())
+        .map_or_else(std::env::temp_dir, PathBuf::from)
+}
+
 /// A temporary directory with backends and a plfsrc; removed on drop.
 struct Env {
     dir: PathBuf,
@@ -15,7 +23,7 @@ struct Env {
 
 impl Env {
     fn new(name: &str) -> Env {
-        let dir = std::env::temp_dir().join(format!("plfs-cli-test-{}-{name}", std::process::id()));
+        let dir = test_root().join(format!("plfs-cli-test-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for b in ["b1", "b2", "plain"] {
             std::fs::create_dir_all(dir.join(b)).unwrap();

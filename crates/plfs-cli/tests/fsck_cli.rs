@@ -6,6 +6,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Where the tests put their temporary directories: `$PLFS_TEST_ROOT` when set and not empty (e.g.
+/// a directory on a GlusterFS mount, to run the tests on that backend), else the system temp dir.
+fn test_root() -> PathBuf {
+    std::env::var_os("PLFS_TEST_ROOT")
+        .filter(|p| !p.is_empty())
+        .map_or_else(std::env::temp_dir, PathBuf::from)
+}
+
 struct Env {
     dir: PathBuf,
     cfg: PathBuf,
@@ -14,7 +22,7 @@ struct Env {
 
 impl Env {
     fn new(name: &str, extra: &str) -> Env {
-        let dir = std::env::temp_dir().join(format!("plfs-fsck-cli-{}-{name}", std::process::id()));
+        let dir = test_root().join(format!("plfs-fsck-cli-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("b1")).unwrap();
         let mount = PathBuf::from(format!("/plfs-fsck-cli-{}-{name}", std::process::id()));

@@ -2,8 +2,16 @@
 //! (needs root and /dev/fuse; skipped otherwise).
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Where the tests put their temporary directories: `$PLFS_TEST_ROOT` when set and not empty (e.g.
+/// a directory on a GlusterFS mount, to run the tests on that backend), else the system temp dir.
+fn test_root() -> PathBuf {
+    std::env::var_os("PLFS_TEST_ROOT")
+        .filter(|p| !p.is_empty())
+        .map_or_else(std::env::temp_dir, PathBuf::from)
+}
 
 #[test]
 fn mount_write_read_umount() {
@@ -16,7 +24,7 @@ fn mount_write_read_umount() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    let dir = std::env::temp_dir().join(format!("plfs-cli-mount-{}-{n:x}", std::process::id()));
+    let dir = test_root().join(format!("plfs-cli-mount-{}-{n:x}", std::process::id()));
     let (mnt, be) = (dir.join("mnt"), dir.join("backend"));
     std::fs::create_dir_all(&mnt).unwrap();
     std::fs::create_dir_all(&be).unwrap();

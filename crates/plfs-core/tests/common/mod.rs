@@ -15,20 +15,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The logical mount point every fixture uses (it need not exist: PLFS resolves it lexically).
 pub const MOUNT: &str = "/plfs-test/mnt";
 
+/// Where the tests put their temporary directories (backends included): `$PLFS_TEST_ROOT` when set
+/// and not empty (e.g. a directory on a GlusterFS mount, to run the tests on that backend), else
+/// the system temp dir.
+pub fn test_root() -> PathBuf {
+    match std::env::var_os("PLFS_TEST_ROOT") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => std::env::temp_dir(),
+    }
+}
+
 /// A temporary directory, removed with everything in it when dropped (kept when `PLFS_TEST_KEEP`
 /// is set, for post-mortems).
 #[derive(Debug)]
 pub struct TempDir(PathBuf);
 
 impl TempDir {
-    /// Creates a fresh, unique directory under the system temp dir.
+    /// Creates a fresh, unique directory under [`test_root`].
     pub fn new(tag: &str) -> TempDir {
         static N: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
-        let p = std::env::temp_dir().join(format!(
+        let p = test_root().join(format!(
             "plfs-it-{tag}-{}-{}-{nanos}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)

@@ -35,12 +35,21 @@ pub struct Mounted {
     handed_over: bool,
 }
 
+/// Where the tests put their temporary directories (backends and mount points): `$PLFS_TEST_ROOT`
+/// when set and not empty (e.g. a directory on a GlusterFS mount), else the system temp dir.
+pub fn test_root() -> PathBuf {
+    match std::env::var_os("PLFS_TEST_ROOT") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => std::env::temp_dir(),
+    }
+}
+
 fn unique_dir(tag: &str) -> PathBuf {
     let n = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    let d = std::env::temp_dir().join(format!("plfs-fuse-test-{tag}-{}-{n:x}", std::process::id()));
+    let d = test_root().join(format!("plfs-fuse-test-{tag}-{}-{n:x}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

@@ -6,6 +6,7 @@ the write phase (open to close, slowest process)."""
 import argparse
 import multiprocessing as mp
 import os
+import queue
 import time
 
 
@@ -46,7 +47,17 @@ def main():
     ps = [ctx.Process(target=worker, args=(a.target, r, a.nproc, a.recsize, a.nrec, barrier, out, a.fsync)) for r in range(a.nproc)]
     for p in ps:
         p.start()
-    times = [out.get() for _ in ps]
+    # A writer that fails never reports a time: fail with its exit code instead of waiting forever.
+    times = []
+    while len(times) < len(ps):
+        try:
+            times.append(out.get(timeout=1))
+        except queue.Empty:
+            failed = [p.exitcode for p in ps if p.exitcode not in (None, 0)]
+            if failed:
+                for p in ps:
+                    p.terminate()
+                raise SystemExit(f"writer exited with {failed[0]}")
     for p in ps:
         p.join()
         if p.exitcode != 0:
