@@ -377,14 +377,8 @@ impl Container {
         }
         let rel = self.shadow_rel()?;
         for shadow in &self.mount.shadows {
-            let sdir = match shadow.dir_opt(&rel) {
-                Ok(Some(d)) => d,
-                Ok(None) => continue,
-                Err(e) => {
-                    crate::warn!("{e}: skipping an unreachable shadow backend");
-                    continue;
-                }
-            };
+            // An unreachable shadow backend is an error: its logs may hold the file's data.
+            let Some(sdir) = shadow.dir_opt(&rel)? else { continue };
             for name in sdir.list()? {
                 if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
                     if let Some(d) = sdir.open_dir_opt(&name)? {

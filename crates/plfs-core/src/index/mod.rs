@@ -82,8 +82,25 @@ impl IndexState {
     }
 
     /// Loads the whole index of `c` (logical path `logical`): from its flattened index when that
-    /// is still valid, else from every index log.
+    /// is still valid, else from every index log. Damage found is checked again on a fresh
+    /// load a few times before it is reported: a network file system can list a directory
+    /// incompletely for an instant (GlusterFS, while an ancestor is being renamed), real damage
+    /// stays.
     pub fn load(c: &Container, logical: &Path) -> Result<Self> {
+        let mut delay = std::time::Duration::from_millis(10);
+        for _ in 0..3 {
+            match Self::load_once(c, logical) {
+                Err(Error::Corruption { .. }) => {
+                    std::thread::sleep(delay);
+                    delay *= 5;
+                }
+                r => return r,
+            }
+        }
+        Self::load_once(c, logical)
+    }
+
+    fn load_once(c: &Container, logical: &Path) -> Result<Self> {
         let mut s = IndexState::empty(c.mount.global.max_open_data_logs as usize);
         match s.load_flat(c, logical) {
             Ok(true) => return Ok(s),

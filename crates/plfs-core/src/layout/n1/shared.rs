@@ -109,7 +109,15 @@ impl Shared {
         if g.is_none() || refresh || stale {
             self.flush_all()?;
             match g.as_mut() {
-                Some(s) if !stale => s.refresh(&self.c)?,
+                // A refresh that finds damage reloads from scratch, which checks it again.
+                Some(s) if !stale => match s.refresh(&self.c) {
+                    Ok(()) => {}
+                    Err(e @ Error::Corruption { .. }) => {
+                        crate::debug!("{e}: reloading the index to check");
+                        *g = Some(IndexState::load(&self.c, &self.logical)?);
+                    }
+                    Err(e) => return Err(e),
+                },
                 _ => *g = Some(IndexState::load(&self.c, &self.logical)?),
             }
             // Drop pattern timestamps unless this process writes the file too (its own writes
