@@ -74,10 +74,17 @@ impl Writer {
     /// a retry can create them again.
     pub(crate) fn create_logs(&mut self, c: &Container, data_crc: bool) -> Result<()> {
         let (dir, in_container) = c.writer_dir(&self.host, true)?;
-        let mode = c.marker_stat().map(|s| container::log_mode(s.st_mode)).unwrap_or(0o600);
+        let marker = c.marker_stat().ok();
+        let mode = marker.as_ref().map_or(0o600, |s| container::log_mode(s.st_mode));
+        // The logs belong to the file's group, so that its group may read what another member
+        // wrote (a writer not in the group keeps its own: the change is refused, harmlessly).
+        let gid = marker.as_ref().map_or(u32::MAX, |s| s.st_gid);
         let flags = if data_crc { format::LOG_FLAG_DATA_CRC } else { 0 };
         let mk = |name: &str, magic: [u8; 8]| -> Result<File> {
             let f = dir.create_file(name, mode, Create::Excl)?;
+            if f.stat().is_ok_and(|st| st.st_gid != gid) {
+                let _ = f.chown(u32::MAX, gid);
+            }
             let h = LogHeader {
                 magic,
                 writer_id: self.id,
