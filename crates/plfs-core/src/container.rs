@@ -60,11 +60,15 @@ pub fn log_mode(mode: u32) -> u32 {
 pub const SHADOW_ROOT_MODE: u32 = 0o1777;
 
 /// Makes directory `name` in `parent` (if missing) and opens it; a directory this call made gets
-/// exactly `mode`, whatever the process umask.
-fn mkdir_exact(parent: &Dir, name: &str, mode: u32) -> Result<Dir> {
+/// exactly `mode`, whatever the process umask, and group `gid` (the file's: its group reaches
+/// what another member made; a maker not in that group keeps its own).
+fn mkdir_exact(parent: &Dir, name: &str, mode: u32, gid: u32) -> Result<Dir> {
     let made = parent.mkdir_ok(name, mode)?;
     let d = parent.open_dir(name)?;
     if made {
+        if d.fstat()?.st_gid != gid {
+            follow(d.chown_self(u32::MAX, gid))?;
+        }
         d.chmod_self(mode)?;
     }
     Ok(d)
@@ -192,10 +196,11 @@ impl Container {
                 m.chown(u, g)?;
                 t.chown_self(u, g)?;
             }
-            // Every directory of the container has the container's mode, exactly (no umask).
+            // Every directory of the container has the container's mode, exactly (no umask),
+            // and the file's group.
             t.chmod_self(container_dir_mode(mode))?;
-            t.mkdir(format::META_DIR, container_dir_mode(mode))?;
-            t.open_dir(format::META_DIR)?.chmod_self(container_dir_mode(mode))?;
+            let gid = m.stat()?.st_gid;
+            mkdir_exact(&t, format::META_DIR, container_dir_mode(mode), gid)?;
             t.open_dir(format::META_DIR)?.touch(cid_dropping(cid), 0o644)?;
             Ok(())
         };
@@ -303,18 +308,20 @@ impl Container {
     pub fn writer_dir(&self, host: &str, create: bool) -> Result<(Dir, bool)> {
         let hd = self.mount.hostdir_for(host);
         let shadow = self.mount.shadow_for(host);
-        let mode = || self.marker_stat().map(|st| container_dir_mode(st.st_mode));
+        let marker = || self.marker_stat().map(|st| (container_dir_mode(st.st_mode), st.st_gid));
         if Arc::ptr_eq(shadow, &self.mount.canonical[self.backend]) {
             if create {
-                return Ok((mkdir_exact(&self.dir, &hd, mode()?)?.kept(), true));
+                let (m, g) = marker()?;
+                return Ok((mkdir_exact(&self.dir, &hd, m, g)?.kept(), true));
             }
             return Ok((self.dir.open_dir_kept(&hd)?, true));
         }
         let d = if create {
-            let m = mode()?;
-            let root = mkdir_exact(shadow.root()?, format::SHADOW_ROOT, SHADOW_ROOT_MODE)?;
-            let cdir = mkdir_exact(&root, &format!("{:032x}", self.cid()?), m)?;
-            mkdir_exact(&cdir, &hd, m)?
+            let (m, g) = marker()?;
+            let root = shadow.root()?;
+            let sroot = mkdir_exact(root, format::SHADOW_ROOT, SHADOW_ROOT_MODE, root.fstat()?.st_gid)?;
+            let cdir = mkdir_exact(&sroot, &format!("{:032x}", self.cid()?), m, g)?;
+            mkdir_exact(&cdir, &hd, m, g)?
         } else {
             shadow.dir(&self.shadow_rel()?.join(&hd))?
         };
