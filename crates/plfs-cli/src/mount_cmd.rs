@@ -23,6 +23,10 @@ pub struct MountArgs {
     /// Only the user who mounted may use the mount.
     #[arg(long)]
     pub no_allow_other: bool,
+    /// Do not let the kernel check permissions: the daemon checks opens itself and serves every
+    /// request with its caller's identity.
+    #[arg(long)]
+    pub no_default_permissions: bool,
 }
 
 /// Arguments of `plfs umount`.
@@ -45,6 +49,7 @@ pub fn mount(cli: &Cli, a: &MountArgs) -> anyhow::Result<()> {
         } else {
             None
         },
+        default_permissions: a.no_default_permissions.then_some(false),
     };
     if a.foreground {
         plfs_fuse::mount(opts).with_context(|| format!("mounting {}", a.mountpoint.display()))
