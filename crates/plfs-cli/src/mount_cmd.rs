@@ -27,6 +27,9 @@ pub struct MountArgs {
     /// request with its caller's identity.
     #[arg(long)]
     pub no_default_permissions: bool,
+    /// Read-only opens bypass the page cache too (faster large reads, slower small ones).
+    #[arg(long)]
+    pub direct_io: bool,
 }
 
 /// Arguments of `plfs umount`.
@@ -50,6 +53,7 @@ pub fn mount(cli: &Cli, a: &MountArgs) -> anyhow::Result<()> {
             None
         },
         default_permissions: a.no_default_permissions.then_some(false),
+        direct_io: a.direct_io.then_some(true),
     };
     if a.foreground {
         plfs_fuse::mount(opts).with_context(|| format!("mounting {}", a.mountpoint.display()))

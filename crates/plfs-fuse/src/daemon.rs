@@ -258,7 +258,7 @@ pub fn mount(opts: MountOptions) -> Result<(), Error> {
     }
     let default_permissions = opts.default_permissions.unwrap_or(true);
     crate::ident::enable();
-    let fs = PlfsFs::new(plfs, mount_point, default_permissions);
+    let fs = PlfsFs::new(plfs, mount_point, default_permissions, opts.direct_io.unwrap_or(false));
 
     let mut fc = fuser::Config::default();
     fc.mount_options = vec![

@@ -35,12 +35,21 @@ use std::time::{Duration, SystemTime};
 pub const TTL: Duration = Duration::from_secs(1);
 /// Largest write and read request we ask the kernel for.
 pub const MAX_IO: u32 = 1 << 20;
-/// How handles are opened: writable ones bypass the page cache (each write(2) reaches the daemon
-/// as one request of up to [`MAX_IO`] bytes, with no page-cache copy, as the original PLFS FUSE
-/// did with direct_io); read-only ones use the page cache and readahead. mmap works on both
+/// How handles are opened. Writable ones bypass the page cache (each write(2) reaches the
+/// daemon as one request of up to [`MAX_IO`] bytes, with no page-cache copy, as the original
+/// PLFS FUSE did with direct_io) and allow parallel writes: without, the kernel holds the
+/// inode's lock exclusively across each write's round trip to the daemon, so the writers of an
+/// N-1 file take turns; with, writes that do not extend the file proceed together (each process
+/// has its own data log and the core locks per writer; two overlapping writes still resolve as
+/// one after the other, by their index records' timestamps). Read-only ones use the page cache
+/// and readahead, unless the mount asks for direct I/O (`--direct-io`): one copy less and no
+/// page-cache churn for large reads (2-3x less CPU at 64 KiB and more), but one round trip per
+/// read(2) (five times slower at 4 KiB, ten at 512 bytes). mmap works either way
 /// (FUSE_DIRECT_IO_ALLOW_MMAP).
-fn fopen_flags(acc_write: bool) -> FopenFlags {
+fn fopen_flags(acc_write: bool, direct_reads: bool) -> FopenFlags {
     if acc_write {
+        FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+    } else if direct_reads {
         FopenFlags::FOPEN_DIRECT_IO
     } else {
         FopenFlags::empty()
@@ -293,7 +302,10 @@ impl Filesystem for PlfsFs {
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         guard("open", || match self.open_inner(req, ino, flags.0) {
-            Ok(fh) => reply.opened(FileHandle(fh), fopen_flags(flags.acc_mode() != OpenAccMode::O_RDONLY)),
+            Ok(fh) => reply.opened(
+                FileHandle(fh),
+                fopen_flags(flags.acc_mode() != OpenAccMode::O_RDONLY, self.direct_reads),
+            ),
             Err(e) => reply.error(e),
         })
     }
@@ -344,8 +356,6 @@ impl Filesystem for PlfsFs {
         reply: ReplyWrite,
     ) {
         guard("write", || {
-            self.writes.fetch_add(1, Ordering::Relaxed);
-            self.max_write_seen.fetch_max(data.len() as u64, Ordering::Relaxed);
             let r = self.handle(fh).and_then(|h| {
                 self.as_opener(&h)?;
                 let n = h.file.write_as(data, offset, req.pid()).map_err(|e| errno(&e))?;
@@ -497,7 +507,7 @@ impl Filesystem for PlfsFs {
                 &a,
                 Generation(GENERATION),
                 FileHandle(fh),
-                fopen_flags(flags & libc::O_ACCMODE != libc::O_RDONLY),
+                fopen_flags(flags & libc::O_ACCMODE != libc::O_RDONLY, self.direct_reads),
             ),
             Err(e) => reply.error(e),
         })

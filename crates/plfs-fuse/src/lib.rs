@@ -74,6 +74,9 @@ pub struct MountOptions {
     /// default). Without it the daemon checks opens itself and every request runs as its caller
     /// (README, "Permissions").
     pub default_permissions: Option<bool>,
+    /// Read-only opens bypass the page cache too (writable ones always do): faster large reads,
+    /// slower small ones (README, "Behaviour"). Default: false.
+    pub direct_io: Option<bool>,
 }
 
 impl MountOptions {
@@ -101,7 +104,7 @@ impl MountOptions {
 
     /// Command-line arguments that reproduce these options in foreground mode:
     /// `MOUNTPOINT [--config FILE] [--threads N] [--allow-other|--no-allow-other]
-    /// [--no-default-permissions] --foreground`.
+    /// [--no-default-permissions] [--direct-io] --foreground`.
     /// Paths are made absolute. Front ends that daemonize with [`spawn_background`] must accept
     /// these arguments after their own prefix (e.g. `plfs mount`).
     pub fn foreground_args(&self) -> Result<Vec<OsString>, Error> {
@@ -122,6 +125,9 @@ impl MountOptions {
         }
         if o.default_permissions == Some(false) {
             a.push("--no-default-permissions".into());
+        }
+        if o.direct_io == Some(true) {
+            a.push("--direct-io".into());
         }
         a.push("--foreground".into());
         Ok(a)

@@ -52,16 +52,14 @@ pub struct PlfsFs {
     /// The kernel checks permissions (`default_permissions`); if not, the daemon does at open
     /// and in ACCESS, and every request runs as its caller.
     pub(crate) default_permissions: bool,
+    /// Read-only handles bypass the page cache too (`--direct-io`).
+    pub(crate) direct_reads: bool,
     /// Supplementary groups of calling processes.
     pub(crate) groups: Groups,
     /// Modes of the inodes whose last reported mode has bits a write must clear (set-user-ID,
     /// set-group-ID with group execute); `privileged` says whether there is any.
     privs: Mutex<HashMap<u64, u32>>,
     privileged: AtomicBool,
-    /// Write requests served (for tests and diagnostics).
-    pub writes: AtomicU64,
-    /// Largest write request seen, bytes.
-    pub max_write_seen: AtomicU64,
 }
 
 pub(crate) type R<T> = Result<T, Errno>;
@@ -78,8 +76,9 @@ pub fn privs_to_kill(mode: u32) -> u32 {
 
 impl PlfsFs {
     /// Serves `mount_point` (a mount point of `plfs`'s configuration); `default_permissions`:
-    /// whether the kernel checks permissions.
-    pub fn new(plfs: Plfs, mount_point: PathBuf, default_permissions: bool) -> Self {
+    /// whether the kernel checks permissions; `direct_reads`: whether read-only handles bypass
+    /// the page cache.
+    pub fn new(plfs: Plfs, mount_point: PathBuf, default_permissions: bool, direct_reads: bool) -> Self {
         PlfsFs {
             plfs,
             mount_point,
@@ -89,11 +88,10 @@ impl PlfsFs {
             next_fh: AtomicU64::new(1),
             trunc_close: Mutex::new(()),
             default_permissions,
+            direct_reads,
             groups: Groups::default(),
             privs: Mutex::new(HashMap::new()),
             privileged: AtomicBool::new(false),
-            writes: AtomicU64::new(0),
-            max_write_seen: AtomicU64::new(0),
         }
     }
 
