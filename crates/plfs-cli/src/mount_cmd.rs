@@ -23,6 +23,13 @@ pub struct MountArgs {
     /// Only the user who mounted may use the mount.
     #[arg(long)]
     pub no_allow_other: bool,
+    /// Do not let the kernel check permissions: the daemon checks opens itself and serves every
+    /// request with its caller's identity.
+    #[arg(long)]
+    pub no_default_permissions: bool,
+    /// Read-only opens bypass the page cache too (faster large reads, slower small ones).
+    #[arg(long)]
+    pub direct_io: bool,
 }
 
 /// Arguments of `plfs umount`.
@@ -45,6 +52,8 @@ pub fn mount(cli: &Globals, a: &MountArgs) -> anyhow::Result<()> {
         } else {
             None
         },
+        default_permissions: a.no_default_permissions.then_some(false),
+        direct_io: a.direct_io.then_some(true),
     };
     if a.foreground {
         plfs_fuse::mount(opts).with_context(|| format!("mounting {}", a.mountpoint.display()))

@@ -59,6 +59,41 @@ pub fn log_mode(mode: u32) -> u32 {
     (mode & 0o666) | 0o600
 }
 
+/// Mode of `.plfs_shadow` at a shadow backend's root: every user's writers make their
+/// containers' shadow directories in it, and nobody may rename or remove another's (sticky).
+pub const SHADOW_ROOT_MODE: u32 = 0o1777;
+
+/// Makes directory `name` in `parent` (if missing) and opens it; a directory this call made gets
+/// exactly `mode`, whatever the process umask, and group `gid` where given and not the process's
+/// own (the file's group: its group reaches what another member made; a maker not in that group
+/// keeps its own). Costs no system call beyond mkdir and open when the umask and group already
+/// give that.
+fn mkdir_exact(parent: &Dir, name: &str, mode: u32, gid: Option<u32>) -> Result<Dir> {
+    let made = parent.mkdir_ok(name, mode)?;
+    let d = parent.open_dir(name)?;
+    if made {
+        if let Some(g) = gid.filter(|g| *g != crate::sys::egid()) {
+            follow(d.chown_self(u32::MAX, g))?;
+        }
+        if mode & crate::sys::umask() != 0 || mode & 0o7000 != 0 {
+            d.chmod_self(mode)?;
+        }
+    }
+    Ok(d)
+}
+
+/// A change to an object of the container other than its marker and directory: objects another
+/// user made (another writer's logs) may refuse it (`EPERM`), and are skipped.
+fn follow(r: Result<()>) -> Result<()> {
+    match r {
+        Err(Error::Io {
+            errno: Errno::PERM | Errno::ACCESS,
+            ..
+        }) => Ok(()),
+        r => r,
+    }
+}
+
 fn cid_dropping(cid: u128) -> String {
     format!("cid.{cid:032x}")
 }
@@ -197,8 +232,13 @@ impl Container {
                 t.chown_self(u, g)?;
             }
             let st = m.stat()?;
-            t.mkdir(format::META_DIR, 0o755)?;
-            let meta = t.open_dir(format::META_DIR)?.kept();
+            // Every directory of the container has the container's mode exactly, whatever the
+            // umask (the file's group is the marker's: both were made by this process).
+            let dmode = container_dir_mode(mode);
+            if dmode & crate::sys::umask() != 0 {
+                t.chmod_self(dmode)?;
+            }
+            let meta = mkdir_exact(&t, format::META_DIR, dmode, None)?.kept();
             meta.touch(cid_dropping(cid), 0o644)?;
             let c = Container {
                 mount: mount.clone(),
@@ -329,19 +369,64 @@ impl Container {
     pub fn writer_dir(&self, host: &str, create: bool) -> Result<(Dir, bool)> {
         let hd = self.mount.hostdir_for(host);
         let shadow = self.mount.shadow_for(host);
+        let (m, g) = (container_dir_mode(self.marker.st_mode), Some(self.marker.st_gid));
         if Arc::ptr_eq(shadow, &self.mount.canonical[self.backend]) {
             if create {
-                self.dir.mkdir_ok(&hd, 0o755)?;
+                return Ok((mkdir_exact(&self.dir, &hd, m, g)?.kept(), true));
             }
             return Ok((self.dir.open_dir_kept(&hd)?, true));
         }
-        let rel = self.shadow_rel()?.join(&hd);
         let d = if create {
-            shadow.root()?.mkdir_beneath(&rel, 0o755)?
+            let root = shadow.root()?;
+            let sroot = mkdir_exact(root, format::SHADOW_ROOT, SHADOW_ROOT_MODE, None)?;
+            let cdir = mkdir_exact(&sroot, &format!("{:032x}", self.cid()?), m, g)?;
+            mkdir_exact(&cdir, &hd, m, g)?
         } else {
-            shadow.dir(&rel)?
+            shadow.dir(&self.shadow_rel()?.join(&hd))?
         };
         Ok((d.kept(), false))
+    }
+
+    /// Gives every directory of the container below its own (`meta/`, hostdirs, shadow
+    /// directories) the container's mode and every log the mode that follows from the logical
+    /// mode `mode`, after a chmod of the marker and the container: readers the new mode admits
+    /// can then read every log. Objects made by another user are skipped (see [`follow`]).
+    pub fn follow_mode(&self, mode: u32) -> Result<()> {
+        let (dmode, lmode) = (container_dir_mode(mode), log_mode(mode));
+        self.on_inner(&|d: &Dir| d.chmod_self(dmode), &|d: &Dir, name| d.chmod(name, lmode))
+    }
+
+    /// Gives every object of the container below its own directory the owner `uid`/`gid`
+    /// (`u32::MAX` leaves an id unchanged), after a chown of the marker and the container.
+    pub fn follow_owner(&self, uid: u32, gid: u32) -> Result<()> {
+        self.on_inner(&|d: &Dir| d.chown_self(uid, gid), &|d: &Dir, name| {
+            d.chown(name, uid, gid)
+        })
+    }
+
+    /// Runs `on_dir` on `meta/`, every hostdir and every shadow directory, and `on_file` on every
+    /// file in a hostdir.
+    fn on_inner(
+        &self,
+        on_dir: &dyn Fn(&Dir) -> Result<()>,
+        on_file: &dyn Fn(&Dir, &OsString) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(m) = self.dir.open_dir_opt(format::META_DIR)? {
+            follow(on_dir(&m))?;
+        }
+        let rel = self.shadow_rel()?;
+        for shadow in &self.mount.shadows {
+            if let Some(d) = shadow.dir_opt(&rel)? {
+                follow(on_dir(&d))?;
+            }
+        }
+        for h in self.hostdirs()? {
+            follow(on_dir(&h))?;
+            for name in h.list()? {
+                follow(on_file(&h, &name))?;
+            }
+        }
+        Ok(())
     }
 
     /// fsync of the directory holding a writer's hostdir: the container, or its shadow directory

@@ -248,15 +248,27 @@ pub fn mount(opts: MountOptions) -> Result<(), Error> {
     // SAFETY: umask has no preconditions.
     unsafe { libc::umask(0) };
     let plfs = Plfs::new(cfg)?;
-    let fs = PlfsFs::new(plfs, mount_point);
+    // Open every backend root now, as the daemon: requests then reach the backends through
+    // these descriptors, whoever they run as (a caller need not be able to reach the backend
+    // directory itself, only what the logical path lets it).
+    for m in plfs.mounts().filter(|m| m.cfg.mount_point == mount_point) {
+        for b in m.canonical.iter().chain(m.shadows.iter()) {
+            b.root()?;
+        }
+    }
+    let default_permissions = opts.default_permissions.unwrap_or(true);
+    crate::ident::enable();
+    let fs = PlfsFs::new(plfs, mount_point, default_permissions, opts.direct_io.unwrap_or(false));
 
     let mut fc = fuser::Config::default();
     fc.mount_options = vec![
         MountOption::FSName("plfs".into()),
         MountOption::Subtype("plfs".into()),
-        MountOption::DefaultPermissions,
         MountOption::CUSTOM(format!("max_read={}", crate::handlers::MAX_IO)),
     ];
+    if default_permissions {
+        fc.mount_options.push(MountOption::DefaultPermissions);
+    }
     fc.acl = if opts.allow_other.unwrap_or(euid() == 0) {
         SessionACL::All
     } else {

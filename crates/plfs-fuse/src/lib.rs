@@ -1,10 +1,13 @@
 //! plfs-fuse: a FUSE daemon serving one plfsrc mount point through the kernel, so unmodified
 //! programs (cp, dd, python, MPI codes without MPI-IO) use PLFS through a real mount.
 //!
-//! Layers: [`inodes`] maps FUSE inode numbers to logical paths, `state` holds the open files and
-//! shared helpers, [`handlers`] implements `fuser::Filesystem` on top of `plfs_core::Plfs`,
-//! [`daemon`] mounts, runs, daemonizes and unmounts. Each process that writes through the mount is its own PLFS writer (the request's pid
-//! names the writer), so N processes writing one file produce N data logs, as in PLFS.
+//! Layers, each using only those before it: [`attr`] (conversions, errnos), [`inodes`] (FUSE
+//! inode numbers <-> logical paths), [`ident`] (whose identity a request thread acts with),
+//! `state` (the open files and the operations, each run with the right identity), [`handlers`]
+//! (`fuser::Filesystem` on top of the state), [`daemon`] (mount, run, daemonize, unmount;
+//! [`mountinfo`] reads the mount table). Each process that writes through the mount is its own
+//! PLFS writer (the request's pid names the writer), so N processes writing one file produce N
+//! data logs, as in PLFS.
 //!
 //! Entry points for front ends: [`mount`] (blocking, foreground), [`spawn_background`] (re-execs
 //! the current executable in the foreground mode and returns once the mount is live),
@@ -13,6 +16,7 @@
 pub mod attr;
 pub mod daemon;
 pub mod handlers;
+pub mod ident;
 pub mod inodes;
 pub mod mountinfo;
 mod state;
@@ -66,6 +70,13 @@ pub struct MountOptions {
     /// Let every user use the mount (the kernel still checks permissions: `default_permissions`).
     /// Default: true when the daemon runs as root, false otherwise.
     pub allow_other: Option<bool>,
+    /// Let the kernel check permissions against the mode bits (`default_permissions`, the
+    /// default). Without it the daemon checks opens itself and every request runs as its caller
+    /// (README, "Permissions").
+    pub default_permissions: Option<bool>,
+    /// Read-only opens bypass the page cache too (writable ones always do): faster large reads,
+    /// slower small ones (README, "Behaviour"). Default: false.
+    pub direct_io: Option<bool>,
 }
 
 impl MountOptions {
@@ -92,7 +103,8 @@ impl MountOptions {
     }
 
     /// Command-line arguments that reproduce these options in foreground mode:
-    /// `MOUNTPOINT [--config FILE] [--threads N] [--allow-other|--no-allow-other] --foreground`.
+    /// `MOUNTPOINT [--config FILE] [--threads N] [--allow-other|--no-allow-other]
+    /// [--no-default-permissions] [--direct-io] --foreground`.
     /// Paths are made absolute. Front ends that daemonize with [`spawn_background`] must accept
     /// these arguments after their own prefix (e.g. `plfs mount`).
     pub fn foreground_args(&self) -> Result<Vec<OsString>, Error> {
@@ -110,6 +122,12 @@ impl MountOptions {
             Some(true) => a.push("--allow-other".into()),
             Some(false) => a.push("--no-allow-other".into()),
             None => {}
+        }
+        if o.default_permissions == Some(false) {
+            a.push("--no-default-permissions".into());
+        }
+        if o.direct_io == Some(true) {
+            a.push("--direct-io".into());
         }
         a.push("--foreground".into());
         Ok(a)

@@ -241,3 +241,166 @@ print(os.read(r, 100).decode())
     assert_eq!(out.trim(), "conflict", "a second process cannot take a held lock");
     assert!(Path::new(&m.p("l")).exists());
 }
+
+/// Writes of several processes to one file are served at the same time: the daemon opens
+/// writable files with FOPEN_PARALLEL_DIRECT_WRITES, without which the kernel holds the file's
+/// lock across each write's round trip and the writers of an N-1 file take turns. Seen from
+/// the daemon (strace, which also widens each call): two threads' pwrites into the data logs
+/// overlap in time, which the kernel's exclusive lock makes impossible. The file is sized
+/// first: writes that extend a file are still serialised by the kernel.
+#[test]
+fn writes_to_one_file_are_served_in_parallel() {
+    if !fuse_available() {
+        return;
+    }
+    let m = Mounted::new("parallel");
+    let (rec, n) = (65536usize, 300usize);
+    let f = m.p("f");
+    std::fs::File::create(&f)
+        .unwrap()
+        .set_len((2 * n * rec) as u64)
+        .unwrap();
+    let trace = m.dir.join("strace.txt");
+    let mut overlaps = 0;
+    for attempt in 0..5 {
+        let mut st = std::process::Command::new("strace")
+            .args(["-f", "-ttt", "-T", "-e", "trace=pwrite64", "-o"])
+            .arg(&trace)
+            .args(["-p", &m.daemon_pid().to_string()])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("strace");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        // Both writers open the file, then wait for a common start (a line on stdin).
+        let script = format!(
+            "import os, sys\nr = int(sys.argv[1])\nfd = os.open('{}', os.O_WRONLY)\nb = bytes([65 + r]) * {rec}\n\
+             sys.stdin.readline()\nfor i in range({n}):\n    os.pwrite(fd, b, (2 * i + r) * {rec})\nos.close(fd)\n",
+            f.display()
+        );
+        let mut writers: Vec<_> = (0..2)
+            .map(|r| {
+                std::process::Command::new("python3")
+                    .args(["-c", &script, &r.to_string()])
+                    .stdin(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        for w in &mut writers {
+            std::io::Write::write_all(w.stdin.as_mut().unwrap(), b"go\n").unwrap();
+        }
+        for mut w in writers {
+            assert!(w.wait().unwrap().success());
+        }
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        unsafe { libc::kill(st.id() as i32, libc::SIGINT) };
+        st.wait().unwrap();
+        // "TID START pwrite64(FD, ..., 65536, OFF) = 65536 <DURATION>", or, when another
+        // thread's call came in between, "TID START pwrite64(FD, ..., 65536, OFF <unfinished ...>"
+        // then "TID TIME <... pwrite64 resumed>) = 65536 <DURATION>".
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let mut open: std::collections::HashMap<u32, f64> = Default::default();
+        let mut calls: Vec<(f64, f64, u32)> = Vec::new();
+        for l in text.lines() {
+            let mut w = l.split_whitespace();
+            let (Some(Ok(tid)), Some(Ok(at))) = (w.next().map(str::parse::<u32>), w.next().map(str::parse::<f64>))
+            else {
+                continue;
+            };
+            let dur = || l.rsplit('<').next()?.trim_end_matches('>').parse::<f64>().ok();
+            if l.contains("pwrite64(") && l.contains(&format!(", {rec}, ")) {
+                if l.ends_with("<unfinished ...>") {
+                    open.insert(tid, at);
+                } else if let Some(d) = dur() {
+                    calls.push((at, at + d, tid));
+                }
+            } else if l.contains("<... pwrite64 resumed>") {
+                if let (Some(start), Some(d)) = (open.remove(&tid), dur()) {
+                    calls.push((start, start + d, tid));
+                }
+            }
+        }
+        calls.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(
+            calls.len() >= n,
+            "attempt {attempt}: {} data-log writes traced",
+            calls.len()
+        );
+        overlaps = calls.windows(2).filter(|w| w[0].2 != w[1].2 && w[1].0 < w[0].1).count();
+        if overlaps > 0 {
+            break;
+        }
+    }
+    assert!(
+        overlaps > 0,
+        "no two writes to one file were ever served at the same time"
+    );
+    let data = std::fs::read(&f).unwrap();
+    for (i, chunk) in data.chunks(rec).enumerate() {
+        assert!(chunk.iter().all(|&b| b == 65 + (i % 2) as u8), "record {i}");
+    }
+}
+
+/// Read-only opens use the page cache and readahead by default (a 4 KiB read(2) fetches much
+/// more), and bypass it with `--direct-io` (each read(2) is one request of its own size), where
+/// mmap still works. Seen from the daemon: the sizes of its reads from the data log.
+#[test]
+fn direct_io_mounts_read_without_the_page_cache() {
+    if !fuse_available() {
+        return;
+    }
+    for direct in [false, true] {
+        let args: &[&str] = if direct { &["--direct-io"] } else { &[] };
+        let m = Mounted::with_args("directio", 1, "", args);
+        let body = common::pattern(5, 4 << 20);
+        std::fs::write(m.p("f"), &body).unwrap();
+        let trace = m.dir.join("strace.txt");
+        let mut st = std::process::Command::new("strace")
+            .args(["-f", "-e", "trace=pread64", "-o"])
+            .arg(&trace)
+            .args(["-p", &m.daemon_pid().to_string()])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("strace");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let out = sh_out(&format!(
+            "dd if={} bs=4096 skip=100 count=16 status=none | md5sum",
+            m.p("f").display()
+        ));
+        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+        unsafe { libc::kill(st.id() as i32, libc::SIGINT) };
+        st.wait().unwrap();
+        let sizes: Vec<usize> = std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("pread64(") && l.contains(") = ") && !l.contains("PLFSIDX")) // not the index log
+            .filter_map(|l| l.rsplit(") = ").next()?.trim().parse().ok())
+            .collect();
+        assert!(!sizes.is_empty(), "direct {direct}: no reads traced");
+        if direct {
+            assert!(sizes.iter().all(|&s| s == 4096), "direct I/O: {sizes:?}");
+        } else {
+            assert!(sizes.iter().any(|&s| s > 4096), "page cache and readahead: {sizes:?}");
+        }
+        let mut expect = std::process::Command::new("md5sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(expect.stdin.as_mut().unwrap(), &body[100 * 4096..116 * 4096]).unwrap();
+        let expect = String::from_utf8(expect.wait_with_output().unwrap().stdout).unwrap();
+        assert_eq!(out, expect, "direct {direct}: the bytes read");
+        let mapped = sh_out(&format!(
+            "python3 -c \"import mmap; f = open('{}', 'rb'); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ); \
+             import hashlib; print(hashlib.md5(m[:]).hexdigest())\"",
+            m.p("f").display()
+        ));
+        let whole = sh_out(&format!("md5sum < {}", m.p("f").display()));
+        assert_eq!(
+            mapped.trim(),
+            whole.split_whitespace().next().unwrap(),
+            "direct {direct}: mmap"
+        );
+    }
+}

@@ -53,25 +53,11 @@ pub fn is_reserved_name(n: &[u8]) -> bool {
         || n.starts_with(format::TMP_PREFIX.as_bytes())
 }
 
-/// Reads the process umask from /proc/self/status without changing it (0o022 if unknown).
-fn read_umask() -> u32 {
-    sys::read_file(Path::new("/proc/self/status"))
-        .ok()
-        .and_then(|b| {
-            let s = String::from_utf8_lossy(&b).into_owned();
-            s.lines().find_map(|l| {
-                l.strip_prefix("Umask:")
-                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-            })
-        })
-        .unwrap_or(0o022)
-}
-
 impl Plfs {
     /// Builds an instance from a configuration. Backends of the zero-config default are created;
     /// configured backends must exist (`plfs check-config --mkdir` creates them).
     pub fn new(config: Config) -> Result<Plfs> {
-        let umask = read_umask();
+        let umask = sys::umask();
         let reg = Arc::new(Registry::default());
         let mut mounts = Vec::new();
         for m in &config.mounts {

@@ -256,7 +256,7 @@ fn one_n_mode_packs_small_files() {
     let st = q.stat(Path::new("/mnt/plfs/d/f17")).unwrap();
     assert_eq!(
         (st.size, st.mode & 0o777, st.kind),
-        (1017, 0o640 & !read_umask(), FileKind::File)
+        (1017, 0o640 & !crate::sys::umask(), FileKind::File)
     );
     // Both processes write into the same directory at once.
     let hq = q.open(Path::new("/mnt/plfs/d/from_q"), rw(), 0o644, 2).unwrap();
@@ -408,5 +408,74 @@ fn strided_writers_load_compressed_and_overwrites_stay_exact() {
     assert!(got[..] == want[..1000]);
     h.close().unwrap();
     check(&Plfs::new(cfg()).unwrap(), &want);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Every directory of a container (meta/, hostdirs, shadow directories) has the container's mode
+/// and every log the file's read bits, whatever the umask, and a chmod carries them along: a
+/// user the logical mode admits can reach every log, one it does not cannot.
+#[test]
+fn inner_modes_follow_the_file_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmpdir("modes");
+    let p = plfs_at(&d, 2);
+    let mode_of = |path: &Path| std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777;
+    let check = |mode: u32| {
+        let mut dirs = 0;
+        let mut logs = 0;
+        for b in 0..2 {
+            let root = d.join(format!("b{b}"));
+            let shadow = root.join(format::SHADOW_ROOT);
+            if shadow.exists() {
+                assert_eq!(mode_of(&shadow), crate::container::SHADOW_ROOT_MODE);
+            }
+            let mut stack: Vec<PathBuf> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+            while let Some(x) = stack.pop() {
+                let name = x.file_name().unwrap().to_string_lossy().into_owned();
+                if x.is_dir() {
+                    if x != shadow {
+                        assert_eq!(
+                            mode_of(&x),
+                            crate::container::container_dir_mode(mode),
+                            "{}",
+                            x.display()
+                        );
+                        dirs += 1;
+                    }
+                    stack.extend(std::fs::read_dir(&x).unwrap().map(|e| e.unwrap().path()));
+                } else if name.starts_with("data.") || name.starts_with("index.") {
+                    assert_eq!(mode_of(&x), crate::container::log_mode(mode), "{}", x.display());
+                    logs += 1;
+                }
+            }
+        }
+        (dirs, logs)
+    };
+    let files: Vec<PathBuf> = (0..6).map(|i| PathBuf::from(format!("/mnt/plfs/f{i}"))).collect();
+    for f in &files {
+        let w = p
+            .open(
+                f,
+                OpenFlags {
+                    write: true,
+                    create: true,
+                    ..Default::default()
+                },
+                0o660,
+                7,
+            )
+            .unwrap();
+        w.write(b"data", 0).unwrap();
+        w.close().unwrap();
+    }
+    let (dirs, logs) = check(0o660 & !crate::sys::umask());
+    assert!(
+        dirs >= 3 * files.len() && logs == 2 * files.len(),
+        "{dirs} dirs, {logs} logs"
+    );
+    for f in &files {
+        p.chmod(f, 0o604).unwrap();
+    }
+    check(0o604);
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -41,6 +41,29 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 
+/// The process's file mode creation mask, read once from /proc/self/status without changing it
+/// (0o022 if unknown). Creates that the mask would narrow are followed by an exact chmod.
+pub fn umask() -> u32 {
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        read_file(Path::new("/proc/self/status"))
+            .ok()
+            .and_then(|b| {
+                String::from_utf8_lossy(&b).lines().find_map(|l| {
+                    l.strip_prefix("Umask:")
+                        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+                })
+            })
+            .unwrap_or(0o022)
+    })
+}
+
+/// The process's effective group id (the group of the files it creates), read once.
+pub fn egid() -> u32 {
+    static EGID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *EGID.get_or_init(|| rustix::process::getegid().as_raw())
+}
+
 /// Lowest descriptor number the core keeps its long-lived descriptors at. Programs that take over
 /// fixed numbers (a shell's `exec 3>file`, `dup2(x, 5)`) then never close ours by accident.
 pub const HIGH_FD: i32 = 512;

@@ -2,6 +2,7 @@
 //!
 //! Usage:
 //!   plfs-fuse MOUNTPOINT [--config FILE] [--foreground] [--threads N] [--allow-other|--no-allow-other]
+//!             [--no-default-permissions] [--direct-io]
 //!   plfs-fuse -u MOUNTPOINT
 
 use plfs_fuse::MountOptions;
@@ -9,7 +10,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: plfs-fuse MOUNTPOINT [--config FILE] [--foreground] [--threads N] [--allow-other|--no-allow-other]\n       plfs-fuse -u MOUNTPOINT";
+const USAGE: &str = "usage: plfs-fuse MOUNTPOINT [--config FILE] [--foreground] [--threads N] [--allow-other|--no-allow-other] [--no-default-permissions] [--direct-io]\n       plfs-fuse -u MOUNTPOINT";
 
 enum Action {
     Mount { opts: MountOptions, foreground: bool },
@@ -27,6 +28,8 @@ fn parse(args: Vec<OsString>) -> Result<Action, String> {
             Some("-u" | "--unmount") => unmount = true,
             Some("--allow-other") => opts.allow_other = Some(true),
             Some("--no-allow-other") => opts.allow_other = Some(false),
+            Some("--no-default-permissions") => opts.default_permissions = Some(false),
+            Some("--direct-io") => opts.direct_io = Some(true),
             Some("-c" | "--config") => opts.config = Some(it.next().ok_or("--config needs a FILE")?.into()),
             Some("--threads") => {
                 let n = it.next().ok_or("--threads needs a number")?;

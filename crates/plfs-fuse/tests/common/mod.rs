@@ -30,6 +30,8 @@ pub struct Mounted {
     pub backends: Vec<PathBuf>,
     /// The plfsrc.
     pub plfsrc: PathBuf,
+    /// Extra daemon arguments.
+    args: Vec<String>,
     daemon: Option<Child>,
     /// Set when the files were handed over to another guard ([`Mounted::remount`]).
     handed_over: bool,
@@ -58,6 +60,16 @@ impl Mounted {
     /// Mounts a fresh store with `nbackends` backends and `extra_global` lines appended to the
     /// plfsrc's `global_params` (e.g. "  index_buffer_records: 4").
     pub fn with(tag: &str, nbackends: usize, extra_global: &str) -> Mounted {
+        Mounted::with_args(tag, nbackends, extra_global, &[])
+    }
+
+    /// [`Mounted::with`], the daemon started with extra arguments (e.g. "--no-default-permissions").
+    pub fn with_args(tag: &str, nbackends: usize, extra_global: &str, args: &[&str]) -> Mounted {
+        Mounted::with_backends_in(tag, nbackends, extra_global, args, "")
+    }
+
+    /// [`Mounted::with_args`], the backends in subdirectory `sub` of the test directory.
+    pub fn with_backends_in(tag: &str, nbackends: usize, extra_global: &str, args: &[&str], sub: &str) -> Mounted {
         let dir = unique_dir(tag);
         let mnt = dir.join("mnt");
         std::fs::create_dir_all(&mnt).unwrap();
@@ -68,7 +80,7 @@ impl Mounted {
         }
         rc.push_str(&format!("- mount_point: {}\n  backends:\n", mnt.display()));
         for i in 0..nbackends {
-            let b = dir.join(format!("backend{i}"));
+            let b = dir.join(sub).join(format!("backend{i}"));
             std::fs::create_dir_all(&b).unwrap();
             rc.push_str(&format!("  - location: {}\n", b.display()));
             backends.push(b);
@@ -80,16 +92,20 @@ impl Mounted {
             mnt,
             backends,
             plfsrc,
+            args: args.iter().map(|a| a.to_string()).collect(),
             daemon: None,
             handed_over: false,
         })
     }
 
     fn start(mut m: Mounted) -> Mounted {
-        let daemon = Command::new(env!("CARGO_BIN_EXE_plfs-fuse"))
+        // $PLFS_FUSE_BIN runs the tests against another build of the daemon (e.g. an older one).
+        let exe = std::env::var_os("PLFS_FUSE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_plfs-fuse").into());
+        let daemon = Command::new(exe)
             .arg(&m.mnt)
             .arg("--config")
             .arg(&m.plfsrc)
+            .args(&m.args)
             .arg("--foreground")
             .stdin(Stdio::null())
             .spawn()
@@ -115,6 +131,7 @@ impl Mounted {
             mnt: old.mnt.clone(),
             backends: old.backends.clone(),
             plfsrc: old.plfsrc.clone(),
+            args: old.args.clone(),
             daemon: None,
             handed_over: false,
         };
@@ -248,6 +265,23 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
             (x >> 24) as u8
         })
         .collect()
+}
+
+/// Runs `cmd` with `sh -c` as user `uid`, group `gid` and supplementary `groups` (setpriv).
+pub fn as_user(uid: u32, gid: u32, groups: &[u32], cmd: &str) -> Output {
+    let g = if groups.is_empty() {
+        "--clear-groups".to_string()
+    } else {
+        format!(
+            "--groups={}",
+            groups.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(",")
+        )
+    };
+    Command::new("setpriv")
+        .args([format!("--reuid={uid}"), format!("--regid={gid}"), g])
+        .args(["sh", "-c", cmd])
+        .output()
+        .expect("setpriv (util-linux)")
 }
 
 /// The directory of the helper scripts.

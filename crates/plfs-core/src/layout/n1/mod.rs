@@ -328,14 +328,16 @@ impl Node for ContainerNode {
     fn chmod(&self, mode: u32) -> Result<()> {
         self.with_c(|c| {
             c.dir.chmod(format::MARKER_NAME, mode & 0o7777)?;
-            c.dir.chmod_self(container::container_dir_mode(mode))
+            c.dir.chmod_self(container::container_dir_mode(mode))?;
+            c.follow_mode(mode)
         })
     }
 
     fn chown(&self, uid: u32, gid: u32) -> Result<()> {
         self.with_c(|c| {
             c.dir.chown(format::MARKER_NAME, uid, gid)?;
-            c.dir.chown_self(uid, gid)
+            c.dir.chown_self(uid, gid)?;
+            c.follow_owner(uid, gid)
         })
     }
 

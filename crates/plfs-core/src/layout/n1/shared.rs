@@ -283,7 +283,11 @@ impl Shared {
                 s.map.insert_trunc(size, Key { ts, writer: wid });
             }
         }
-        self.c.set_times(TimeSpec::Omit, TimeSpec::Now)
+        // A writer who does not own the file may only set both times to now (utimensat(2)).
+        match self.c.set_times(TimeSpec::Omit, TimeSpec::Now) {
+            Err(Error::Io { errno: Errno::PERM, .. }) => self.c.set_times(TimeSpec::Now, TimeSpec::Now),
+            r => r,
+        }
     }
 
     /// The logical size, from the merged index (refreshed).

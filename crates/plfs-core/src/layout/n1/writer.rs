@@ -78,6 +78,19 @@ impl Writer {
         let (dir, in_container) = c.writer_dir(&self.host, true)?;
         let mode = container::log_mode(c.marker.st_mode);
         let flags = if data_crc { format::LOG_FLAG_DATA_CRC } else { 0 };
+        // The logs have exactly the mode the file's mode gives them, whatever the umask, and
+        // belong to the file's group, so that its group may read what another member wrote (a
+        // writer not in the group keeps its own: the change is refused, harmlessly).
+        let gid = c.marker.st_gid;
+        let settle = |f: File| -> Result<File> {
+            if gid != crate::sys::egid() {
+                let _ = f.chown(u32::MAX, gid);
+            }
+            if mode & crate::sys::umask() != 0 {
+                f.chmod(mode)?;
+            }
+            Ok(f.kept())
+        };
         let header = |magic: [u8; 8]| {
             LogHeader {
                 magic,
@@ -91,12 +104,12 @@ impl Writer {
         // The data log's header goes out with the first data (one pwritev); the index log's is
         // written now, so an index log is never shorter than its header once it has records.
         let data_name = format::data_log_name(self.id, self.pid, &self.host);
-        let data = dir.create_file(&data_name, mode, Create::Excl)?.kept();
+        let data = settle(dir.create_file(&data_name, mode, Create::Excl)?)?;
         let index_name = format::index_log_name(self.id, self.pid, &self.host);
         // On failure leave nothing half-made behind, so that a retry can create the logs again.
         let index = match dir.create_file(&index_name, mode, Create::Excl) {
-            Ok(f) => match f.pwrite_all(&header(format::INDEX_MAGIC), 0) {
-                Ok(()) => f.kept(),
+            Ok(f) => match f.pwrite_all(&header(format::INDEX_MAGIC), 0).and_then(|()| settle(f)) {
+                Ok(f) => f,
                 Err(e) => {
                     let _ = dir.unlink_opt(&index_name);
                     let _ = dir.unlink_opt(&data_name);
