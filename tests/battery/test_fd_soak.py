@@ -8,6 +8,7 @@ import os
 import subprocess
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 from conftest import md5_plain
@@ -110,7 +111,14 @@ def _soak(fs, argv_plain, argv_plfs, files):
             done.set()
             t.join()
         assert r.returncode == 0, r.stderr
-        counts = (before, peak[0], _nfds(pid))
+        # The kernel sends RELEASE for a closed file asynchronously (after the program has
+        # exited), so the daemon's count is read once it has settled, for at most 10 s.
+        deadline = time.monotonic() + 10
+        after = _nfds(pid)
+        while after != before and time.monotonic() < deadline:
+            time.sleep(0.05)
+            after = _nfds(pid)
+        counts = (before, peak[0], after)
     else:
         r = fs.run(argv_plfs, text=True, check=False)
         assert r.returncode == 0, r.stdout + r.stderr

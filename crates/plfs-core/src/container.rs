@@ -512,8 +512,17 @@ impl Container {
         let (Some(parent), Some(name)) = (cur.parent(), cur.file_name()) else {
             return Ok(());
         };
+        let _ = parent;
+        // The directory's own `..` (no path is followed), and only if the name there is still
+        // this directory.
+        let up = self.dir.parent()?;
+        let me = self.dir.fstat()?;
+        match up.stat_opt(name)? {
+            Some(st) if (st.st_dev, st.st_ino) == (me.st_dev, me.st_ino) => {}
+            _ => return Ok(()),
+        }
         self.remove_shadows()?;
-        Dir::open(parent)?.remove_tree(name)
+        up.remove_tree(name)
     }
 
     /// Removes the container's shadow directories on every shadow backend (its own canonical

@@ -177,6 +177,18 @@ impl Dir {
         Ok(self.child(fd, p))
     }
 
+    /// The directory's parent, through its own `..` entry (wherever it was renamed to).
+    pub fn parent(&self) -> Result<Dir> {
+        let p = self
+            .path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.path.clone());
+        let fd =
+            fresh(|| fs::openat(&self.fd, "..", DIR_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
+        Ok(self.child(fd, p))
+    }
+
     /// [`Dir::open_dir`], `Ok(None)` when nothing is there.
     pub fn open_dir_opt(&self, name: impl AsRef<OsStr>) -> Result<Option<Dir>> {
         match self.open_dir(name) {

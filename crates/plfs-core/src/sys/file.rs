@@ -117,27 +117,32 @@ impl File {
     }
 
     /// Positional write of `head` followed by `body` in one system call where the kernel takes
-    /// them whole (`pwritev`); the rest, if any, is written as by [`File::pwrite_all`].
-    pub fn pwrite_two(&self, head: &[u8], body: &[u8], off: u64) -> Result<()> {
-        hit("sys::pwrite_all", "pwrite", &self.path)?;
-        let total = head.len() + body.len();
+    /// them whole (`pwritev`). Returns how much of `body` was written and the error that stopped
+    /// it, as [`File::pwrite_some`] does (no byte of `body` counts unless all of `head` landed).
+    pub fn pwrite_two(&self, head: &[u8], body: &[u8], off: u64) -> (usize, Option<Error>) {
+        if let Err(e) = hit("sys::pwrite_all", "pwrite", &self.path) {
+            return (0, Some(e));
+        }
         let n = loop {
             let iov = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
             match rustix::io::pwritev(&self.fd, &iov, off) {
                 Err(Errno::INTR) => continue,
-                Err(e) => return Err(Error::io(&self.path, "pwrite", e)),
+                Err(e) => return (0, Some(Error::io(&self.path, "pwrite", e))),
                 Ok(n) => break n,
             }
         };
-        if n == total {
-            return Ok(());
-        }
         if n < head.len() {
-            self.pwrite_all(&head[n..], off + n as u64)?;
-            self.pwrite_all(body, off + head.len() as u64)
-        } else {
-            self.pwrite_all(&body[n - head.len()..], off + n as u64)
+            if let Err(e) = self.pwrite_all(&head[n..], off + n as u64) {
+                return (0, Some(e));
+            }
+            return self.pwrite_some(body, off + head.len() as u64);
         }
+        let done = n - head.len();
+        if done == body.len() {
+            return (done, None);
+        }
+        let (more, e) = self.pwrite_some(&body[done..], off + n as u64);
+        (done + more, e)
     }
 
     /// fsync.

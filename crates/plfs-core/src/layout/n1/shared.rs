@@ -163,18 +163,27 @@ impl Shared {
         if wg.logs.is_none() {
             wg.create_logs(&self.c, self.data_crc())?;
         }
-        let (phys, dir) = {
+        // A write that fills the backend part-way (ENOSPC, EDQUOT, EFBIG) is a short write: the
+        // bytes that landed are indexed and counted, as write(2) does; the next write fails.
+        let (phys, dir, buf) = {
             let l = wg.logs.as_mut().expect("logs created");
             let phys = l.data_off;
-            match l.data_header {
+            let (n, err) = match l.data_header {
                 Some(h) => {
-                    l.data.pwrite_two(&h, buf, 0)?;
-                    l.data_header = None;
+                    let r = l.data.pwrite_two(&h, buf, 0);
+                    if r.1.is_none() || r.0 > 0 {
+                        l.data_header = None;
+                    }
+                    r
                 }
-                None => l.data.pwrite_all(buf, phys)?,
+                None => l.data.pwrite_some(buf, phys),
+            };
+            match err {
+                Some(e) if n == 0 => return Err(e),
+                _ => {}
             }
-            l.data_off += buf.len() as u64;
-            (phys, l.dir.clone())
+            l.data_off += n as u64;
+            (phys, l.dir.clone(), &buf[..n])
         };
         let ts = clock::next_ts();
         let data_crc = if self.data_crc() { crc32c::crc32c(buf) } else { 0 };
