@@ -16,6 +16,7 @@
 //! | `mount` | backends of a mount point and where a logical path lives on them |
 //! | `container` | a container on its backend: create, open, droppings, hostdirs |
 //! | `index` | loading and refreshing a container's merged index |
+//! | `legacy` | reading files written by PLFS 2.x (N-1 containers, 1-N directories) |
 //! | `layout` | how a regular file is stored: N-1 containers, N-N plain files, 1-N packed files |
 //! | `namespace` | [`Plfs`]: path resolution and every operation, dispatched once |
 //! | [`tools`], [`fsck`] | map, query, flatten; fsck and verify |
@@ -35,6 +36,7 @@ pub(crate) mod container;
 pub(crate) mod extent;
 pub(crate) mod index;
 pub(crate) mod layout;
+pub(crate) mod legacy;
 pub(crate) mod mount;
 pub(crate) mod namespace;
 
