@@ -16,6 +16,7 @@
 //! | `mount` | backends of a mount point and where a logical path lives on them |
 //! | `container` | a container on its backend: create, open, droppings, hostdirs |
 //! | `index` | loading and refreshing a container's merged index |
+//! | `xattr` | extended attributes of a container |
 //! | `legacy` | reading files written by PLFS 2.x (N-1 containers, 1-N directories) |
 //! | `layout` | how a regular file is stored: N-1 containers, N-N plain files, 1-N packed files |
 //! | `namespace` | [`Plfs`]: path resolution and every operation, dispatched once |
@@ -39,6 +40,7 @@ pub(crate) mod layout;
 pub(crate) mod legacy;
 pub(crate) mod mount;
 pub(crate) mod namespace;
+pub(crate) mod xattr;
 
 pub mod fsck;
 pub mod tools;
@@ -49,4 +51,4 @@ pub use layout::OpenFile;
 pub use namespace::Plfs;
 pub use sys::failpoint;
 pub use sys::TimeSpec;
-pub use types::{DirEntry, FileKind, IndexStats, OpenFlags, PackedUsage, Stat, Storage};
+pub use types::{DirEntry, FileFormat, FileKind, IndexStats, OpenFlags, PackedUsage, Stat, Storage};

@@ -139,7 +139,7 @@ impl Plfs {
                     Probe::Missing => continue,
                     Probe::Dir => FileKind::Dir,
                     Probe::Symlink => FileKind::Symlink,
-                    Probe::Container | Probe::Other => FileKind::File,
+                    Probe::Container | Probe::Legacy | Probe::Other => FileKind::File,
                 };
                 seen.insert(n, kind);
             }

@@ -1,0 +1,42 @@
+//! Extended attributes of N-1 files (`plfs_getxattr` / `plfs_setxattr`): one framed file per key
+//! in the container's `xattrs/` directory (docs/format.md §12, [`crate::format::xattr`]). A value
+//! is replaced atomically (temporary file, rename); the directory and files get the modes of the
+//! container and its logs, so an attribute is readable by exactly those who may read the file.
+
+use crate::container::{container_dir_mode, log_mode, Container};
+use crate::error::{Error, Result};
+use crate::format::xattr::{self as fmt, MAX_FILE, MAX_VALUE, XATTR_DIR};
+use crate::sys::Access;
+
+/// Sets `key` to `value` on the container.
+pub fn set(c: &Container, key: &[u8], value: &[u8]) -> Result<()> {
+    if value.len() > MAX_VALUE {
+        return Err(Error::InvalidArgument(format!(
+            "extended attribute value of {} bytes (at most {MAX_VALUE})",
+            value.len()
+        )));
+    }
+    let name = fmt::file_name(key)?;
+    let mode = c.marker.st_mode & 0o7777;
+    if c.dir.mkdir_ok(XATTR_DIR, container_dir_mode(mode))? {
+        // mkdir applied the umask: set the mode exactly.
+        c.dir.chmod(XATTR_DIR, container_dir_mode(mode))?;
+    }
+    let d = c.dir.open_dir(XATTR_DIR)?;
+    d.write_atomic(&name, &fmt::encode(value), log_mode(mode))
+}
+
+/// The value of `key`, or `None` if the container has no such attribute.
+pub fn get(c: &Container, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    let name = fmt::file_name(key)?;
+    let Some(d) = c.dir.open_dir_opt(XATTR_DIR)? else {
+        return Ok(None);
+    };
+    let Some(f) = d.open_file_opt(&name, Access::Read)? else {
+        return Ok(None);
+    };
+    if f.size()? > MAX_FILE as u64 {
+        return Err(Error::corrupt(f.path(), "not an extended attribute file (too large)"));
+    }
+    fmt::decode(f.path(), &f.read_from(0)?).map(Some)
+}
