@@ -20,7 +20,7 @@
 //! | `legacy` | reading files written by PLFS 2.x (N-1 containers, 1-N directories) |
 //! | `layout` | how a regular file is stored: N-1 containers, N-N plain files, 1-N packed files |
 //! | `namespace` | [`Plfs`]: path resolution and every operation, dispatched once |
-//! | [`tools`], [`fsck`] | map, query, flatten; fsck and verify |
+//! | [`tools`], [`fsck`], [`upgrade`] | map, query, flatten; fsck and verify; converting PLFS 2.x files |
 //!
 //! All backend I/O goes through raw system calls in [`sys`], never through interposable libc
 //! symbols, so the LD_PRELOAD front end can embed this crate without intercepting itself.
@@ -44,6 +44,7 @@ pub(crate) mod xattr;
 
 pub mod fsck;
 pub mod tools;
+pub mod upgrade;
 
 pub use config::Config;
 pub use error::{Error, Result};
