@@ -73,6 +73,11 @@ impl std::ops::Deref for DirRef<'_> {
 }
 
 impl DirRef<'_> {
+    /// Whether this is a backend's root.
+    pub fn is_root(&self) -> bool {
+        matches!(self, DirRef::Root(_))
+    }
+
     /// An owned handle on the same directory (a duplicate descriptor for a root).
     pub fn into_owned(self) -> Result<Dir> {
         match self {

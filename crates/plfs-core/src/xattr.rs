@@ -6,7 +6,7 @@
 use crate::container::{container_dir_mode, log_mode, Container};
 use crate::error::{Error, Result};
 use crate::format::xattr::{self as fmt, MAX_FILE, MAX_VALUE, XATTR_DIR};
-use crate::sys::Access;
+use crate::sys::{Access, Create};
 
 /// Sets `key` to `value` on the container.
 pub fn set(c: &Container, key: &[u8], value: &[u8]) -> Result<()> {
@@ -23,7 +23,19 @@ pub fn set(c: &Container, key: &[u8], value: &[u8]) -> Result<()> {
         c.dir.chmod(XATTR_DIR, container_dir_mode(mode))?;
     }
     let d = c.dir.open_dir(XATTR_DIR)?;
-    d.write_atomic(&name, &fmt::encode(value), log_mode(mode))
+    // Replaced atomically: a temporary file (a short name: the key's may be near NAME_MAX),
+    // fsync, rename over the key's file.
+    let tmp = format!("{}{:016x}", crate::format::TMP_PREFIX, crate::clock::random_u64());
+    let f = d.create_file(&tmp, log_mode(mode), Create::Excl)?;
+    let r = f
+        .chmod(log_mode(mode))
+        .and_then(|()| f.pwrite_all(&fmt::encode(value), 0))
+        .and_then(|()| f.fsync())
+        .and_then(|()| d.rename(&tmp, &d, &name));
+    if r.is_err() {
+        let _ = d.unlink_opt(&tmp);
+    }
+    r
 }
 
 /// The value of `key`, or `None` if the container has no such attribute.
