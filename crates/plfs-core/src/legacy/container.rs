@@ -75,12 +75,12 @@ pub(super) fn not_followed(e: Error, what: &str) -> Error {
 }
 
 /// Reads a whole regular file `name` of `dir` (never a link, FIFO or device: refused before any
-/// read).
+/// read), to its end (not to a size a network file system may report late).
 pub(super) fn read_reg(dir: &Dir, name: &str) -> Result<Vec<u8>> {
     let f = dir
         .open_file(name, Access::Read)
         .map_err(|e| not_followed(e, "a file"))?;
-    f.read_from(0)
+    f.read_to_end_from(0, f.size()?)
 }
 
 impl LegacyContainer {
