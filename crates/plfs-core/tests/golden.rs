@@ -3,9 +3,9 @@
 //! every later version. Two writers' output is kept: `plfs-v1-golden-first.tar.gz`, written by
 //! the first v1 writer (open records at open, data log headers at log creation, container
 //! directories 0755), and `plfs-v1-golden.tar.gz`, written by the layered core (open records at
-//! the first write renamed to close records, headers with the first data, container directory
-//! modes from the file's mode). Never regenerate a tarball to make this test pass: a failure
-//! means a reader no longer reads what was written. A new writer adds a new tarball.
+//! the first write renamed to close records, headers with the first data, container, hostdir and
+//! `meta/` modes from the file's mode). Never regenerate a tarball to make this test pass: a
+//! failure means a reader no longer reads what was written. A new writer adds a new tarball.
 
 mod common;
 
