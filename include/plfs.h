@@ -128,6 +128,12 @@ typedef enum { PLFS_API, PLFS_POSIX, PLFS_MPIIO } plfs_interface;
 
 typedef enum { CONTAINER, FLAT_FILE, SMALL_FILE, PFT_UNKNOWN } plfs_filetype;
 
+/* Index types of a CONTAINER file, from plfs_get_fileinfo (values as in PLFS 2.5). */
+#define CI_UNKNOWN   0
+#define CI_BYTERANGE 1   /* one record per write */
+#define CI_PATTERN   2   /* regular runs of writes compressed into one record each */
+#define CI_MDHIM     3   /* never produced by this library */
+
 /* Options for plfs_open. May be NULL; the fields are accepted for compatibility and ignored. */
 typedef struct {
     char *index_stream;
@@ -176,17 +182,48 @@ plfs_error_t plfs_closedir_c(Plfs_dirp *dirp);
  * exists; O_TRUNC: an existing file is emptied. pid is ignored. */
 plfs_error_t plfs_create(const char *path, mode_t mode, int flags, pid_t pid);
 
+/* Expands a logical path to the backend path of its container (where it is, or where it would
+ * be created) in a malloc()ed string the caller frees. *pmountp and *pbackp (each may be NULL)
+ * receive opaque identifiers of the mount point and the backend, valid for the life of the
+ * process; do not dereference them. */
+plfs_error_t plfs_expand_path(const char *logical, char **physical, void **pmountp, void **pbackp);
+
 /* Writes a flattened index so later opens read one index file instead of every writer's.
  * Uses path if non-NULL, else the path fd was opened with (fd may then be any open handle).
  * PLFS_EBUSY while any writer has the file open. */
 plfs_error_t plfs_flatten_index(Plfs_fd *fd, const char *path);
 
+/* Makes the buffered writes of every file this process has open at or under dir visible to
+ * other processes (no fsync; see plfs_sync). Files are visible at close anyway. */
+plfs_error_t plfs_flush_writes(const char *dir);
+
 /* Attributes of fd (if non-NULL; the size then includes this process's unsynced writes) or of
  * path. Every field is filled even with size_only set. */
 plfs_error_t plfs_getattr(Plfs_fd *fd, const char *path, struct stat *st, int size_only);
 
-/* CONTAINER for a path under a PLFS mount point, else PFT_UNKNOWN. */
+/* The file type of the mount point holding path (as PLFS 2.5): CONTAINER for n-1, FLAT_FILE for
+ * n-n, SMALL_FILE for 1-n; PFT_UNKNOWN outside every mount point. */
 plfs_filetype plfs_get_filetype(const char *path);
+
+/* The file type of the mount point holding path (CONTAINER for n-1, FLAT_FILE for n-n,
+ * SMALL_FILE for 1-n, PFT_UNKNOWN outside any) and, through ixtypep (may be NULL), the index
+ * type of an n-1 file: CI_PATTERN when its index holds pattern-compressed runs, CI_BYTERANGE
+ * otherwise (also for a file not yet written, and for files written by PLFS 2.x), CI_UNKNOWN
+ * for other file types or a file that cannot be opened for reading. */
+plfs_filetype plfs_get_fileinfo(const char *path, int *ixtypep);
+
+/* This host's name as PLFS uses it ($PLFS_HOSTNAME if set, else the node name) in a static
+ * string the caller must not free. */
+plfs_error_t plfs_gethostname(char **hname);
+
+/* Copies len bytes of extended attribute key of fd's file into value, zero-filled past the
+ * stored value (as PLFS 2.5). PLFS_ENOENT: no such attribute; PLFS_ENOTSUP: an n-n or 1-n file
+ * (only n-1 files keep attributes). */
+plfs_error_t plfs_getxattr(Plfs_fd *fd, void *value, const char *key, size_t len);
+
+/* Drops this process's cached indexes of files at or under dir: the next read through any open
+ * handle sees what other processes made visible since. */
+plfs_error_t plfs_invalidate_read_cache(const char *dir);
 
 /* Hard links are not supported: always PLFS_ENOSYS (as in PLFS 2.5) for PLFS paths. */
 plfs_error_t plfs_link(const char *path, const char *to);
@@ -222,6 +259,8 @@ plfs_error_t plfs_read(Plfs_fd *fd, char *buf, size_t size, off_t offset, ssize_
  * of bufsz bytes or more gives PLFS_ENOMEM and is returned again by the next call. */
 plfs_error_t plfs_readdir_c(Plfs_dirp *dirp, char *dname, size_t bufsz);
 
+/* plfs_readdir (for C++ callers) is declared at the end of this header. */
+
 /* Copies at most bufsize bytes of the link's contents into buf and zero-fills the rest; *bytes
  * (may be NULL) is the count. NUL-terminated when *bytes < bufsize. */
 plfs_error_t plfs_readlink(const char *path, char *buf, size_t bufsize, int *bytes);
@@ -231,6 +270,11 @@ plfs_error_t plfs_readlink(const char *path, char *buf, size_t bufsize, int *byt
 plfs_error_t plfs_rename(const char *from, const char *to);
 
 plfs_error_t plfs_rmdir(const char *path);
+
+/* Sets extended attribute key (1 to 126 bytes) of fd's file to the len bytes at value (at most
+ * 64 KiB). Stored in the file's container: every process and later open sees it. PLFS_ENOTSUP
+ * for n-n and 1-n files; PLFS_EROFS for files written by PLFS 2.x. */
+plfs_error_t plfs_setxattr(Plfs_fd *fd, const void *value, const char *key, size_t len);
 
 /* Statistics of the backend file system holding the mount point. */
 plfs_error_t plfs_statvfs(const char *path, struct statvfs *stbuf);
@@ -260,6 +304,61 @@ plfs_error_t plfs_write(Plfs_fd *fd, const char *buf, size_t size, off_t offset,
 
 #ifdef __cplusplus
 }
-#endif
+
+/* plfs_readdir for C++ callers: adds the names in directory path ("." and ".." included, as
+ * plfs_opendir_c lists them) to the container passed as void*. In PLFS 2.5 the header's comment
+ * said std::vector<std::string>, but the library cast the argument to std::set<std::string>* and
+ * every caller (FUSE, the tools) passed a set: the void* form takes a std::set<std::string>*
+ * likewise. Typed overloads take either container. Header-only: libplfs stays a C library. */
+#include <set>
+#include <string>
+#include <vector>
+
+namespace plfs_detail {
+template <typename Add>
+inline plfs_error_t readdir_each(const char *path, Add add)
+{
+    Plfs_dirp *d = 0;
+    plfs_error_t e = plfs_opendir_c(path, &d);
+    if (e != PLFS_SUCCESS) return e;
+    std::vector<char> buf(4096);
+    for (;;) {
+        e = plfs_readdir_c(d, &buf[0], buf.size());
+        if (e == PLFS_ENOMEM && buf.size() < (1u << 20)) { buf.resize(buf.size() * 4); continue; }
+        if (e != PLFS_SUCCESS || buf[0] == '\0') break;
+        add(std::string(&buf[0]));
+    }
+    plfs_error_t c = plfs_closedir_c(d);
+    return e != PLFS_SUCCESS ? e : c;
+}
+struct add_to_set {
+    std::set<std::string> *s;
+    void operator()(const std::string &n) const { s->insert(n); }
+};
+struct add_to_vector {
+    std::vector<std::string> *v;
+    void operator()(const std::string &n) const { v->push_back(n); }
+};
+} /* namespace plfs_detail */
+
+inline plfs_error_t plfs_readdir(const char *path, std::set<std::string> *entries)
+{
+    if (!entries) return PLFS_EFAULT;
+    plfs_detail::add_to_set a = {entries};
+    return plfs_detail::readdir_each(path, a);
+}
+
+inline plfs_error_t plfs_readdir(const char *path, std::vector<std::string> *entries)
+{
+    if (!entries) return PLFS_EFAULT;
+    plfs_detail::add_to_vector a = {entries};
+    return plfs_detail::readdir_each(path, a);
+}
+
+extern "C" inline plfs_error_t plfs_readdir(const char *path, void *entries)
+{
+    return plfs_readdir(path, static_cast<std::set<std::string> *>(entries));
+}
+#endif /* __cplusplus */
 
 #endif /* PLFS_H */

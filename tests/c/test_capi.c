@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,7 +29,7 @@ static int passed, failed;
 
 /* Declares `char name[]` holding the logical path of `rel`. */
 #define KEEP(name, rel) char name[2048]; snprintf(name, sizeof name, "%s", P(rel))
-static char base[1024], mnt[1100];
+static char base[1024], mnt[1100], nnmnt[1100], legacymnt[1100];
 
 #define CHECK(cond, ...)                                                                  \
     do {                                                                                  \
@@ -151,11 +153,20 @@ static void setup(void)
     snprintf(b1, sizeof b1, "%s/backend1", base);
     snprintf(b2, sizeof b2, "%s/backend2", base);
     snprintf(rc, sizeof rc, "%s/plfsrc", base);
-    if (mkdir(b1, 0700) || mkdir(b2, 0700)) { perror("mkdir backend"); exit(2); }
+    char b3[1200];
+    snprintf(b3, sizeof b3, "%s/backend3", base);
+    snprintf(nnmnt, sizeof nnmnt, "%s/nn", base);
+    snprintf(legacymnt, sizeof legacymnt, "%s/legacy", base);
+    if (mkdir(b1, 0700) || mkdir(b2, 0700) || mkdir(b3, 0700)) { perror("mkdir backend"); exit(2); }
     FILE *f = fopen(rc, "w");
     if (!f) { perror("fopen plfsrc"); exit(2); }
     fprintf(f, "# written by test_capi.c\n- mount_point: %s\n  backends:\n    - location: %s\n"
                "    - location: %s\n", mnt, b1, b2);
+    fprintf(f, "- mount_point: %s\n  workload: n-n\n  backends:\n    - location: %s\n", nnmnt, b3);
+    /* Containers written by PLFS 2.5.1 (the harness extracts tests/fixtures/...tar.gz). */
+    const char *store = getenv("PLFS_TEST_LEGACY_STORE");
+    if (store && *store)
+        fprintf(f, "- mount_point: %s\n  backends:\n    - location: %s\n", legacymnt, store);
     fclose(f);
     setenv("PLFSRC", rc, 1);
     umask(022);
@@ -587,6 +598,245 @@ static void test_flatten(void)
     EXPECT(plfs_flatten_index(NULL, P("missing")), PLFS_ENOENT);
 }
 
+/* ---- the rest of the PLFS 2.5 API ---------------------------------------------------------- */
+
+static void test_xattrs(void)
+{
+    KEEP(path, "xa");
+    Plfs_fd *fd = NULL;
+    int refs;
+    char buf[64];
+    OK(plfs_open(&fd, path, O_CREAT | O_RDWR, 600, 0644, NULL));
+    if (!fd) return;
+    const char v1[] = "checkpoint-17";
+    OK(plfs_setxattr(fd, v1, "user.step", sizeof v1 - 1));
+    OK(plfs_setxattr(fd, "\x01\x02", "odd/key..", 2));
+    memset(buf, 'z', sizeof buf);
+    OK(plfs_getxattr(fd, buf, "user.step", sizeof buf));
+    CHECK(memcmp(buf, v1, sizeof v1 - 1) == 0, "value read back: %.13s", buf);
+    CHECK(buf[sizeof v1 - 1] == 0 && buf[63] == 0, "zero-filled past the value");
+    memset(buf, 'z', sizeof buf);
+    OK(plfs_getxattr(fd, buf, "user.step", 4));
+    CHECK(memcmp(buf, "chec", 4) == 0 && buf[4] == 'z', "only len bytes copied");
+    EXPECT(plfs_getxattr(fd, buf, "user.missing", sizeof buf), PLFS_ENOENT);
+    OK(plfs_setxattr(fd, "v2", "user.step", 2)); /* replaced */
+    OK(plfs_close(fd, 600, getuid(), O_RDWR, NULL, &refs));
+    /* Another handle, read-only, sees both; the file's data is untouched. */
+    fd = NULL;
+    OK(plfs_open(&fd, path, O_RDONLY, 601, 0, NULL));
+    if (!fd) return;
+    memset(buf, 'z', sizeof buf);
+    OK(plfs_getxattr(fd, buf, "user.step", 8));
+    CHECK(memcmp(buf, "v2\0\0\0\0\0\0", 8) == 0, "replaced value");
+    OK(plfs_getxattr(fd, buf, "odd/key..", 2));
+    CHECK(buf[0] == 1 && buf[1] == 2, "binary value under a key with '/' and '..'");
+    EXPECT(plfs_setxattr(fd, "x", "", 1), PLFS_EINVAL);
+    static char big[70000];
+    EXPECT(plfs_setxattr(fd, big, "k", sizeof big), PLFS_EINVAL);
+    EXPECT(plfs_getxattr(fd, buf, NULL, 1), PLFS_EFAULT);
+    EXPECT(plfs_getxattr(NULL, buf, "k", 1), PLFS_EBADF);
+    struct stat st;
+    OK(plfs_getattr(fd, NULL, &st, 0));
+    CHECK(st.st_size == 0, "attributes are not data: size %lld", (long long)st.st_size);
+    OK(plfs_close(fd, 601, getuid(), O_RDONLY, NULL, &refs));
+    /* n-n files keep no attributes. */
+    char nnpath[1200];
+    snprintf(nnpath, sizeof nnpath, "%s/plain", nnmnt);
+    fd = NULL;
+    OK(plfs_open(&fd, nnpath, O_CREAT | O_RDWR, 602, 0644, NULL));
+    if (!fd) return;
+    EXPECT(plfs_setxattr(fd, "v", "user.k", 1), PLFS_ENOTSUP);
+    EXPECT(plfs_getxattr(fd, buf, "user.k", 1), PLFS_ENOTSUP);
+    OK(plfs_close(fd, 602, getuid(), O_RDWR, NULL, &refs));
+}
+
+static long index_bytes_sum;
+static int add_index_bytes(const char *p, const struct stat *s, int flag, struct FTW *ftw)
+{
+    (void)flag;
+    if (strncmp(p + ftw->base, "index.", 6) == 0) index_bytes_sum += (long)s->st_size;
+    return 0;
+}
+
+/* Bytes in every index log of the n-1 backends. */
+static long index_bytes(void)
+{
+    char b[1200];
+    index_bytes_sum = 0;
+    snprintf(b, sizeof b, "%s/backend1", base);
+    nftw(b, add_index_bytes, 16, FTW_PHYS);
+    snprintf(b, sizeof b, "%s/backend2", base);
+    nftw(b, add_index_bytes, 16, FTW_PHYS);
+    return index_bytes_sum;
+}
+
+static void test_flush_and_invalidate(void)
+{
+    KEEP(dir, "fl");
+    KEEP(path, "fl/f");
+    OK(plfs_mkdir(dir, 0755));
+    Plfs_fd *w = NULL, *r = NULL;
+    int refs;
+    ssize_t n = -1;
+    char buf[32];
+    OK(plfs_open(&w, path, O_CREAT | O_WRONLY, 700, 0644, NULL));
+    if (!w) return;
+    OK(plfs_write(w, "abcdefgh", 8, 0, 700, &n));
+    long before = index_bytes();
+    OK(plfs_flush_writes(dir));
+    long after = index_bytes();
+    CHECK(after == before + 48, "flush_writes appended the buffered record: %ld -> %ld", before, after);
+    OK(plfs_flush_writes(dir)); /* nothing more buffered */
+    CHECK(index_bytes() == after, "a second flush adds nothing");
+    EXPECT(plfs_flush_writes("/etc"), PLFS_EINVAL);
+
+    /* A reader's view is fixed until its cache is invalidated. */
+    OK(plfs_open(&r, path, O_RDONLY, 701, 0, NULL));
+    if (!r) return;
+    OK(plfs_read(r, buf, sizeof buf, 0, &n));
+    CHECK(n == 8, "read %zd bytes", n);
+    pid_t child = fork();
+    if (child == 0) {
+        /* Another process extends the file and closes it. */
+        Plfs_fd *w2 = NULL;
+        ssize_t m = -1;
+        int rr;
+        if (plfs_open(&w2, path, O_WRONLY, 702, 0, NULL) != PLFS_SUCCESS) _exit(3);
+        if (plfs_write(w2, "XYZ", 3, 8, 702, &m) != PLFS_SUCCESS || m != 3) _exit(4);
+        if (plfs_close(w2, 702, getuid(), O_WRONLY, NULL, &rr) != PLFS_SUCCESS) _exit(5);
+        _exit(0);
+    }
+    int status = -1;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer child: status %d", status);
+    memset(buf, 0, sizeof buf);
+    OK(plfs_read(r, buf, sizeof buf, 0, &n));
+    CHECK(n == 8, "before invalidation the cached view holds: read %zd bytes", n);
+    OK(plfs_invalidate_read_cache(dir));
+    memset(buf, 0, sizeof buf);
+    OK(plfs_read(r, buf, sizeof buf, 0, &n));
+    CHECK(n == 11 && memcmp(buf, "abcdefghXYZ", 11) == 0, "after invalidation: %zd bytes %.11s", n, buf);
+    EXPECT(plfs_invalidate_read_cache(NULL), PLFS_EFAULT);
+    OK(plfs_close(r, 701, getuid(), O_RDONLY, NULL, &refs));
+    OK(plfs_close(w, 700, getuid(), O_WRONLY, NULL, &refs));
+}
+
+static void test_fileinfo_expand_hostname(void)
+{
+    KEEP(pat, "strided");
+    KEEP(br, "irregular");
+    Plfs_fd *fd = NULL;
+    int refs, ix = -1;
+    char rec[100];
+    ssize_t n;
+    memset(rec, 'p', sizeof rec);
+    OK(plfs_open(&fd, pat, O_CREAT | O_WRONLY, 800, 0644, NULL));
+    if (!fd) return;
+    for (int i = 0; i < 16; i++) OK(plfs_write(fd, rec, sizeof rec, (off_t)i * 300, 800, &n));
+    OK(plfs_close(fd, 800, getuid(), O_WRONLY, NULL, &refs));
+    fd = NULL;
+    OK(plfs_open(&fd, br, O_CREAT | O_WRONLY, 801, 0644, NULL));
+    if (!fd) return;
+    for (int i = 0; i < 5; i++) OK(plfs_write(fd, rec, (size_t)(10 + i * 7), (off_t)(1000 - i * 150), 801, &n));
+    OK(plfs_close(fd, 801, getuid(), O_WRONLY, NULL, &refs));
+    CHECK(plfs_get_fileinfo(pat, &ix) == CONTAINER && ix == CI_PATTERN, "strided file: index type %d", ix);
+    CHECK(plfs_get_fileinfo(br, &ix) == CONTAINER && ix == CI_BYTERANGE, "irregular file: index type %d", ix);
+    CHECK(plfs_get_fileinfo(P("not-yet"), &ix) == CONTAINER && ix == CI_BYTERANGE, "new file: %d", ix);
+    CHECK(plfs_get_fileinfo(pat, NULL) == CONTAINER, "NULL ixtypep");
+    ix = -1;
+    CHECK(plfs_get_fileinfo("/etc/passwd", &ix) == PFT_UNKNOWN && ix == CI_UNKNOWN, "outside: %d", ix);
+    char nnpath[1200];
+    snprintf(nnpath, sizeof nnpath, "%s/plain", nnmnt);
+    CHECK(plfs_get_fileinfo(nnpath, &ix) == FLAT_FILE && ix == CI_UNKNOWN, "n-n: %d", ix);
+    CHECK(plfs_get_filetype(nnpath) == FLAT_FILE && plfs_get_filetype(pat) == CONTAINER, "get_filetype");
+
+    char *phys = NULL, *phys2 = NULL;
+    void *m1 = NULL, *b1 = NULL, *m2 = NULL, *b2 = NULL;
+    OK(plfs_expand_path(pat, &phys, &m1, &b1));
+    CHECK(phys && strncmp(phys, base, strlen(base)) == 0 && strcmp(phys + strlen(phys) - 8, "/strided") == 0,
+          "physical path %s", phys ? phys : "(null)");
+    if (phys) {
+        char marker[2048];
+        struct stat st;
+        snprintf(marker, sizeof marker, "%s/.plfscontainer", phys);
+        CHECK(stat(marker, &st) == 0 && S_ISREG(st.st_mode), "%s is the container", phys);
+    }
+    char prefixed[2100];
+    snprintf(prefixed, sizeof prefixed, "plfs:%s", pat);
+    OK(plfs_expand_path(prefixed, &phys2, &m2, &b2));
+    CHECK(phys && phys2 && strcmp(phys, phys2) == 0 && m1 == m2 && b1 == b2 && m1 != NULL && b1 != NULL,
+          "plfs: prefix, same mount and backend");
+    free(phys);
+    free(phys2);
+    phys = NULL;
+    OK(plfs_expand_path(nnpath, &phys, &m2, NULL));
+    CHECK(m2 != m1, "another mount point, another identifier");
+    free(phys);
+    EXPECT(plfs_expand_path("/etc/passwd", &phys, NULL, NULL), PLFS_EINVAL);
+    EXPECT(plfs_expand_path(pat, NULL, NULL, NULL), PLFS_EFAULT);
+
+    char *h = NULL, *h2 = NULL;
+    OK(plfs_gethostname(&h));
+    OK(plfs_gethostname(&h2));
+    const char *env = getenv("PLFS_HOSTNAME");
+    struct utsname u;
+    uname(&u);
+    const char *want = env && *env ? env : u.nodename;
+    CHECK(h && strcmp(h, want) == 0, "hostname %s, expected %s", h ? h : "(null)", want);
+    CHECK(h == h2, "a static string");
+    EXPECT(plfs_gethostname(NULL), PLFS_EFAULT);
+}
+
+/* Containers written by the original PLFS 2.5.1: byte-exact, read-only. */
+static void test_legacy(void)
+{
+    const char *exp = getenv("PLFS_TEST_LEGACY_EXPECTED");
+    CHECK(exp && *exp, "PLFS_TEST_LEGACY_EXPECTED and PLFS_TEST_LEGACY_STORE are set");
+    if (!exp || !*exp) return;
+    const char *names[] = {"empty", "n1_flat", "n1_holes", "n1_strided"};
+    static char want[2 << 20], got[2 << 20];
+    for (int k = 0; k < 4; k++) {
+        char path[1300], ef[1300];
+        snprintf(path, sizeof path, "%s/%s", legacymnt, names[k]);
+        snprintf(ef, sizeof ef, "%s/%s.expected", exp, names[k]);
+        FILE *f = fopen(ef, "rb");
+        CHECK(f != NULL, "open %s", ef);
+        if (!f) continue;
+        size_t wl = fread(want, 1, sizeof want, f);
+        fclose(f);
+        Plfs_fd *fd = NULL;
+        int refs;
+        OK(plfs_open(&fd, path, O_RDONLY, 900, 0, NULL));
+        if (!fd) continue;
+        size_t off = 0;
+        for (;;) {
+            ssize_t n = -1;
+            if (plfs_read(fd, got + off, 65521, (off_t)off, &n) != PLFS_SUCCESS || n <= 0) break;
+            off += (size_t)n;
+        }
+        CHECK(off == wl && memcmp(got, want, wl) == 0, "%s: %zu bytes read, %zu expected", names[k], off, wl);
+        struct stat st;
+        OK(plfs_getattr(NULL, path, &st, 0));
+        CHECK((size_t)st.st_size == wl && st.st_mode == (S_IFREG | 0600), "%s: size %lld mode %o", names[k],
+              (long long)st.st_size, (unsigned)st.st_mode);
+        char v[4];
+        EXPECT(plfs_getxattr(fd, v, "user.none", sizeof v), PLFS_ENOENT);
+        EXPECT(plfs_setxattr(fd, "v", "user.k", 1), PLFS_EROFS);
+        int ix = -1;
+        CHECK(plfs_get_fileinfo(path, &ix) == CONTAINER && ix == CI_BYTERANGE, "%s: index type %d", names[k], ix);
+        OK(plfs_close(fd, 900, getuid(), O_RDONLY, NULL, &refs));
+        fd = NULL;
+        EXPECT(plfs_open(&fd, path, O_WRONLY, 901, 0, NULL), PLFS_EROFS);
+        CHECK(strstr(plfs_last_error(), "written by PLFS 2.5") && strstr(plfs_last_error(), "plfs upgrade"),
+              "message: %s", plfs_last_error());
+        EXPECT(plfs_trunc(NULL, path, 0, 0), PLFS_EROFS);
+        EXPECT(plfs_unlink(path), PLFS_EROFS);
+    }
+    char listing[4096];
+    list_dir(legacymnt, listing, sizeof listing);
+    CHECK(strcmp(listing, "./../empty/n1_flat/n1_holes/n1_strided/") == 0, "listing %s", listing);
+}
+
 int main(void)
 {
     setup();
@@ -599,6 +849,10 @@ int main(void)
     test_dirs_and_links();
     test_metadata();
     test_flatten();
+    test_xattrs();
+    test_flush_and_invalidate();
+    test_fileinfo_expand_hostname();
+    test_legacy();
     printf("%d passed, %d failed\n", passed, failed);
     if (failed == 0) {
         nftw(base, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

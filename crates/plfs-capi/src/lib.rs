@@ -13,6 +13,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod error;
+pub mod extra_api;
 pub mod file_api;
 pub mod handles;
 pub mod instance;

@@ -270,19 +270,16 @@ pub unsafe extern "C" fn plfs_mode(path: *const c_char, mode: *mut libc::mode_t)
     })
 }
 
-/// `plfs_filetype plfs_get_filetype(const char *path)`: `CONTAINER` (0) for a path under a PLFS
-/// mount point, else `PFT_UNKNOWN` (3).
+/// `plfs_filetype plfs_get_filetype(const char *path)`: the file type of the mount point holding
+/// `path` (as PLFS 2.5): `CONTAINER` (0) for n-1, `FLAT_FILE` (1) for n-n, `SMALL_FILE` (2) for
+/// 1-n; `PFT_UNKNOWN` (3) outside every mount point.
 ///
 /// # Safety
 /// `path` is NULL or NUL-terminated.
 #[no_mangle]
 pub unsafe extern "C" fn plfs_get_filetype(path: *const c_char) -> c_int {
     // SAFETY: forwarded caller contract.
-    if unsafe { is_plfs_path(path) } == 1 {
-        0
-    } else {
-        3
-    }
+    guard_value(3, || unsafe { crate::extra_api::mount_filetype(path) }.0)
 }
 
 /// `plfs_error_t plfs_opendir_c(const char *path, Plfs_dirp **pdirp)`: lists a directory (the

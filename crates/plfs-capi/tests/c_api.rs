@@ -121,9 +121,23 @@ fn cflags() -> Vec<&'static str> {
     vec!["-std=c11", "-Wall", "-Wextra", "-Werror", "-O1"]
 }
 
+/// Extracts the containers written by PLFS 2.5.1 (tests/fixtures) into `dir`: returns the
+/// directory holding their `store/` backend and `.expected` files.
+fn legacy_fixtures(dir: &Path) -> PathBuf {
+    let x = dir.join("legacy-fixtures");
+    std::fs::create_dir_all(&x).unwrap();
+    run(Command::new("tar")
+        .arg("xzf")
+        .arg(root().join("tests/fixtures/plfs-2.5.1-containers.tar.gz"))
+        .arg("-C")
+        .arg(&x));
+    x
+}
+
 /// Builds tests/c/test_capi.c linked as `link` says, runs it and checks its summary line.
 fn build_and_run_api_test(tag: &str, link: &[String]) {
     let t = TempDir::new(tag);
+    let legacy = legacy_fixtures(&t.0);
     let exe = t.0.join("test_capi");
     run(Command::new("cc")
         .args(cflags())
@@ -136,6 +150,9 @@ fn build_and_run_api_test(tag: &str, link: &[String]) {
     let out = run(Command::new(&exe)
         .env("TMPDIR", &t.0)
         .env("LD_LIBRARY_PATH", lib_dir())
+        .env("PLFS_TEST_LEGACY_STORE", legacy.join("store"))
+        .env("PLFS_TEST_LEGACY_EXPECTED", &legacy)
+        .env("PLFS_HOSTNAME", "capi-test-host")
         .env_remove("PLFSRC"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
@@ -178,6 +195,46 @@ fn c_api_test_program_passes_statically_linked() {
     let mut link = vec![lib_dir().join("libplfs.a").display().to_string()];
     link.extend(libs_private());
     build_and_run_api_test("static", &link);
+}
+
+#[test]
+fn cxx_readdir_test_program_passes() {
+    if !have("g++", "cxx_readdir_test_program_passes") {
+        assert!(std::env::var_os("CI").is_none(), "g++ is missing in CI");
+        return;
+    }
+    let t = TempDir::new("cxx");
+    let (rc, mnt) = plfsrc(&t.0);
+    let exe = t.0.join("test_readdir");
+    let dir = lib_dir();
+    for std in ["-std=c++98", "-std=c++17"] {
+        run(Command::new("g++")
+            .args([std, "-Wall", "-Wextra", "-Werror", "-O1"])
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg(root().join("tests/c/test_readdir.cpp"))
+            .arg(format!("-L{}", dir.display()))
+            .arg(format!("-Wl,-rpath,{}", dir.display()))
+            .arg("-lplfs")
+            .arg("-o")
+            .arg(&exe));
+        let _ = std::fs::remove_dir_all(t.0.join("backend"));
+        std::fs::create_dir_all(t.0.join("backend")).unwrap();
+        let out = run(Command::new(&exe).arg(mnt.join("d")).env("PLFSRC", &rc));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.trim_end().ends_with(" passed, 0 failed"), "{std}: {stdout}");
+        let n: usize = stdout
+            .trim_end()
+            .rsplit('\n')
+            .next()
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n >= 50, "{std}: only {n} checks ran");
+    }
 }
 
 #[test]
@@ -378,10 +435,12 @@ fn every_declared_function_is_exported() {
         return;
     }
     let h = std::fs::read_to_string(root().join("include/plfs.h")).unwrap();
-    // Declarations: a line starting with a type, then `name(`; skip comments and macros.
+    // Declarations: a line starting with a type, then `name(`; skip comments, macros and the
+    // header-only inline C++ functions (plfs_readdir), which are defined in the header itself.
     let declared: Vec<String> = h
         .lines()
         .filter(|l| !l.starts_with(' ') && !l.starts_with('#') && !l.starts_with('/') && !l.starts_with('*'))
+        .filter(|l| !l.starts_with("inline ") && !l.starts_with("extern \"C\" inline "))
         .filter_map(|l| {
             let before = l.split_once('(')?.0;
             let name = before.rsplit([' ', '*']).next()?;

@@ -145,10 +145,33 @@ fn container_usage(plfs: &Plfs, path: &Path, logical: u64) -> Result<Usage> {
     Ok(u)
 }
 
+/// Usage of one file written by PLFS 2.x: its backend files (data logs have no header), its
+/// merged index, and its open records.
+fn legacy_usage(plfs: &Plfs, path: &Path, logical: u64) -> Result<Usage> {
+    let phys = tools::query(plfs, path).at("cannot measure", path)?;
+    let map = tools::map(plfs, path).at("cannot measure", path)?;
+    let is_open = |p: &tools::Physical| {
+        p.kind == "dropping"
+            && p.path
+                .file_name()
+                .is_some_and(|n| n.as_encoded_bytes().starts_with(b"open."))
+    };
+    Ok(Usage {
+        path: path.to_path_buf(),
+        kind: "legacy file",
+        logical,
+        physical: Some(phys.iter().map(|p| p.size).sum()),
+        data: Some(phys.iter().filter(|p| p.kind == "data log").map(|p| p.size).sum()),
+        live: Some(map.iter().map(|e| e.length).sum()),
+        writers: Some(phys.iter().filter(|p| is_open(p)).count() as u64),
+    })
+}
+
 /// Usage of one logical file (not a directory).
 fn file_usage(plfs: &Plfs, path: &Path, size: u64, kind: FileKind) -> Result<Usage> {
     match plfs.storage(path).at("cannot measure", path)? {
         Storage::Container(_) => container_usage(plfs, path, size),
+        Storage::Legacy(_) => legacy_usage(plfs, path, size),
         Storage::Plain(at) | Storage::Symlink(at) => {
             let bytes = std::fs::symlink_metadata(at).map_or(size, |m| m.len());
             let plain = kind == FileKind::File;

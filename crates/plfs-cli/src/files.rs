@@ -7,7 +7,7 @@ use crate::util::{absolute, format_time, format_time_short, human_iec, id_name, 
 use crate::util::{require_plfs_path, BUF_SIZE};
 use anyhow::{Context, Result};
 use clap::Args;
-use plfs_core::{FileKind, OpenFlags, Plfs, Stat};
+use plfs_core::{FileFormat, FileKind, OpenFlags, Plfs, Stat};
 use serde_json::json;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -55,9 +55,20 @@ fn kind_name(k: FileKind) -> &'static str {
     }
 }
 
-fn stat_json(path: &Path, st: &Stat) -> serde_json::Value {
+/// How a regular file is stored (`None` for directories and symlinks, or if it cannot be told).
+fn format_of(plfs: &Plfs, path: &Path, st: &Stat) -> Option<FileFormat> {
+    if st.kind != FileKind::File {
+        return None;
+    }
+    plfs.file_format(path).ok().flatten()
+}
+
+fn stat_json(plfs: &Plfs, path: &Path, st: &Stat) -> serde_json::Value {
+    let format = format_of(plfs, path, st);
     json!({
         "path": path.display().to_string(),
+        "format": format.as_ref().map(|f| f.to_string()),
+        "legacy": format.as_ref().is_some_and(FileFormat::is_legacy),
         "kind": kind_name(st.kind),
         "mode": st.mode, "perm": format!("{:04o}", st.mode & 0o7777),
         "uid": st.uid, "gid": st.gid,
@@ -83,6 +94,10 @@ fn long_line(plfs: &Plfs, path: &Path, name: &str, st: &Stat, human: bool) -> St
             s.push_str(&format!(" -> {}", Path::new(&t).display()));
         }
     }
+    // Files written by PLFS 2.x are marked: they are read-only until `plfs upgrade`.
+    if let Some(f) = format_of(plfs, path, st).filter(FileFormat::is_legacy) {
+        s.push_str(&format!("  [{f}]"));
+    }
     s
 }
 
@@ -102,7 +117,7 @@ impl Lister<'_> {
     fn entry(&mut self, full: &Path, name: &str, st: Option<&Stat>) {
         if crate::out::json_mode() {
             if let Some(st) = st {
-                let mut v = stat_json(full, st);
+                let mut v = stat_json(self.plfs, full, st);
                 v["name"] = json!(name);
                 self.json.push(v);
             }
@@ -214,11 +229,17 @@ pub fn stat(cli: &Globals, a: &StatArgs) -> Result<()> {
     require_plfs_path(&plfs, &path)?;
     let st = plfs.stat(&path).at("cannot stat", &path)?;
     if crate::out::json_mode() {
-        crate::out::json(&stat_json(&path, &st));
+        crate::out::json(&stat_json(&plfs, &path, &st));
         return Ok(());
     }
     outln!("  path: {}", path.display());
     outln!("  kind: {}", kind_name(st.kind));
+    if st.kind == FileKind::File {
+        let f = plfs.file_format(&path).at("cannot stat", &path)?;
+        if let Some(f) = f {
+            outln!("format: {f}");
+        }
+    }
     outln!("  mode: {:06o} ({})", st.mode, mode_string(st.mode));
     outln!("   uid: {} ({})", st.uid, id_name("/etc/passwd", st.uid));
     outln!("   gid: {} ({})", st.gid, id_name("/etc/group", st.gid));

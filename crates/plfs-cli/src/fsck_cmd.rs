@@ -93,7 +93,8 @@ pub fn fsck(cli: &Globals, a: &FsckArgs) -> Result<()> {
             })
             .collect();
         let v = json!({
-            "path": path.display().to_string(), "containers": rep.containers, "writers": rep.writers,
+            "path": path.display().to_string(), "containers": rep.containers, "legacy": rep.legacy,
+            "writers": rep.writers,
             "records": rep.records, "problems": rep.problems(), "exit_code": code, "findings": findings,
         });
         crate::out::json(&v);
@@ -111,8 +112,13 @@ pub fn fsck(cli: &Globals, a: &FsckArgs) -> Result<()> {
         }
     }
     let left = rep.findings.iter().filter(|f| f.outstanding()).count();
+    let legacy = if rep.legacy > 0 {
+        format!(" ({} written by PLFS 2.x, read-only)", rep.legacy)
+    } else {
+        String::new()
+    };
     outln!(
-        "{}: {} containers, {} writers, {} records; {} problems, {} repaired, {} left",
+        "{}: {} containers{legacy}, {} writers, {} records; {} problems, {} repaired, {} left",
         path.display(),
         rep.containers,
         rep.writers,

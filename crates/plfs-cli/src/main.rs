@@ -22,6 +22,7 @@ mod ops;
 mod pattern;
 mod progress;
 mod tools_cmd;
+mod upgrade_cmd;
 mod util;
 mod worker;
 
@@ -96,6 +97,9 @@ enum Cmd {
     Fsck(fsck_cmd::FsckArgs),
     /// Check every write of a file against its data checksum. Exit codes: 0 ok, 4 mismatch, 8 error.
     Verify(fsck_cmd::VerifyArgs),
+    /// Convert files written by PLFS 2.x (read-only here) to this format, in place: FILE, or
+    /// every such file under DIR. Crash-safe: the original stays until its copy is verified.
+    Upgrade(upgrade_cmd::UpgradeArgs),
     /// Mount PLFS with FUSE: `plfs mount MOUNTPOINT [--config FILE] [--foreground]`.
     Mount(mount_cmd::MountArgs),
     /// Unmount a PLFS FUSE mount, waiting until its daemon has closed every file.
@@ -130,6 +134,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Cmd::DemoWorker(a) => worker::worker(g, a),
         Cmd::Fsck(a) => fsck_cmd::fsck(g, a),
         Cmd::Verify(a) => fsck_cmd::verify(g, a),
+        Cmd::Upgrade(a) => upgrade_cmd::upgrade(g, a),
         Cmd::Mount(a) => mount_cmd::mount(g, a),
         Cmd::Umount(a) => mount_cmd::umount(g, a),
         Cmd::Generate(a) => generate::generate(a, Cli::command()),

@@ -7,7 +7,7 @@ use crate::progress::Progress;
 use crate::util::{absolute, open_plfs, require_plfs_path};
 use anyhow::Result;
 use clap::Args;
-use plfs_core::{tools, Plfs};
+use plfs_core::{tools, FileFormat, Plfs};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -181,7 +181,16 @@ pub fn version(cli: &Globals, a: &VersionArgs) -> Result<()> {
             let plfs = open_plfs(cli)?;
             let path = absolute(f)?;
             require_plfs_path(&plfs, &path)?;
-            let v = tools::file_version(&plfs, &path).at("cannot read the format version of", &path)?;
+            // A file written by PLFS 2.x has no format version of ours: its release says what.
+            let written_by = match plfs.file_format(&path).at("cannot read the format version of", &path)? {
+                Some(FileFormat::Legacy { release }) => Some(release),
+                Some(FileFormat::LegacyPacked) => Some("2.x".to_string()),
+                _ => None,
+            };
+            let v = match written_by {
+                Some(r) => Err(r),
+                None => Ok(tools::file_version(&plfs, &path).at("cannot read the format version of", &path)?),
+            };
             Some((path, v))
         }
     };
@@ -189,15 +198,26 @@ pub fn version(cli: &Globals, a: &VersionArgs) -> Result<()> {
         let mut v = json!({ "library_version": lib, "format_version": fmt });
         if let Some((p, fv)) = &file {
             v["file"] = json!(p.display().to_string());
-            v["file_format_version"] = json!(fv);
+            match fv {
+                Ok(fv) => v["file_format_version"] = json!(fv),
+                Err(release) => {
+                    v["file_format_version"] = json!(null);
+                    v["file_written_by"] = json!(format!("PLFS {release}"));
+                }
+            }
         }
         crate::out::json(&serde_json::json!(v));
         return Ok(());
     }
     outln!("plfs {lib}");
     outln!("format version {fmt}");
-    if let Some((p, fv)) = file {
-        outln!("{}: format version {fv}", p.display());
+    match file {
+        Some((p, Ok(fv))) => outln!("{}: format version {fv}", p.display()),
+        Some((p, Err(release))) => outln!(
+            "{}: written by PLFS {release} (legacy, read-only; `plfs upgrade` converts it)",
+            p.display()
+        ),
+        None => {}
     }
     Ok(())
 }

@@ -16,9 +16,11 @@
 //! | `mount` | backends of a mount point and where a logical path lives on them |
 //! | `container` | a container on its backend: create, open, droppings, hostdirs |
 //! | `index` | loading and refreshing a container's merged index |
+//! | `xattr` | extended attributes of a container |
+//! | `legacy` | reading files written by PLFS 2.x (N-1 containers, 1-N directories) |
 //! | `layout` | how a regular file is stored: N-1 containers, N-N plain files, 1-N packed files |
 //! | `namespace` | [`Plfs`]: path resolution and every operation, dispatched once |
-//! | [`tools`], [`fsck`] | map, query, flatten; fsck and verify |
+//! | [`tools`], [`fsck`], [`upgrade`] | map, query, flatten; fsck and verify; converting PLFS 2.x files |
 //!
 //! All backend I/O goes through raw system calls in [`sys`], never through interposable libc
 //! symbols, so the LD_PRELOAD front end can embed this crate without intercepting itself.
@@ -35,11 +37,14 @@ pub(crate) mod container;
 pub(crate) mod extent;
 pub(crate) mod index;
 pub(crate) mod layout;
+pub(crate) mod legacy;
 pub(crate) mod mount;
 pub(crate) mod namespace;
+pub(crate) mod xattr;
 
 pub mod fsck;
 pub mod tools;
+pub mod upgrade;
 
 pub use config::Config;
 pub use error::{Error, Result};
@@ -47,4 +52,4 @@ pub use layout::OpenFile;
 pub use namespace::Plfs;
 pub use sys::failpoint;
 pub use sys::TimeSpec;
-pub use types::{DirEntry, FileKind, IndexStats, OpenFlags, PackedUsage, Stat, Storage};
+pub use types::{DirEntry, FileFormat, FileKind, IndexStats, OpenFlags, PackedUsage, Stat, Storage};

@@ -73,6 +73,11 @@ impl std::ops::Deref for DirRef<'_> {
 }
 
 impl DirRef<'_> {
+    /// Whether this is a backend's root.
+    pub fn is_root(&self) -> bool {
+        matches!(self, DirRef::Root(_))
+    }
+
     /// An owned handle on the same directory (a duplicate descriptor for a root).
     pub fn into_owned(self) -> Result<Dir> {
         match self {
@@ -163,6 +168,8 @@ pub enum Probe {
     Missing,
     /// A container (a logical regular file).
     Container,
+    /// A container written by PLFS 2.x (a read-only logical regular file; [`crate::legacy`]).
+    Legacy,
     /// A logical directory.
     Dir,
     /// A symbolic link.
@@ -172,7 +179,8 @@ pub enum Probe {
 }
 
 /// What a look-up found: on which canonical backend, what, and its stat (the object's own
-/// `lstat`; for a container, its marker's, which holds the logical file's attributes).
+/// `lstat`; for a container, its marker's, which holds the logical file's attributes; for a
+/// PLFS 2.x container, its access file's).
 #[derive(Debug, Clone, Copy)]
 pub struct Found {
     /// Canonical backend index.
@@ -183,8 +191,9 @@ pub struct Found {
     pub st: Option<sys::RawStat>,
 }
 
-/// Classifies what backend `b` holds at `rel` (two `lstat`s for a directory: itself and its
-/// marker; one otherwise). Returns the probe and the stat described in [`Found`].
+/// Classifies what backend `b` holds at `rel` (two `lstat`s for a container: itself and its
+/// marker; three for a directory: itself, the marker, a PLFS 2.x access file; one otherwise).
+/// Returns the probe and the stat described in [`Found`].
 pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
     let root = b.root()?;
     let Some(st) = root.stat_beneath_opt(rel)? else {
@@ -193,7 +202,10 @@ pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
     Ok(match sys::FileType::from_raw_mode(st.st_mode) {
         sys::FileType::Directory => match root.stat_beneath_opt(&rel.join(format::MARKER_NAME))? {
             Some(m) => (Probe::Container, Some(m)),
-            None => (Probe::Dir, Some(st)),
+            None => match root.stat_beneath_opt(&rel.join(format::legacy::ACCESS_NAME))? {
+                Some(a) if !rel.as_os_str().is_empty() => (Probe::Legacy, Some(a)),
+                _ => (Probe::Dir, Some(st)),
+            },
         },
         sys::FileType::Symlink => (Probe::Symlink, Some(st)),
         _ => (Probe::Other, Some(st)),
@@ -287,7 +299,9 @@ impl Loc {
     pub fn find(&self) -> Result<Found> {
         let f = self.find_raw()?;
         // A container is never inside another one; anything else may be a path through a file.
-        if f.probe != Probe::Container && self.inside_container(f.backend)? {
+        if !matches!(f.probe, Probe::Container | Probe::Legacy)
+            && (self.inside_container(f.backend)? || self.inside_legacy(f.backend)?)
+        {
             return Err(Error::errno(
                 Errno::NOTDIR,
                 format!("{}: a path component is a file", self.logical.display()),
@@ -339,6 +353,27 @@ impl Loc {
             }
         }
         Ok(false)
+    }
+
+    /// True if this path on backend `b` goes through a PLFS 2.x container. Only names that can
+    /// be inside one are checked (a PLFS 2.x container holds nothing deeper than two levels,
+    /// under fixed names), so ordinary paths cost no system call.
+    fn inside_legacy(&self, b: usize) -> Result<bool> {
+        use format::legacy::{is_container_entry, is_container_subdir, ACCESS_NAME};
+        let parts: Vec<&[u8]> = self.rel.iter().map(|c| c.as_bytes()).collect();
+        let n = parts.len();
+        let root = self.mount.canonical[b].root()?;
+        let at = |levels: usize| -> Result<bool> {
+            let mut p = self.rel.clone();
+            for _ in 0..levels {
+                p.pop();
+            }
+            Ok(root.stat_beneath_opt(&p.join(ACCESS_NAME))?.is_some())
+        };
+        if n >= 2 && is_container_entry(parts[n - 1]) && at(1)? {
+            return Ok(true);
+        }
+        Ok(n >= 3 && is_container_subdir(parts[n - 2]) && at(2)?)
     }
 
     /// The parent directory's location ("" = the mount point).

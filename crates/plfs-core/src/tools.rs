@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::format::{self, MetaDropping, FLAT_NAME};
 use crate::index::IndexState;
+use crate::legacy::{LegacyContainer, LegacyIndex};
 use crate::namespace::Plfs;
 use crate::sys::{self, Dir};
 use rustix::io::Errno;
@@ -37,6 +38,22 @@ pub fn map(plfs: &Plfs, path: &Path) -> Result<Vec<MapEntry>> {
     // The map reveals where every byte lives and needs every index log: only for a user who may
     // read the file (an unreadable index log is otherwise skipped, and the map comes out empty).
     plfs.access(path, 4)?;
+    if let Some(lc) = plfs.legacy(path)? {
+        return Ok(LegacyIndex::load(&lc)?
+            .map_entries()
+            .into_iter()
+            .map(|e| MapEntry {
+                logical: e.logical,
+                length: e.length,
+                data_log: e.data_log,
+                physical: e.physical,
+                writer_id: 0,
+                pid: e.pid,
+                host: e.host,
+                ts: e.end_ns,
+            })
+            .collect());
+    }
     let loc = plfs.resolve(path)?;
     let c = plfs.container(path)?;
     let s = IndexState::load(&c, &loc.logical)?;
@@ -65,7 +82,8 @@ pub struct Physical {
     /// Backend path.
     pub path: PathBuf,
     /// What it is: "container", "marker", "meta", "dropping", "hostdir", "index log", "data log",
-    /// "flat index", "shadow dir" or "unknown".
+    /// "flat index", "shadow dir", "xattrs" or "unknown"; for a file written by PLFS 2.x also
+    /// "legacy container", "access file", "version tag" and "metalink".
     pub kind: String,
     /// Size in bytes (0 for directories).
     pub size: u64,
@@ -106,6 +124,9 @@ fn list_hostdir(parent: &Dir, name: &std::ffi::OsStr, out: &mut Vec<Physical>) -
 /// Every physical file behind a logical file: the container, its marker, meta droppings,
 /// hostdirs and logs (including those on shadow backends) and the flattened index.
 pub fn query(plfs: &Plfs, path: &Path) -> Result<Vec<Physical>> {
+    if let Some(lc) = plfs.legacy(path)? {
+        return query_legacy(&lc);
+    }
     let c = plfs.container(path)?;
     let root = c.dir.current_path().unwrap_or_else(|| c.path().to_path_buf());
     let mut out = vec![Physical {
@@ -130,6 +151,8 @@ pub fn query(plfs: &Plfs, path: &Path) -> Result<Vec<Physical>> {
             list_hostdir(&c.dir, &n, &mut out)?;
         } else if b == FLAT_NAME.as_bytes() {
             out.push(entry(&c.dir, &n, "flat index"));
+        } else if format::xattr::is_xattr_dir(b) {
+            out.push(entry(&c.dir, &n, "xattrs"));
         } else {
             out.push(entry(&c.dir, &n, "unknown"));
         }
@@ -146,6 +169,64 @@ pub fn query(plfs: &Plfs, path: &Path) -> Result<Vec<Physical>> {
         hs.sort();
         for h in hs {
             list_hostdir(&sd, &h, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+/// The physical files of a PLFS 2.x container (hostdirs reached through metalinks included).
+fn query_legacy(lc: &LegacyContainer) -> Result<Vec<Physical>> {
+    use format::legacy as names;
+    let mut out = vec![Physical {
+        path: lc.path().to_path_buf(),
+        kind: "legacy container".into(),
+        size: 0,
+    }];
+    let mut here = lc.dir.list()?;
+    here.sort();
+    for n in here {
+        let s = n.to_string_lossy();
+        let kind = if s == names::ACCESS_NAME {
+            "access file"
+        } else if s.starts_with(names::VERSION_TAG_PREFIX) {
+            "version tag"
+        } else if s == names::GLOBAL_INDEX {
+            "flat index"
+        } else if s == names::META_DIR {
+            out.push(entry(&lc.dir, &n, "meta"));
+            if let Some(m) = lc.dir.open_dir_opt(&n)? {
+                let mut ds = m.list()?;
+                ds.sort();
+                out.extend(ds.iter().map(|d| entry(&m, d, "dropping")));
+            }
+            continue;
+        } else if names::parse_hostdir(&s).is_some() {
+            continue;
+        } else if s == names::XATTRS_DIR {
+            "xattrs"
+        } else {
+            "unknown"
+        };
+        out.push(entry(&lc.dir, &n, kind));
+    }
+    for h in lc.hostdirs()? {
+        if h.metalink() {
+            out.push(entry(&lc.dir, std::ffi::OsStr::new(&h.name), "metalink"));
+        }
+        out.push(Physical {
+            path: h.dir.path().to_path_buf(),
+            kind: "hostdir".into(),
+            size: 0,
+        });
+        let mut ns = h.dir.list()?;
+        ns.sort();
+        for n in ns {
+            let kind = match n.to_str().and_then(names::Dropping::parse) {
+                Some(d) if d.is_index => "index log",
+                Some(_) => "data log",
+                None => "unknown",
+            };
+            out.push(entry(&h.dir, &n, kind));
         }
     }
     Ok(out)

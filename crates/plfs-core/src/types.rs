@@ -203,4 +203,50 @@ pub enum Storage {
     Plain(std::path::PathBuf),
     /// A file packed in its directory's small-file logs (1-N mode).
     Packed,
+    /// A container written by PLFS 2.x (read-only until `plfs upgrade`).
+    Legacy(std::path::PathBuf),
+    /// A file of a PLFS 2.x 1-N directory (read-only until `plfs upgrade`).
+    LegacyPacked,
+}
+
+/// How a regular file is stored, and in which format ([`crate::Plfs::file_format`], shown by
+/// `plfs stat` and `plfs ls -l`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileFormat {
+    /// An N-1 container of this library's format `version`.
+    Container {
+        /// The format version in its marker.
+        version: u32,
+    },
+    /// A plain backend file (N-N mode).
+    Plain,
+    /// A file packed in its directory's small-file logs (1-N mode).
+    Packed,
+    /// An N-1 container written by PLFS `release` (read-only).
+    Legacy {
+        /// The release in its `version-tag.*` (`2.x` without one).
+        release: String,
+    },
+    /// A file of a PLFS 2.x 1-N directory (read-only).
+    LegacyPacked,
+}
+
+impl FileFormat {
+    /// True for files written by PLFS 2.x: readable, but every change is refused until
+    /// `plfs upgrade` converts them.
+    pub fn is_legacy(&self) -> bool {
+        matches!(self, FileFormat::Legacy { .. } | FileFormat::LegacyPacked)
+    }
+}
+
+impl std::fmt::Display for FileFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileFormat::Container { version } => write!(f, "plfs v{version} (N-1 container)"),
+            FileFormat::Plain => f.write_str("plain file (N-N)"),
+            FileFormat::Packed => f.write_str("packed file (1-N)"),
+            FileFormat::Legacy { release } => write!(f, "plfs-{release} (legacy, read-only)"),
+            FileFormat::LegacyPacked => f.write_str("plfs-2.x 1-N directory file (legacy, read-only)"),
+        }
+    }
 }

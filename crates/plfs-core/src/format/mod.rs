@@ -6,8 +6,10 @@ use crate::error::{Error, Result};
 use std::path::Path;
 
 pub mod flat;
+pub mod legacy;
 mod names;
 pub mod small;
+pub mod xattr;
 
 pub use names::{data_log_name, fast_size, hash_str, index_log_name, parse_log_name, LogName, MetaDropping};
 
@@ -66,6 +68,9 @@ pub const RENAME_TRASH_PREFIX: &str = ".plfstmp.rp.";
 /// File inside a container displaced by a rename, holding the name it had (so fsck can move it
 /// back if the rename was interrupted before the new file took the name).
 pub const RENAME_NAME_FILE: &str = ".plfstmp.name";
+/// Prefix of the new container a `plfs upgrade` builds beside a PLFS 2.x file, and of the
+/// superseded original after the swap (or of a retired PLFS 2.x 1-N store), until removed.
+pub const UPGRADE_PREFIX: &str = ".plfstmp.upgrade.";
 /// Maximum `num_hostdirs`.
 pub const MAX_HOSTDIRS: u32 = 1024;
 

@@ -200,7 +200,7 @@ fn check_root_entries(c: &Container, opts: &Options, rep: &mut Report) -> Result
     for n in c.dir.list()? {
         let b = n.as_bytes();
         let p = c.dir.sub(&n);
-        if b == format::MARKER_NAME.as_bytes() || b == format::META_DIR.as_bytes() {
+        if b == format::MARKER_NAME.as_bytes() || b == format::META_DIR.as_bytes() || format::xattr::is_xattr_dir(b) {
             continue;
         }
         if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) {

@@ -6,7 +6,9 @@
 //! (`meta/open.*` left behind), missing, duplicate or contradictory close records, a missing or
 //! contradictory `cid` dropping, a bad or missing marker, data logs without index logs and the
 //! reverse, creation and deletion debris (`.plfstmp.*`), shadow directories no container owns,
-//! logs stranded where readers do not look, undecodable flattened indexes and unknown files.
+//! logs stranded where readers do not look, undecodable flattened indexes and unknown files; files
+//! written by PLFS 2.x (reported as such, their logs checked) and what an interrupted
+//! `plfs upgrade` left.
 //!
 //! Repair invariant: **`--repair` never deletes bytes that a valid index record references.** It
 //! truncates index logs only past their last valid record (and only when no valid record follows),
@@ -22,6 +24,7 @@ mod container;
 mod debris;
 mod droppings;
 mod index_log;
+mod legacy;
 mod liveness;
 mod report;
 mod verify;

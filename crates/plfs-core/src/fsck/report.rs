@@ -84,6 +84,15 @@ pub enum Kind {
     OrphanShadow,
     /// Logs in a shadow directory that readers of its container do not look at.
     StrandedShadow,
+    /// A container or 1-N directory written by PLFS 2.x (information: read-only until
+    /// `plfs upgrade`).
+    LegacyContainer,
+    /// A PLFS 2.x container or 1-N directory that cannot be read (a damaged record, data log or
+    /// metalink).
+    LegacyDamage,
+    /// What a `plfs upgrade` that did not finish left: its partial copy or the superseded
+    /// original.
+    UpgradeDebris,
 }
 
 impl Kind {
@@ -118,6 +127,9 @@ impl Kind {
             BadFlatIndex => "bad-flat-index",
             OrphanShadow => "orphan-shadow",
             StrandedShadow => "stranded-shadow",
+            LegacyContainer => "legacy-container",
+            LegacyDamage => "legacy-damage",
+            UpgradeDebris => "upgrade-debris",
         }
     }
 }
@@ -164,8 +176,10 @@ impl Finding {
 pub struct Report {
     /// Everything found, in discovery order.
     pub findings: Vec<Finding>,
-    /// Containers checked.
+    /// Containers checked (those written by PLFS 2.x included).
     pub containers: usize,
+    /// Containers and 1-N directories written by PLFS 2.x found.
+    pub legacy: usize,
     /// Writers (index/data log pairs or open records) examined.
     pub writers: usize,
     /// Valid index records read.

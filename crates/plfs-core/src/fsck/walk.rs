@@ -4,6 +4,7 @@
 
 use super::container;
 use super::debris::{meta_cid, tmp_debris_with_mount};
+use super::legacy;
 use super::report::{repair_step, Kind, Options, Repair, Report};
 use crate::error::{Error, Result};
 use crate::format;
@@ -30,12 +31,16 @@ pub(super) fn run(plfs: &Plfs, path: &Path, opts: &Options) -> Result<Report> {
             let mut cids = HashSet::new();
             for (i, b) in loc.mount.canonical.iter().enumerate() {
                 if let Some(d) = b.dir_opt(&loc.rel)? {
-                    walk_dir(&loc.mount, i, &d, opts, &mut rep, &mut cids)?;
+                    walk_dir(&loc.mount, i, &loc.rel, &d, opts, &mut rep, &mut cids)?;
                 }
             }
             if loc.is_root() {
                 orphan_shadows(&loc.mount, &cids, opts, &mut rep)?;
             }
+        }
+        Probe::Legacy => {
+            let dir = loc.mount.canonical[f.backend].dir(&loc.rel)?;
+            legacy::check(&loc.mount, &loc.rel, dir, &mut rep)?;
         }
         Probe::Missing => return Err(Error::NotFound(loc.logical.clone())),
         Probe::Symlink | Probe::Other => {
@@ -48,6 +53,7 @@ pub(super) fn run(plfs: &Plfs, path: &Path, opts: &Options) -> Result<Report> {
 fn walk_dir(
     mount: &Arc<Mount>,
     b: usize,
+    rel: &Path,
     dir: &Dir,
     opts: &Options,
     rep: &mut Report,
@@ -91,6 +97,10 @@ fn walk_dir(
     names.sort();
     for n in names {
         let nb = n.as_bytes();
+        if nb.starts_with(format::UPGRADE_PREFIX.as_bytes()) {
+            legacy::upgrade_debris(dir, &n, opts, rep)?;
+            continue;
+        }
         if nb.starts_with(format::TMP_PREFIX.as_bytes()) {
             if let Some(cid) = tmp_debris_with_mount(dir, &n, Some(mount), opts, rep)? {
                 cids.insert(cid);
@@ -100,15 +110,22 @@ fn walk_dir(
         if nb == format::SHADOW_ROOT.as_bytes() || nb == format::small::SMALL_DIR.as_bytes() {
             continue;
         }
+        if nb == format::legacy::small::SMALL_CONTAINER.as_bytes() {
+            legacy::check_small(mount, b, rel, rep)?;
+            continue;
+        }
         let Some(st) = dir.stat_opt(&n)? else { continue };
         if !sys::is_dir(&st) {
             continue;
         }
         let sub = dir.open_dir(&n)?;
+        let srel = rel.join(&n);
         if sub.stat_opt(format::MARKER_NAME)?.is_some() {
             cids.insert(container::check(mount, b, sub, opts, rep)?);
+        } else if legacy::is_container(&sub)? {
+            legacy::check(mount, &srel, sub, rep)?;
         } else {
-            walk_dir(mount, b, &sub, opts, rep, cids)?;
+            walk_dir(mount, b, &srel, &sub, opts, rep, cids)?;
         }
     }
     Ok(())

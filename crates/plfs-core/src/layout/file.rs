@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use crate::mount::Loc;
 use crate::sys::{Dir, TimeSpec};
-use crate::types::{DirEntry, IndexStats, OpenFlags, PackedUsage, Stat};
+use crate::types::{DirEntry, FileFormat, IndexStats, OpenFlags, PackedUsage, Stat};
 use rustix::io::Errno;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,18 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     fn packed_usage(&self, _loc: &Loc) -> Result<Option<PackedUsage>> {
         Ok(None)
     }
+
+    /// Makes this process's buffered writes to files at or under logical path `logical` visible
+    /// to other processes, without fsync (`plfs_flush_writes`).
+    fn flush_under(&self, _logical: &Path) -> Result<()> {
+        Ok(())
+    }
+
+    /// Drops this process's cached indexes and views of files at or under logical path
+    /// `logical`; the next read reloads them (`plfs_invalidate_read_cache`).
+    fn invalidate_under(&self, logical: &Path) {
+        self.forget(logical)
+    }
 }
 
 /// A regular file found in the namespace.
@@ -62,6 +74,13 @@ pub trait Node: std::fmt::Debug {
     /// `from_name` in `from_parent`, as rename(2) onto it: where the backend allows, the name
     /// never goes missing (docs/design.md, "Backends").
     fn replace_by(&self, from_parent: &Dir, from_name: &OsStr) -> Result<()>;
+    /// How it is stored, and in which format.
+    fn format(&self) -> Result<FileFormat>;
+    /// `Ok` if it may be changed; the error every change gets otherwise (EROFS for files written
+    /// by PLFS 2.x). The namespace asks before renaming onto it.
+    fn check_writable(&self) -> Result<()> {
+        Ok(())
+    }
     /// The container behind it, for the tools (map, query, flatten, fsck).
     fn container(&self) -> Option<crate::container::Container> {
         None
@@ -104,6 +123,15 @@ pub trait Handle: Send + Sync + std::fmt::Debug {
     /// Statistics of the merged index (zeros where there is none).
     fn index_stats(&self) -> Result<IndexStats> {
         Ok(IndexStats::default())
+    }
+    /// Extended attribute `key`; `None` if the file has no such attribute. Files that keep no
+    /// attributes (N-N, 1-N) answer [`Error::Unsupported`].
+    fn getxattr(&self, _key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Err(Error::Unsupported(String::new()))
+    }
+    /// Sets extended attribute `key` ([`Error::Unsupported`] where none are kept).
+    fn setxattr(&self, _key: &[u8], _value: &[u8]) -> Result<()> {
+        Err(Error::Unsupported(String::new()))
     }
 }
 
@@ -230,6 +258,41 @@ impl OpenFile {
     /// Index records read from disk by this process's merged index so far.
     pub fn records_read(&self) -> u64 {
         self.handle.index_stats().map_or(0, |s| s.records_read)
+    }
+
+    /// Extended attribute `key` (`plfs_getxattr`): `ENOENT` if the file has none, `ENOTSUP` for
+    /// N-N and 1-N files (only N-1 files keep attributes, docs/format.md §12). Files written by
+    /// PLFS 2.x answer from their own `xattrs/`.
+    pub fn getxattr(&self, key: &[u8]) -> Result<Vec<u8>> {
+        match self.handle.getxattr(key) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Err(Error::errno(
+                Errno::NOENT,
+                format!(
+                    "{}: no extended attribute {:?}",
+                    self.path.display(),
+                    String::from_utf8_lossy(key)
+                ),
+            )),
+            Err(e) => Err(self.xattr_error(e)),
+        }
+    }
+
+    /// Sets extended attribute `key` to `value` (`plfs_setxattr`); needs write permission on the
+    /// file, not that it was opened for writing (as PLFS 2.5). `EROFS` for files written by
+    /// PLFS 2.x.
+    pub fn setxattr(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.handle.setxattr(key, value).map_err(|e| self.xattr_error(e))
+    }
+
+    fn xattr_error(&self, e: Error) -> Error {
+        match e {
+            Error::Unsupported(m) if m.is_empty() => Error::Unsupported(format!(
+                "{}: extended attributes are kept for N-1 files only",
+                self.path.display()
+            )),
+            e => e,
+        }
     }
 
     /// Closes the writer of one pid (its records reach the index log and its close dropping is

@@ -6,9 +6,11 @@
 //! - [`Handle`]: an open file (behind the public [`OpenFile`]): read, write, sync, close.
 //!
 //! and one per workload mode, [`Layout`]: what a create makes, and which files exist where the
-//! backend shows nothing (the 1-N mode's packed files).
+//! backend shows nothing (the 1-N mode's packed files). Files written by PLFS 2.x are nodes too,
+//! read-only ([`legacy`]).
 
 mod file;
+pub mod legacy;
 pub mod n1;
 pub mod nn;
 pub mod small;

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::layout::{Handle, Layout, Node, OpenFile};
 use crate::mount::Loc;
 use crate::sys::{Access, Create, Dir, File, RawStat, TimeSpec};
-use crate::types::{FileKind, OpenFlags, Stat, BLKSIZE};
+use crate::types::{FileFormat, FileKind, OpenFlags, Stat, BLKSIZE};
 use rustix::io::Errno;
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -117,6 +117,10 @@ impl Node for PlainNode {
 
     fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
         self.loc.parent_dir(self.b)?.set_times(self.loc.name(), atime, mtime)
+    }
+
+    fn format(&self) -> Result<FileFormat> {
+        Ok(FileFormat::Plain)
     }
 
     fn access(&self, mode: u32) -> Result<()> {

@@ -55,6 +55,11 @@ impl Plfs {
                 }
                 Err(e) => return Err(e),
             };
+            // A PLFS 2.x container is a file (the look-up finds a path through one only where
+            // the name could be inside it).
+            if !parent.is_root() && parent.stat_opt(format::legacy::ACCESS_NAME)?.is_some() {
+                return Err(loc.err(Errno::NOTDIR, "a path component is not a directory"));
+            }
             match parent.mkdir(loc.name(), mode & 0o7777) {
                 Ok(()) => {}
                 Err(Error::Io {
@@ -139,7 +144,7 @@ impl Plfs {
                     Probe::Missing => continue,
                     Probe::Dir => FileKind::Dir,
                     Probe::Symlink => FileKind::Symlink,
-                    Probe::Container | Probe::Other => FileKind::File,
+                    Probe::Container | Probe::Legacy | Probe::Other => FileKind::File,
                 };
                 seen.insert(n, kind);
             }

@@ -10,13 +10,15 @@ use crate::config::{Config, Workload};
 use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::format;
+use crate::layout::legacy::LegacyNode;
 use crate::layout::n1::{ContainerNode, Registry, N1};
 use crate::layout::nn::{PlainNode, NN};
 use crate::layout::small::Small;
 use crate::layout::{Layout, Node, OpenFile};
+use crate::legacy::LegacyContainer;
 use crate::mount::{Loc, Mount, Probe};
 use crate::sys::{self, RawStat, StatVfs, TimeSpec};
-use crate::types::{FileKind, OpenFlags, PackedUsage, Stat, Storage};
+use crate::types::{FileFormat, FileKind, OpenFlags, PackedUsage, Stat, Storage};
 use rustix::io::Errno;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -50,6 +52,7 @@ pub fn is_reserved_name(n: &[u8]) -> bool {
     n == format::MARKER_NAME.as_bytes()
         || n == format::SHADOW_ROOT.as_bytes()
         || n == format::small::SMALL_DIR.as_bytes()
+        || n == format::legacy::small::SMALL_CONTAINER.as_bytes()
         || n.starts_with(format::TMP_PREFIX.as_bytes())
 }
 
@@ -139,6 +142,7 @@ impl Plfs {
                 Entry::File(Box::new(ContainerNode::new(self.reg.clone(), loc.clone(), b, st)))
             }
             (Probe::Other, Some(st)) => Entry::File(Box::new(PlainNode::new(loc.clone(), b, st))),
+            (Probe::Legacy, Some(_)) => Entry::File(Box::new(LegacyNode::new(loc.clone(), b))),
             _ => match self.layout(loc).lookup_missing(loc)? {
                 Some(n) => Entry::File(n),
                 None => Entry::Missing,
@@ -313,12 +317,61 @@ impl Plfs {
             Probe::Dir => Storage::Directory(at),
             Probe::Symlink => Storage::Symlink(at),
             Probe::Container => Storage::Container(at),
+            Probe::Legacy => Storage::Legacy(at),
             Probe::Other => Storage::Plain(at),
             Probe::Missing => match self.layout(&loc).lookup_missing(&loc)? {
+                Some(n) if n.format()?.is_legacy() => Storage::LegacyPacked,
                 Some(_) => Storage::Packed,
                 None => Storage::Missing,
             },
         })
+    }
+
+    /// How a regular file is stored, and in which format (`plfs stat`, `plfs ls -l`); `None` for
+    /// a directory or a symbolic link.
+    pub fn file_format(&self, path: &Path) -> Result<Option<FileFormat>> {
+        let loc = self.resolve(path)?;
+        match self.lookup(&loc)? {
+            Entry::File(n) => n.format().map(Some),
+            Entry::Missing => Err(loc.not_found()),
+            Entry::Dir(..) | Entry::Symlink(..) => Ok(None),
+        }
+    }
+
+    /// The PLFS 2.x container behind a logical file, if it is one (for the tools and upgrade).
+    pub(crate) fn legacy(&self, path: &Path) -> Result<Option<LegacyContainer>> {
+        let loc = self.resolve(path)?;
+        let f = loc.find()?;
+        match f.probe {
+            Probe::Legacy => LegacyContainer::open(&loc.mount, f.backend, &loc.rel).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// `plfs_flush_writes`: makes the buffered writes of every file this process has open at or
+    /// under `path` visible to other processes (index records and 1-N records appended, no
+    /// fsync).
+    pub fn flush_writes(&self, path: &Path) -> Result<()> {
+        let loc = self.resolve(path)?;
+        self.layout(&loc).flush_under(&loc.logical)
+    }
+
+    /// `plfs_invalidate_read_cache`: drops this process's cached indexes and 1-N views of files
+    /// at or under `path`; the next read reloads them from the backends (and so sees what other
+    /// processes made visible since).
+    pub fn invalidate_read_cache(&self, path: &Path) -> Result<()> {
+        let loc = self.resolve(path)?;
+        self.layout(&loc).invalidate_under(&loc.logical);
+        Ok(())
+    }
+
+    /// `plfs_expand_path`: the backend path of `path` (where it is, or where it would be created:
+    /// its canonical backend), with the index of its mount ([`Plfs::mounts`]) and of that
+    /// canonical backend in the mount.
+    pub fn expand_path(&self, path: &Path) -> Result<(PathBuf, usize, usize)> {
+        let loc = self.resolve(path)?;
+        let b = loc.find()?.backend;
+        Ok((loc.on(b), loc.idx, b))
     }
 
     /// Space accounting of the packed (1-N) files of a logical directory, for `plfs du`; `None`
@@ -332,11 +385,13 @@ impl Plfs {
     pub(crate) fn container(&self, path: &Path) -> Result<Container> {
         let loc = self.resolve(path)?;
         let n = self.file(&loc)?;
-        n.container().ok_or_else(|| {
-            loc.err(
+        n.container().ok_or_else(|| match n.check_writable() {
+            // Written by PLFS 2.x: the error names `plfs upgrade`.
+            Err(e) => e,
+            Ok(()) => loc.err(
                 Errno::INVAL,
                 "not a PLFS container (it is stored as a plain or packed file)",
-            )
+            ),
         })
     }
 

@@ -58,6 +58,9 @@ impl Plfs {
                     return Err(lt.err(Errno::ISDIR, "is a directory"));
                 }
                 self.check_parent(&lt)?;
+                if let Entry::File(target) = &dst {
+                    target.check_writable()?;
+                }
                 if let Entry::File(n) = &src {
                     if let Some(r) = n.rename_within(&lt) {
                         return r;

@@ -10,7 +10,7 @@ use crate::format;
 use crate::layout::{Handle, Layout, Node, OpenFile};
 use crate::mount::Loc;
 use crate::sys::{self, RawStat, TimeSpec};
-use crate::types::{IndexStats, OpenFlags, Stat};
+use crate::types::{FileFormat, IndexStats, OpenFlags, Stat};
 use rustix::io::Errno;
 use shared::{lock, Doomed, Shared};
 use std::collections::HashMap;
@@ -29,6 +29,12 @@ pub struct Registry {
 impl Registry {
     fn get(&self, ident: (u64, u64)) -> Option<Arc<Shared>> {
         lock(&self.open).get(&ident).and_then(Weak::upgrade)
+    }
+
+    /// The containers this process has open at or under logical path `logical`.
+    fn under(&self, logical: &std::path::Path) -> Vec<Arc<Shared>> {
+        let all: Vec<Arc<Shared>> = lock(&self.open).values().filter_map(Weak::upgrade).collect();
+        all.into_iter().filter(|s| s.logical.starts_with(logical)).collect()
     }
 
     /// This process's state of container `c`, created on first use. A new one takes a shared
@@ -94,6 +100,16 @@ impl Layout for N1 {
             Box::new(ContainerNode::with(self.reg.clone(), loc.clone(), c, st)),
             false,
         ))
+    }
+
+    fn flush_under(&self, logical: &std::path::Path) -> Result<()> {
+        self.reg.under(logical).iter().try_for_each(|s| s.flush_all())
+    }
+
+    fn invalidate_under(&self, logical: &std::path::Path) {
+        for s in self.reg.under(logical) {
+            s.reset_index();
+        }
     }
 }
 
@@ -356,6 +372,11 @@ impl Node for ContainerNode {
     fn container(&self) -> Option<Container> {
         self.take_container().ok()
     }
+
+    fn format(&self) -> Result<FileFormat> {
+        let version = self.with_c(|c| c.read_marker())?.version;
+        Ok(FileFormat::Container { version })
+    }
 }
 
 /// An open N-1 file.
@@ -449,6 +470,21 @@ impl Handle for ContainerHandle {
 
     fn backend_path(&self) -> PathBuf {
         self.shared.c.path().to_path_buf()
+    }
+
+    fn getxattr(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        crate::xattr::get(&self.shared.c, key)
+    }
+
+    fn setxattr(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let c = &self.shared.c;
+        if rustix::process::geteuid().as_raw() != 0 && c.dir.access(format::MARKER_NAME, 2).is_err() {
+            return Err(Error::errno(
+                Errno::ACCESS,
+                format!("{}: permission denied", self.shared.logical.display()),
+            ));
+        }
+        crate::xattr::set(c, key, value)
     }
 
     fn index_stats(&self) -> Result<IndexStats> {

@@ -16,11 +16,12 @@ pub use view::SmallDir;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::format::small as fmt;
+use crate::layout::legacy::LegacyDirs;
 use crate::layout::Handle;
 use crate::layout::{check_mode, Layout, Node, OpenFile};
 use crate::mount::Loc;
 use crate::sys::{Dir, TimeSpec};
-use crate::types::{DirEntry, FileKind, OpenFlags, PackedUsage, Stat};
+use crate::types::{DirEntry, FileFormat, FileKind, OpenFlags, PackedUsage, Stat};
 use handle::SmallHandle;
 use rustix::io::Errno;
 use std::collections::HashMap;
@@ -32,10 +33,11 @@ use std::sync::{Arc, Mutex};
 /// 1-N views kept cached beyond those in use.
 const SMALL_CACHE: usize = 256;
 
-/// The 1-N layout: this process's directory views.
+/// The 1-N layout: this process's directory views (and the PLFS 2.x 1-N directories it reads).
 #[derive(Debug)]
 pub struct Small {
     views: Mutex<HashMap<PathBuf, Arc<SmallDir>>>,
+    legacy: LegacyDirs,
     umask: u32,
 }
 
@@ -44,6 +46,7 @@ impl Small {
     pub fn new(umask: u32) -> Arc<Small> {
         Arc::new(Small {
             views: Mutex::new(HashMap::new()),
+            legacy: LegacyDirs::default(),
             umask,
         })
     }
@@ -89,8 +92,18 @@ impl Layout for Arc<Small> {
             return Ok(None);
         }
         let (d, name) = self.parts(loc)?;
-        Ok(d.entry(&name)?
-            .map(|(id, st)| Box::new(PackedNode::new(self.clone(), loc.clone(), d, name, id, st)) as Box<dyn Node>))
+        match d.entry(&name)? {
+            Some((id, st)) => Ok(Some(Box::new(PackedNode::new(
+                self.clone(),
+                loc.clone(),
+                d,
+                name,
+                id,
+                st,
+            )))),
+            // A file of a PLFS 2.x 1-N directory, unless this format's logs have one of that name.
+            None => self.legacy.lookup(loc),
+        }
     }
 
     fn list_extra(&self, loc: &Loc, out: &mut Vec<DirEntry>) -> Result<()> {
@@ -100,7 +113,7 @@ impl Layout for Arc<Small> {
                 kind: FileKind::File,
             });
         }
-        Ok(())
+        self.legacy.list(loc, out)
     }
 
     fn before_rmdir(&self, loc: &Loc) -> Result<()> {
@@ -116,6 +129,18 @@ impl Layout for Arc<Small> {
     fn forget(&self, logical: &Path) {
         let mut t = self.views.lock().unwrap_or_else(|p| p.into_inner());
         t.retain(|k, _| !k.starts_with(logical));
+        self.legacy.forget(logical);
+    }
+
+    fn flush_under(&self, logical: &Path) -> Result<()> {
+        let views: Vec<Arc<SmallDir>> = {
+            let t = self.views.lock().unwrap_or_else(|p| p.into_inner());
+            t.iter()
+                .filter(|(k, _)| k.starts_with(logical))
+                .map(|(_, d)| d.clone())
+                .collect()
+        };
+        views.iter().try_for_each(|d| view::flush(&mut d.inner()))
     }
 }
 
@@ -236,6 +261,10 @@ impl Node for PackedNode {
         let (ma, a) = conv(atime, fmt::SET_ATIME);
         let (mm, m) = conv(mtime, fmt::SET_MTIME);
         self.dir.setattr(&self.name, ma | mm, 0, 0, 0, a, m)
+    }
+
+    fn format(&self) -> Result<FileFormat> {
+        Ok(FileFormat::Packed)
     }
 
     fn access(&self, mode: u32) -> Result<()> {

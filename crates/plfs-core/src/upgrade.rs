@@ -1,0 +1,387 @@
+//! `plfs upgrade`: converts files written by PLFS 2.x into this format, in place and crash-safe.
+//!
+//! An N-1 container ([`upgrade`]):
+//!
+//! 1. The legacy container is locked (an exclusive `flock` on its directory: one upgrade at a
+//!    time) and its index loaded (every record and data log checked).
+//! 2. A new container is built beside it under `.plfstmp.upgrade.<16 hex>` (readers ignore
+//!    `.plfstmp.*` names): every data extent is copied at its logical offset, holes stay holes, a
+//!    size beyond the last data byte is set by a truncate; mode, owner and times are copied.
+//! 3. The new container is re-read from disk by a fresh reader and compared byte for byte with
+//!    the legacy file.
+//! 4. Only then are the two swapped with one `renameat2(RENAME_EXCHANGE)`, so the name always
+//!    holds a complete file. On a backend without it, the fallback of every rename over a file
+//!    (docs/design.md, "Backends"): the original records its name, is moved aside to
+//!    `.plfstmp.rp.*`, the new container is moved in (the original back if that fails).
+//! 5. The superseded original and its shadow hostdirs are removed last.
+//!
+//! A crash before the swap leaves the original intact beside a partial copy; after it, the new
+//! container in place beside the superseded original. `plfs fsck` reports either as
+//! `upgrade-debris` (or, for the fallback, `trash-debris`: the original is moved back if the
+//! name is free) and `--repair` removes the leftover; rerunning `plfs upgrade` also works.
+//!
+//! A PLFS 2.x 1-N directory ([`upgrade_small_dir`]) converts whole, since its logs are shared by
+//! all its files: each file is copied into the directory's own 1-N logs (where it then takes
+//! precedence over the old one) and read back and compared; only when every file has been are
+//! the old stores renamed to `.plfstmp.upgrade.*` and removed. A crash leaves the old stores in
+//! place: rerunning converts every file again.
+
+use crate::container::Container;
+use crate::error::{Error, Result};
+use crate::format::{self, legacy::small::SMALL_CONTAINER};
+use crate::layout::n1::{ContainerNode, Registry};
+use crate::layout::small::Small;
+use crate::layout::{Layout, Node, OpenFile};
+use crate::legacy::{self, LegacyContainer, LegacyFile, LegacySmallDir};
+use crate::mount::{Loc, Probe};
+use crate::namespace::Plfs;
+use crate::sys::{Dir, TimeSpec};
+use crate::types::OpenFlags;
+use rustix::io::Errno;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Copy and compare in pieces of this size.
+const CHUNK: u64 = 8 << 20;
+
+/// What one upgrade did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upgraded {
+    /// The logical file.
+    pub logical: PathBuf,
+    /// Its size.
+    pub size: u64,
+    /// Data bytes copied (holes excluded).
+    pub copied: u64,
+}
+
+/// What a path holds that `plfs upgrade` converts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A PLFS 2.x N-1 container.
+    Container(PathBuf),
+    /// A PLFS 2.x 1-N directory (converted whole).
+    SmallDir(PathBuf),
+}
+
+/// Runs of contiguous data `(offset, length)` of a legacy file (holes between runs).
+fn data_runs(f: &LegacyFile) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for e in f.index.map_entries() {
+        match runs.last_mut() {
+            Some((o, l)) if *o + *l == e.logical => *l += e.length,
+            _ => runs.push((e.logical, e.length)),
+        }
+    }
+    runs
+}
+
+fn ro() -> OpenFlags {
+    OpenFlags {
+        read: true,
+        ..Default::default()
+    }
+}
+
+/// Nanoseconds since the epoch as a [`TimeSpec`].
+fn at(ns: i64) -> TimeSpec {
+    TimeSpec::At(ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000))
+}
+
+/// Reads `[pos, pos + buf.len())` of both and fails unless they are equal.
+fn compare(
+    what: &std::path::Path,
+    pos: u64,
+    want: &mut [u8],
+    got: &mut [u8],
+    old: impl FnOnce(&mut [u8]) -> Result<usize>,
+    new: &OpenFile,
+) -> Result<()> {
+    let n = want.len();
+    let a = old(want)?;
+    let b = new.read(got, pos)?;
+    if a != n || b != n || want != got {
+        return Err(Error::corrupt(
+            what,
+            format!("the converted copy differs from the original near offset {pos}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Converts the PLFS 2.x N-1 file `path` to this format. `progress(done, total)` is called as data
+/// is copied and verified (`total` counts each data byte once copied and each byte once compared).
+pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Upgraded> {
+    let loc = plfs.resolve(path)?;
+    let found = loc.find()?;
+    if found.probe != Probe::Legacy {
+        return Err(loc.err(Errno::INVAL, "not a file written by PLFS 2.x"));
+    }
+    let b = found.backend;
+    let lc = LegacyContainer::open(&loc.mount, b, &loc.rel)?;
+    if !lc.dir.try_lock_exclusive()? {
+        return Err(loc.err(Errno::BUSY, "another `plfs upgrade` is converting it"));
+    }
+    let lst = legacy::stat(&lc)?;
+    let lf = LegacyFile::open(lc)?;
+    let size = lf.index.size();
+    let runs = data_runs(&lf);
+    let data: u64 = runs.iter().map(|r| r.1).sum();
+    let total = data + size;
+    let parent = loc.parent_dir(b)?;
+    let tmp = format!("{}{:016x}", format::UPGRADE_PREFIX, crate::clock::random_u64());
+    let a = &lst.access;
+    let c = Container::create(
+        &loc.mount,
+        b,
+        &parent,
+        OsStr::new(&tmp),
+        a.st_mode & 0o777,
+        Some((a.st_uid, a.st_gid)),
+    )?
+    .ok_or_else(|| Error::Exists(parent.sub(&tmp)))?;
+    let marker = c.marker;
+    drop(c);
+    let tmploc = Loc {
+        mount: loc.mount.clone(),
+        idx: loc.idx,
+        rel: loc.parent_rel().join(&tmp),
+        logical: loc.logical.clone(),
+    };
+    let fail = |e: Error| {
+        if let Ok(c) = Container::open(&loc.mount, b, &tmploc.rel) {
+            let _ = c.remove_shadows();
+        }
+        let _ = parent.remove_tree(&tmp);
+        e
+    };
+    // A private table of open containers: the new one is open nowhere else.
+    let node = |reg: Registry| ContainerNode::new(Arc::new(reg), tmploc.clone(), b, marker);
+    let pid = std::process::id();
+    let mut buf = vec![0u8; CHUNK.min(size.max(1)) as usize];
+    let mut mine = vec![0u8; buf.len()];
+    let mut done = 0u64;
+    let copy = (|| -> Result<()> {
+        let n = node(Registry::default());
+        let w = n.open(
+            OpenFlags {
+                write: true,
+                ..Default::default()
+            },
+            pid,
+            true,
+        )?;
+        for &(off, len) in &runs {
+            let mut pos = off;
+            while pos < off + len {
+                let k = (off + len - pos).min(CHUNK) as usize;
+                if lf.index.read(&mut buf[..k], pos)? != k {
+                    return Err(Error::corrupt(lf.container.path(), format!("short read at {pos}")));
+                }
+                w.write(&buf[..k], pos)?;
+                pos += k as u64;
+                done += k as u64;
+                progress(done, total);
+            }
+        }
+        if size > runs.last().map_or(0, |r| r.0 + r.1) {
+            w.truncate(size)?;
+        }
+        w.sync()?;
+        w.close()?;
+        // After the close, which raises the mtime.
+        let atime = TimeSpec::At(a.st_atime, a.st_atime_nsec as i64);
+        n.utimens(atime, at(lst.mtime_ns))
+    })();
+    copy.map_err(fail)?;
+    // Verify, through a fresh reader of what is on disk.
+    let verify = (|| -> Result<()> {
+        let r = node(Registry::default()).open(ro(), pid, true)?;
+        if r.size()? != size {
+            let msg = format!("the converted copy has size {} instead of {size}", r.size()?);
+            return Err(Error::corrupt(parent.sub(&tmp), msg));
+        }
+        let mut pos = 0u64;
+        while pos < size {
+            let k = (size - pos).min(CHUNK) as usize;
+            let old = |b: &mut [u8]| lf.index.read(b, pos);
+            compare(&parent.sub(&tmp), pos, &mut buf[..k], &mut mine[..k], old, &r)?;
+            pos += k as u64;
+            done += k as u64;
+            progress(done.min(total), total);
+        }
+        r.close()
+    })();
+    verify.map_err(fail)?;
+    let old = swap(&parent, &tmp, loc.name(), &lf.container.dir).map_err(fail)?;
+    if let Err(e) = parent.fsync() {
+        crate::warn!("{e}: upgraded, but the directory could not be synced");
+    }
+    // The superseded PLFS 2.x tree (now under `old`) and its shadow hostdirs.
+    let hostdirs: Vec<_> = lf.index.hostdirs().cloned().collect();
+    drop(lf);
+    for h in hostdirs {
+        let Some(shadow) = &h.shadow else { continue };
+        let r = shadow.dir(&loc.rel).and_then(|d| d.remove_tree(&h.name));
+        if let Err(e) = r {
+            crate::warn!("{e}: upgraded, but a PLFS 2.x shadow hostdir could not be removed");
+        }
+        // Its now empty container directory on the shadow backend.
+        if let Ok(d) = shadow.dir(loc.parent_rel()) {
+            let _ = d.rmdir(loc.name());
+        }
+    }
+    if let Err(e) = parent.remove_tree(&old) {
+        crate::warn!(
+            "{e}: upgraded, but the old PLFS 2.x container could not be removed (plfs fsck --repair removes it)"
+        );
+    }
+    Ok(Upgraded {
+        logical: loc.logical,
+        size,
+        copied: data,
+    })
+}
+
+/// Puts the new container `tmp` in place of the legacy one at `name` in `parent`; returns the
+/// name the legacy one has then.
+fn swap(parent: &Dir, tmp: &str, name: &OsStr, legacy_dir: &Dir) -> Result<String> {
+    if parent.exchange(tmp, parent, name)? {
+        return Ok(tmp.to_string());
+    }
+    // No RENAME_EXCHANGE on this backend: the fallback of renames over a file (design.md,
+    // "Backends"). Between the two renames the name is missing; after a crash there, fsck moves
+    // the original back under the name it records.
+    let trash = format!("{}{:016x}", format::RENAME_TRASH_PREFIX, crate::clock::random_u64());
+    legacy_dir.write_atomic(format::RENAME_NAME_FILE, name.as_encoded_bytes(), 0o600)?;
+    parent.rename(name, parent, &trash)?;
+    if let Err(e) = parent.rename(tmp, parent, name) {
+        match parent.rename(&trash, parent, name) {
+            Ok(()) => {
+                let _ = legacy_dir.unlink_opt(format::RENAME_NAME_FILE);
+            }
+            Err(e2) => crate::warn!("{e2}: could not move the original back after a failed rename (plfs fsck does)"),
+        }
+        return Err(e);
+    }
+    Ok(trash)
+}
+
+/// What `path` holds that `plfs upgrade` converts: a PLFS 2.x N-1 container, a file of a PLFS
+/// 2.x 1-N directory (its directory), or nothing.
+pub fn target(plfs: &Plfs, path: &std::path::Path) -> Result<Option<Target>> {
+    Ok(match plfs.storage(path)? {
+        crate::types::Storage::Legacy(_) => Some(Target::Container(path.to_path_buf())),
+        crate::types::Storage::LegacyPacked => {
+            let loc = plfs.resolve(path)?;
+            Some(Target::SmallDir(loc.parent().logical))
+        }
+        _ => None,
+    })
+}
+
+/// Converts every file of the PLFS 2.x 1-N directory `path` (or the directory holding file
+/// `path`) to this format's 1-N logs, then retires the directory's `SMALLFILECONTAINER`s.
+pub fn upgrade_small_dir(
+    plfs: &Plfs,
+    path: &std::path::Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Vec<Upgraded>> {
+    let loc = plfs.resolve(path)?;
+    let dir = if loc.is_root() || loc.find()?.probe == Probe::Dir {
+        loc
+    } else {
+        loc.parent()
+    };
+    let not_one = || dir.err(Errno::INVAL, "not a PLFS 2.x 1-N directory");
+    if dir.mount.cfg.workload != crate::config::Workload::SmallFile {
+        return Err(not_one());
+    }
+    let Some(ld) = LegacySmallDir::open(&dir.mount, &dir.rel)? else {
+        return Err(not_one());
+    };
+    let names: Vec<String> = ld.names().cloned().collect();
+    let stats: Vec<_> = names.iter().filter_map(|n| ld.stat(n)).collect();
+    let total: u64 = stats.iter().map(|s| s.size * 2).sum();
+    let mut done = 0u64;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; CHUNK as usize];
+    let mut mine = vec![0u8; CHUNK as usize];
+    let pid = std::process::id();
+    // Private views: this process's own would show the old files, which they now replace.
+    let layout = Small::new(0);
+    for (name, st) in names.iter().zip(stats) {
+        let floc = Loc {
+            mount: dir.mount.clone(),
+            idx: dir.idx,
+            rel: dir.rel.join(name),
+            logical: dir.logical.join(name),
+        };
+        let mode = st.access.st_mode & 0o777;
+        let (node, _) = layout.create(&floc, mode, false)?;
+        let w = node.open(
+            OpenFlags {
+                write: true,
+                ..Default::default()
+            },
+            pid,
+            true,
+        )?;
+        w.truncate(0)?;
+        let mut pos = 0u64;
+        while pos < st.size {
+            let k = (st.size - pos).min(CHUNK) as usize;
+            if ld.read(name, &mut buf[..k], pos)? != k {
+                return Err(Error::corrupt(floc.on(0), format!("short read at {pos}")));
+            }
+            if buf[..k].iter().any(|&x| x != 0) {
+                w.write(&buf[..k], pos)?;
+            }
+            pos += k as u64;
+            done += k as u64;
+            progress(done, total);
+        }
+        w.truncate(st.size)?;
+        w.close()?;
+        node.chmod(mode)?;
+        node.chown(st.access.st_uid, st.access.st_gid)?;
+        node.utimens(TimeSpec::Omit, at(st.mtime_ns))?;
+        // Verify through a fresh view of the logs.
+        let fresh = Small::new(0);
+        let r = fresh
+            .lookup_missing(&floc)?
+            .ok_or_else(|| floc.not_found())?
+            .open(ro(), pid, true)?;
+        if r.size()? != st.size {
+            return Err(Error::corrupt(floc.on(0), "the converted copy has the wrong size"));
+        }
+        let mut pos = 0u64;
+        while pos < st.size {
+            let k = (st.size - pos).min(CHUNK) as usize;
+            let old = |b: &mut [u8]| ld.read(name, b, pos);
+            compare(&floc.logical, pos, &mut buf[..k], &mut mine[..k], old, &r)?;
+            pos += k as u64;
+            done += k as u64;
+            progress(done, total);
+        }
+        out.push(Upgraded {
+            logical: floc.logical.clone(),
+            size: st.size,
+            copied: st.size,
+        });
+    }
+    // Every file is converted: retire the old stores.
+    for (b, _) in &ld.stores {
+        let parent = dir.mount.canonical[*b].dir(&dir.rel)?;
+        let tmp = format!("{}{:016x}", format::UPGRADE_PREFIX, crate::clock::random_u64());
+        parent.rename(SMALL_CONTAINER, &parent, &tmp)?;
+        if let Err(e) = parent.remove_tree(&tmp) {
+            crate::warn!(
+                "{e}: upgraded, but the old PLFS 2.x 1-N logs could not be removed (plfs fsck --repair removes them)"
+            );
+        }
+    }
+    plfs.invalidate_read_cache(&dir.logical)?;
+    Ok(out)
+}

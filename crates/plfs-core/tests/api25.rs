@@ -1,0 +1,177 @@
+//! The parts of the PLFS 2.5 API the core implements beyond plain file I/O: extended attributes
+//! (docs/format.md §12: kept in the container, one framed file per key, with the container's
+//! modes), `plfs_flush_writes` (buffered records become visible to other processes without a
+//! close) and `plfs_invalidate_read_cache` (an open handle sees what others made visible since).
+//! Other processes are played by other `Plfs` instances (each has its own table of open files
+//! and caches, as a process has).
+
+mod common;
+
+use common::{assert_errno, read_all, ro, rw_create, Fixture, MOUNT};
+use plfs_core::config::{GlobalParams, Workload};
+use plfs_core::fsck::{self, Options};
+use plfs_core::Plfs;
+use rustix::io::Errno;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+fn fixture(tag: &str, workload: Workload) -> Fixture {
+    let mut fx = Fixture::new(
+        tag,
+        1,
+        0,
+        GlobalParams {
+            index_buffer_records: 1000,
+            ..GlobalParams::default()
+        },
+    );
+    fx.config.mounts[0].workload = workload;
+    fx
+}
+
+#[test]
+fn xattrs_are_kept_in_the_container_for_every_process() {
+    let fx = fixture("xattr", Workload::SharedFile);
+    let p = fx.plfs();
+    let f = fx.path("f");
+    let h = p.open(&f, rw_create(), 0o640, 1).unwrap();
+    h.write(b"data", 0).unwrap();
+    assert_errno(h.getxattr(b"user.k"), Errno::NOENT, "no such attribute yet");
+    h.setxattr(b"user.k", b"value one").unwrap();
+    h.setxattr(b"user.k", b"v2").unwrap();
+    h.setxattr(b"a/b\0c", &[0, 1, 2, 255]).unwrap();
+    h.setxattr(b"empty", b"").unwrap();
+    assert_eq!(h.getxattr(b"user.k").unwrap(), b"v2", "replaced");
+    h.close().unwrap();
+    // Another process, a read-only handle.
+    let q = fx.plfs();
+    let r = q.open(&f, ro(), 0, 2).unwrap();
+    assert_eq!(r.getxattr(b"user.k").unwrap(), b"v2");
+    assert_eq!(r.getxattr(b"a/b\0c").unwrap(), [0, 1, 2, 255], "any key is a file name");
+    assert_eq!(r.getxattr(b"empty").unwrap(), b"");
+    assert_errno(r.getxattr(b"user.other"), Errno::NOENT, "missing key");
+    // Bounds.
+    assert_errno(r.setxattr(&[b'k'; 127], b"x"), Errno::INVAL, "a key of 127 bytes");
+    assert_errno(r.setxattr(b"", b"x"), Errno::INVAL, "an empty key");
+    assert_errno(
+        r.setxattr(b"big", &vec![7u8; (64 << 10) + 1]),
+        Errno::INVAL,
+        "a value over 64 KiB",
+    );
+    r.setxattr(&[b'k'; 126], &vec![7u8; 64 << 10]).unwrap();
+    assert_eq!(r.getxattr(&[b'k'; 126]).unwrap().len(), 64 << 10);
+    // Stored as one framed file per key, with the logs' mode (a 0640 file: 0640, not 0644).
+    let x = fx.container_dir("f").join("xattrs");
+    let name = format!("x.{}", "user.k".bytes().map(|b| format!("{b:02x}")).collect::<String>());
+    let meta = std::fs::metadata(x.join(&name)).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o640);
+    assert_eq!(meta.len(), 16 + 2 + 4);
+    // The attributes are no unknown files to fsck.
+    let rep = fsck::fsck(&q, &f, &Options::default()).unwrap();
+    assert_eq!(rep.problems(), 0, "{:?}", rep.findings);
+    assert!(rep.findings.is_empty(), "{:?}", rep.findings);
+    // Damage is EIO naming the attribute file, never a wrong value.
+    let mut b = std::fs::read(x.join(&name)).unwrap();
+    b[17] ^= 1;
+    std::fs::write(x.join(&name), &b).unwrap();
+    let e = r.getxattr(b"user.k").unwrap_err();
+    assert_eq!(e.raw_errno(), Errno::IO.raw_os_error(), "{e}");
+    assert!(
+        e.to_string().contains(&name) && e.to_string().contains("checksum"),
+        "{e}"
+    );
+    // A truncate to zero keeps the attributes (they are not data).
+    q.truncate(&f, 0).unwrap();
+    assert_eq!(q.open(&f, ro(), 0, 3).unwrap().getxattr(b"empty").unwrap(), b"");
+}
+
+#[test]
+fn setxattr_needs_write_permission_and_only_n1_files_keep_attributes() {
+    let fx = fixture("xattr-perm", Workload::SharedFile);
+    let p = fx.plfs();
+    let f = fx.path("ro");
+    common::put(&p, &f, b"x");
+    p.chmod(&f, 0o444).unwrap();
+    let r = p.open(&f, ro(), 0, 1).unwrap();
+    if rustix::process::geteuid().as_raw() != 0 {
+        assert_errno(r.setxattr(b"k", b"v"), Errno::ACCESS, "a read-only file");
+    }
+    for (w, tag) in [(Workload::FilePerProc, "nn"), (Workload::SmallFile, "1n")] {
+        let fx = fixture(&format!("xattr-{tag}"), w);
+        let p = fx.plfs();
+        let h = p.open(&fx.path("f"), rw_create(), 0o644, 1).unwrap();
+        let e = h.setxattr(b"k", b"v").unwrap_err();
+        assert_eq!(e.raw_errno(), Errno::NOTSUP.raw_os_error(), "{tag}: {e}");
+        assert!(e.to_string().contains("N-1 files only"), "{e}");
+        assert_errno(h.getxattr(b"k"), Errno::NOTSUP, tag);
+    }
+}
+
+#[test]
+fn flush_writes_makes_buffered_records_visible_and_invalidate_refreshes_readers() {
+    let fx = fixture("flush", Workload::SharedFile);
+    let (w, r) = (fx.plfs(), fx.plfs());
+    std::fs::create_dir_all(fx.canonical[0].join("d")).unwrap();
+    let f = fx.path("d/f");
+    let h = w.open(&f, rw_create(), 0o644, 1).unwrap();
+    h.write(b"first", 0).unwrap();
+    // Buffered in the writer (1000 records per append): another process sees nothing yet.
+    let reader = r.open(&f, ro(), 0, 2).unwrap();
+    assert_eq!(read_all(&reader).unwrap(), b"");
+    w.flush_writes(Path::new(MOUNT)).unwrap();
+    let other = fx.plfs();
+    assert_eq!(
+        read_all(&other.open(&f, ro(), 0, 3).unwrap()).unwrap(),
+        b"first",
+        "another process sees it"
+    );
+    // The handle opened before still has its index: it sees the write after an invalidate.
+    assert_eq!(read_all(&reader).unwrap(), b"", "cached index");
+    r.invalidate_read_cache(&fx.path("d")).unwrap();
+    assert_eq!(read_all(&reader).unwrap(), b"first", "after invalidate_read_cache");
+    // Only files under the path given are flushed.
+    h.write(b"SECOND", 5).unwrap();
+    w.flush_writes(&fx.path("elsewhere")).unwrap();
+    r.invalidate_read_cache(Path::new(MOUNT)).unwrap();
+    assert_eq!(read_all(&reader).unwrap(), b"first", "not flushed");
+    w.flush_writes(&f).unwrap();
+    r.invalidate_read_cache(&f).unwrap();
+    assert_eq!(read_all(&reader).unwrap(), b"firstSECOND");
+    h.close().unwrap();
+
+    // 1-N: a file's records reach its log at close, or at flush_writes.
+    let fx = fixture("flush-1n", Workload::SmallFile);
+    let (w, r) = (fx.plfs(), fx.plfs());
+    let f = fx.path("small");
+    let h = w.open(&f, rw_create(), 0o644, 1).unwrap();
+    h.write(b"packed", 0).unwrap();
+    assert_errno(r.stat(&f), Errno::NOENT, "not in the logs yet");
+    w.flush_writes(Path::new(MOUNT)).unwrap();
+    assert_eq!(read_all(&r.open(&f, ro(), 0, 2).unwrap()).unwrap(), b"packed");
+    h.close().unwrap();
+}
+
+#[test]
+fn file_format_and_storage_name_every_kind_of_file() {
+    let fx = fixture("format", Workload::SharedFile);
+    let p = fx.plfs();
+    common::put(&p, &fx.path("f"), b"x");
+    p.mkdir(&fx.path("d"), 0o755).unwrap();
+    let s = |p: &Plfs, n: &str| p.file_format(&fx.path(n)).unwrap().map(|f| f.to_string());
+    assert_eq!(s(&p, "f").as_deref(), Some("plfs v1 (N-1 container)"));
+    assert_eq!(s(&p, "d"), None);
+    assert_errno(p.file_format(&fx.path("none")), Errno::NOENT, "missing");
+    assert!(matches!(
+        p.storage(&fx.path("f")).unwrap(),
+        plfs_core::Storage::Container(_)
+    ));
+    let fx = fixture("format-1n", Workload::SmallFile);
+    let p = fx.plfs();
+    common::put(&p, &fx.path("f"), b"x");
+    assert_eq!(s(&p, "f").as_deref(), Some("packed file (1-N)"));
+    assert_eq!(p.storage(&fx.path("f")).unwrap(), plfs_core::Storage::Packed);
+    let fx = fixture("format-nn", Workload::FilePerProc);
+    let p = fx.plfs();
+    common::put(&p, &fx.path("f"), b"x");
+    assert_eq!(s(&p, "f").as_deref(), Some("plain file (N-N)"));
+}

@@ -1,0 +1,123 @@
+//! Backward compatibility of on-disk format v1: containers written by plfs (made by
+//! `examples/make_golden.rs`, expected bytes from an independent model) must read byte-exact in
+//! every later version. Two writers' output is kept: `plfs-v1-golden-first.tar.gz`, written by
+//! the first v1 writer (open records at open, data log headers at log creation, container
+//! directories 0755), and `plfs-v1-golden.tar.gz`, written by the layered core (open records at
+//! the first write renamed to close records, headers with the first data, container, hostdir and
+//! `meta/` modes from the file's mode). Never regenerate a tarball to make this test pass: a
+//! failure means a reader no longer reads what was written. A new writer adds a new tarball.
+
+mod common;
+
+use common::{read_all, ro, TempDir};
+use plfs_core::config::{BackendRole, BackendSpec, GlobalParams, MountConfig, Workload};
+use plfs_core::fsck::{self, Options};
+use plfs_core::{Config, FileKind, Plfs};
+use std::path::{Path, PathBuf};
+
+const TARBALLS: [&str; 2] = ["plfs-v1-golden-first.tar.gz", "plfs-v1-golden.tar.gz"];
+
+fn extracted(tarball: &str) -> (TempDir, Plfs, PathBuf) {
+    let t = TempDir::new("golden");
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(tarball);
+    let st = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(tarball)
+        .arg("-C")
+        .arg(t.path())
+        .status()
+        .unwrap();
+    assert!(st.success(), "tar xzf");
+    let m = |mp: &str, dir: &str, workload| MountConfig {
+        mount_point: mp.into(),
+        workload,
+        backends: vec![BackendSpec {
+            location: t.path().join(dir),
+            role: BackendRole::Both,
+        }],
+    };
+    let cfg = Config {
+        files: vec![t.path().join("plfsrc")],
+        global: GlobalParams::default(),
+        mounts: vec![
+            m("/golden/n1", "store", Workload::SharedFile),
+            m("/golden/1n", "store1n", Workload::SmallFile),
+        ],
+        warnings: Vec::new(),
+    };
+    let p = Plfs::new(cfg).unwrap();
+    let exp = t.path().join("expected");
+    (t, p, exp)
+}
+
+const FILES: [&str; 8] = [
+    "n1/strided",
+    "n1/overwrites",
+    "n1/truncated",
+    "n1/flattened",
+    "n1/checksummed",
+    "1n/d/a",
+    "1n/d/b",
+    "1n/d/c",
+];
+
+#[test]
+fn format_v1_golden_files_read_byte_exact() {
+    for tarball in TARBALLS {
+        golden_files_read_byte_exact(tarball);
+    }
+}
+
+fn golden_files_read_byte_exact(tarball: &str) {
+    let (_t, p, exp) = extracted(tarball);
+    for name in FILES {
+        let want = std::fs::read(exp.join(name)).unwrap();
+        let path = Path::new("/golden").join(name);
+        let st = p.stat(&path).unwrap();
+        assert_eq!(
+            (st.kind, st.size),
+            (FileKind::File, want.len() as u64),
+            "{tarball}: {name}: stat"
+        );
+        let f = p.open(&path, ro(), 0, 1).unwrap();
+        let got = read_all(&f).unwrap();
+        assert!(got == want, "{tarball}: {name}: bytes differ from the golden copy");
+        f.close().unwrap();
+    }
+    let names: Vec<String> = p
+        .readdir(Path::new("/golden/1n/d"))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["a", "b", "c"], "{tarball}");
+}
+
+#[test]
+fn format_v1_golden_metadata_patterns_checksums_and_fsck() {
+    for tarball in TARBALLS {
+        golden_metadata_patterns_checksums_and_fsck(tarball);
+    }
+}
+
+fn golden_metadata_patterns_checksums_and_fsck(tarball: &str) {
+    let (_t, p, _) = extracted(tarball);
+    let strided = Path::new("/golden/n1/strided");
+    assert_eq!(plfs_core::tools::file_version(&p, strided).unwrap(), 1);
+    let f = p.open(strided, ro(), 0, 1).unwrap();
+    assert!(f.index_stats().unwrap().patterns > 0, "strided writes load as patterns");
+    assert_eq!(f.getxattr(b"user.golden").unwrap(), b"format v1");
+    assert_eq!(p.stat(strided).unwrap().mode, 0o100640);
+    let v = fsck::verify(&p, Path::new("/golden/n1/checksummed")).unwrap();
+    assert!(v.mismatches.is_empty() && v.checked > 0, "{v:?}");
+    let rep = fsck::fsck(&p, Path::new("/golden/n1"), &Options::default()).unwrap();
+    assert_eq!(
+        (rep.containers, rep.problems()),
+        (5, 0),
+        "{tarball}: {:?}",
+        rep.findings
+    );
+    assert!(rep.findings.iter().all(|f| !f.problem), "{tarball}: {:?}", rep.findings);
+}
