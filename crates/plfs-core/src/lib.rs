@@ -18,7 +18,7 @@
 //! | `index` | loading and refreshing a container's merged index |
 //! | `layout` | how a regular file is stored: N-1 containers, N-N plain files, 1-N packed files |
 //! | `namespace` | [`Plfs`]: path resolution and every operation, dispatched once |
-//! | [`tools`], [`fsck`] | map, query, flatten; fsck and verify |
+//! | [`tools`], [`fsck`], [`compact`] | map, query, flatten; fsck and verify; compaction |
 //!
 //! All backend I/O goes through raw system calls in [`sys`], never through interposable libc
 //! symbols, so the LD_PRELOAD front end can embed this crate without intercepting itself.
@@ -38,6 +38,7 @@ pub(crate) mod layout;
 pub(crate) mod mount;
 pub(crate) mod namespace;
 
+pub mod compact;
 pub mod fsck;
 pub mod tools;
 

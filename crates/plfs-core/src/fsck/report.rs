@@ -84,6 +84,15 @@ pub enum Kind {
     OrphanShadow,
     /// Logs in a shadow directory that readers of its container do not look at.
     StrandedShadow,
+    /// A compaction that died before committing (its unpublished logs) or during its
+    /// roll-forward (a committed journal).
+    InterruptedCompaction,
+    /// A compaction is running (information).
+    CompactionRunning,
+    /// Data logs retired by a compaction, waiting for the file's readers to close (information).
+    RetiredDataLogs,
+    /// A compaction journal that does not decode.
+    BadJournal,
 }
 
 impl Kind {
@@ -118,6 +127,10 @@ impl Kind {
             BadFlatIndex => "bad-flat-index",
             OrphanShadow => "orphan-shadow",
             StrandedShadow => "stranded-shadow",
+            InterruptedCompaction => "interrupted-compaction",
+            CompactionRunning => "compaction-running",
+            RetiredDataLogs => "retired-data-logs",
+            BadJournal => "bad-journal",
         }
     }
 }

@@ -8,6 +8,7 @@
 //! and one per workload mode, [`Layout`]: what a create makes, and which files exist where the
 //! backend shows nothing (the 1-N mode's packed files).
 
+pub mod compaction;
 mod file;
 pub mod n1;
 pub mod nn;

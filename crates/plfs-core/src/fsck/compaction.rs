@@ -1,0 +1,128 @@
+//! fsck of a container's compaction state (docs/design.md, "Compaction"; docs/format.md §12):
+//!
+//! - a **committed journal** left by a compaction that died during its roll-forward: finished
+//!   (the new logs published, the old ones retired: every step is idempotent);
+//! - **unpublished logs** (`.plfstmp.cmp.*` in a hostdir, no committed journal naming them) of a
+//!   compaction that died before committing: removed (the old logs were never touched);
+//! - **retired data logs** waiting for the last reader (a pending journal): deleted when no
+//!   process has the file open;
+//! - an undecodable journal: removed (nothing is lost: retired data logs then show as orphan
+//!   data logs, an unpublished new log as debris, a published one as a writer to settle).
+//!
+//! A running compaction holds the container's `meta/` directory locked: fsck then reports it
+//! and touches nothing of it.
+
+use super::report::{repair_step, Kind, Options, Repair, Report};
+use crate::container::Container;
+use crate::error::Result;
+use crate::format::compact::{self as cf};
+use crate::format::{self};
+use crate::layout::n1::journal;
+use crate::sys::Dir;
+use std::collections::HashSet;
+
+/// Checks (and with `--repair` finishes or undoes) the compaction state of container `c`.
+/// Returns the names in its hostdirs that the writer checks must leave alone (the logs of a
+/// running compaction, pending data logs).
+pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<HashSet<String>> {
+    let mut skip = HashSet::new();
+    let jpath = c.sub(cf::JOURNAL_NAME);
+    let logs = journal::all_logs(c)?;
+    let tmp: Vec<(String, u64)> = logs
+        .keys()
+        .filter_map(|n| cf::parse_tmp_name(n).map(|id| (n.clone(), id)))
+        .collect();
+    let has_journal = c.dir.stat_opt(cf::JOURNAL_NAME)?.is_some();
+    if tmp.is_empty() && !has_journal {
+        return Ok(skip);
+    }
+    let meta = c.dir.open_dir(format::META_DIR)?;
+    if !meta.try_lock_exclusive()? {
+        skip.extend(tmp.iter().map(|(n, _)| n.clone()));
+        if let Ok(Some(j)) = journal::read(c) {
+            skip.extend(j.names(cf::E_PENDING).map(str::to_string));
+        }
+        let msg = "a compaction is running (it holds meta/ locked); its files are left alone".to_string();
+        rep.push(Kind::CompactionRunning, false, c.path(), msg, Repair::None);
+        return Ok(skip);
+    }
+    let j = match journal::read(c) {
+        Ok(j) => j,
+        Err(e) => {
+            let repair = repair_step(opts, "removed it (the logs it names are checked as ordinary logs)", || {
+                journal::remove(c)
+            });
+            rep.push(Kind::BadJournal, true, &jpath, e.to_string(), repair);
+            None
+        }
+    };
+    let committed = j.as_ref().filter(|j| j.state == cf::STATE_COMMITTED);
+    // Unpublished new logs of a compaction that never committed.
+    for (n, id) in &tmp {
+        if committed.is_some_and(|j| j.writer_id == *id) {
+            continue;
+        }
+        let d = logs[n].clone();
+        let repair = repair_step(opts, "removed it (the compaction never committed; the old logs are intact)", || {
+            d.unlink_opt(n).map(drop)
+        });
+        let msg = "an unpublished log of an interrupted compaction".to_string();
+        rep.push(Kind::InterruptedCompaction, true, d.sub(n), msg, repair);
+    }
+    let Some(j) = j else { return Ok(skip) };
+    let mut pending: Vec<String> = j.names(cf::E_PENDING).map(str::to_string).collect();
+    if j.state == cf::STATE_COMMITTED {
+        skip.insert(cf::tmp_data_name(j.writer_id));
+        skip.insert(cf::tmp_index_name(j.writer_id));
+        skip.extend(j.names(cf::E_RETIRED).map(str::to_string));
+        let mut rolled = None;
+        let repair = repair_step(opts, "finished it: published the new log and retired the old ones", || {
+            let p = journal::roll_forward(c, &j)?;
+            journal::settle(c, &j, p.clone())?;
+            rolled = Some(p);
+            Ok(())
+        });
+        let msg = format!(
+            "a compaction committed but did not finish retiring {} log(s)",
+            j.names(cf::E_RETIRED).count()
+        );
+        rep.push(Kind::InterruptedCompaction, true, &jpath, msg, repair);
+        match rolled {
+            Some(p) => pending = p,
+            None => {
+                skip.extend(pending.iter().cloned());
+                return Ok(skip);
+            }
+        }
+    }
+    skip.extend(pending.iter().cloned());
+    if pending.is_empty() {
+        if opts.repair {
+            journal::remove(c)?;
+        }
+        return Ok(skip);
+    }
+    let bytes = journal::pending_bytes(c, &pending)?;
+    // No process has the file open if its directory can be locked exclusively (through a
+    // descriptor of our own, released when it is dropped).
+    let exclusive = match c.dir.current_path() {
+        Some(p) => {
+            let d = Dir::open(&p)?;
+            d.try_lock_exclusive()?.then_some(d)
+        }
+        None => None,
+    };
+    let repair = match &exclusive {
+        Some(_) => repair_step(opts, format!("deleted them ({bytes} bytes)"), || {
+            journal::delete_pending(c, &pending)?;
+            journal::remove(c)
+        }),
+        None => Repair::Manual("a process has the file open; its last close deletes them".into()),
+    };
+    let msg = format!(
+        "{} data log(s) retired by a compaction ({bytes} bytes) wait for the file's readers to close",
+        pending.len()
+    );
+    rep.push(Kind::RetiredDataLogs, false, &jpath, msg, repair);
+    Ok(skip)
+}
