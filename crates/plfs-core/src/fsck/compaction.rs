@@ -18,6 +18,8 @@ use crate::error::Result;
 use crate::format::compact::{self as cf};
 use crate::format::{self};
 use crate::layout::n1::journal;
+use crate::layout::small::compact::{leftovers, Leftover};
+use crate::mount::Mount;
 use crate::sys::Dir;
 use std::collections::HashSet;
 
@@ -125,4 +127,46 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<H
     );
     rep.push(Kind::RetiredDataLogs, false, &jpath, msg, repair);
     Ok(skip)
+}
+
+/// The compaction leftovers of the 1-N directory `dir` (on canonical backend `b`, which has a
+/// `.plfs_small` store): a committed journal (finished by `--repair`), an unpublished new log
+/// (removed), an undecodable journal (removed). Checked once per directory, from the first
+/// backend that has a store.
+pub(super) fn check_store(mount: &Mount, b: usize, dir: &Dir, opts: &Options, rep: &mut Report) -> Result<()> {
+    let Ok(rel) = dir.path().strip_prefix(&mount.canonical[b].path) else {
+        return Ok(());
+    };
+    let store = rel.join(format::small::SMALL_DIR);
+    for earlier in &mount.canonical[..b] {
+        if earlier.dir_opt(&store)?.is_some() {
+            return Ok(());
+        }
+    }
+    let Some(found) = leftovers(mount, rel, false)? else {
+        let msg = "a compaction of this directory's packed logs is running".to_string();
+        rep.push(Kind::CompactionRunning, false, dir.sub(format::small::SMALL_DIR), msg, Repair::None);
+        return Ok(());
+    };
+    if found.is_empty() {
+        return Ok(());
+    }
+    let repair = repair_step(opts, "finished what was committed, removed what was not", || {
+        leftovers(mount, rel, true).map(drop)
+    });
+    for f in found {
+        let r = repair.clone();
+        match f {
+            Leftover::Committed(p) => {
+                let msg = "a compaction of the packed logs committed but did not retire the old logs".into();
+                rep.push(Kind::InterruptedCompaction, true, p, msg, r);
+            }
+            Leftover::Unpublished(p) => {
+                let msg = "an unpublished log of an interrupted compaction of the packed logs".into();
+                rep.push(Kind::InterruptedCompaction, true, p, msg, r);
+            }
+            Leftover::Bad(p, e) => rep.push(Kind::BadJournal, true, p, e, r),
+        }
+    }
+    Ok(())
 }

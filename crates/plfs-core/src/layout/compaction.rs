@@ -3,6 +3,7 @@
 //! [`crate::compact`]. docs/design.md ("Compaction") describes the protocol.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 /// How a compaction runs.
 #[derive(Default)]
@@ -139,6 +140,20 @@ impl CompactReport {
     pub fn reclaimed(&self) -> u64 {
         self.before.physical.saturating_sub(self.after.physical)
     }
+}
+
+/// A process's counters for the automatic compaction of one file or packed directory: what it
+/// wrote and truncated or unlinked since it last looked.
+#[derive(Debug, Default)]
+pub struct AutoState {
+    /// Bytes written since the last check.
+    pub since: AtomicU64,
+    /// Truncates (N-1) or unlinks and renames (1-N) since the last check.
+    pub truncs: AtomicU64,
+    /// Something was written since the last check at close.
+    pub wrote: AtomicBool,
+    /// A check or compaction is running (one at a time per process).
+    pub running: AtomicBool,
 }
 
 /// Whether the plfsrc thresholds call for a compaction: at least `min_bytes` of data of which

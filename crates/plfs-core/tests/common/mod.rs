@@ -120,6 +120,16 @@ impl Fixture {
         }
     }
 
+    /// [`Fixture::new`] with the mount's workload set to `small_file` (1-N), in the
+    /// configuration and in the plfsrc.
+    pub fn small(tag: &str, ncanon: usize, global: GlobalParams) -> Fixture {
+        let mut fx = Fixture::new(tag, ncanon, 0, global);
+        fx.config.mounts[0].workload = Workload::SmallFile;
+        let text = std::fs::read_to_string(&fx.rc).unwrap().replace("workload: shared_file", "workload: small_file");
+        std::fs::write(&fx.rc, text).unwrap();
+        fx
+    }
+
     /// One backend with both roles and default parameters.
     pub fn simple(tag: &str) -> Fixture {
         Fixture::new(tag, 1, 0, GlobalParams::default())

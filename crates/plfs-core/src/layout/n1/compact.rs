@@ -9,7 +9,7 @@
 //! same bytes as before; and a later write, truncate or late-arriving record of an open writer
 //! is ordered against the copied extents exactly as it was against the originals.
 //!
-//! Also here: this process's automatic compaction ([`super::auto::Auto`]) at the last writer's close and,
+//! Also here: this process's automatic compaction ([`crate::layout::compaction::AutoState`]) at the last writer's close and,
 //! for writers that stay open, every `compaction_min_bytes / 2` written, which first moves the
 //! process's own writers to fresh logs so that what they wrote so far can be compacted.
 

@@ -1,7 +1,6 @@
 //! N-1 (`workload: shared_file | n-1`): a logical file is a container directory in which every
 //! writer appends to its own data log and index log; readers merge the index logs.
 
-mod auto;
 pub(crate) mod compact;
 pub(crate) mod journal;
 mod rewrite;

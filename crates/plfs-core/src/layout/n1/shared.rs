@@ -30,7 +30,7 @@ pub(crate) struct Shared {
     /// container was renamed aside to, deleted at the last close.
     doomed: Mutex<Option<Doomed>>,
     /// Automatic compaction of this container by this process.
-    pub(super) auto: super::auto::Auto,
+    pub(super) auto: crate::layout::compaction::AutoState,
 }
 
 /// What an unlink of an open file leaves to the last close.
@@ -84,7 +84,7 @@ impl Shared {
             writers: Mutex::new(HashMap::new()),
             index: Mutex::new(None),
             doomed: Mutex::new(None),
-            auto: super::auto::Auto::default(),
+            auto: Default::default(),
         }
     }
 
