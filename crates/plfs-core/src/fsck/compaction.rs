@@ -23,11 +23,18 @@ use crate::mount::Mount;
 use crate::sys::Dir;
 use std::collections::HashSet;
 
+/// What the writer checks of a container must leave alone: the files of a compaction (names in
+/// its hostdirs) and the writers it is retiring or creating (their logs and droppings are in
+/// between two consistent states until the roll-forward finishes).
+#[derive(Debug, Default)]
+pub(super) struct Skip {
+    pub names: HashSet<String>,
+    pub writers: HashSet<u64>,
+}
+
 /// Checks (and with `--repair` finishes or undoes) the compaction state of container `c`.
-/// Returns the names in its hostdirs that the writer checks must leave alone (the logs of a
-/// running compaction, pending data logs).
-pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<HashSet<String>> {
-    let mut skip = HashSet::new();
+pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<Skip> {
+    let mut skip = Skip::default();
     let jpath = c.sub(cf::JOURNAL_NAME);
     let logs = journal::all_logs(c)?;
     let tmp: Vec<(String, u64)> = logs
@@ -40,9 +47,9 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<H
     }
     let meta = c.dir.open_dir(format::META_DIR)?;
     if !meta.try_lock_exclusive()? {
-        skip.extend(tmp.iter().map(|(n, _)| n.clone()));
+        skip.names.extend(tmp.iter().map(|(n, _)| n.clone()));
         if let Ok(Some(j)) = journal::read(c) {
-            skip.extend(j.names(cf::E_PENDING).map(str::to_string));
+            skip_journal(&j, &mut skip);
         }
         let msg = "a compaction is running (it holds meta/ locked); its files are left alone".to_string();
         rep.push(Kind::CompactionRunning, false, c.path(), msg, Repair::None);
@@ -74,9 +81,6 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<H
     let Some(j) = j else { return Ok(skip) };
     let mut pending: Vec<String> = j.names(cf::E_PENDING).map(str::to_string).collect();
     if j.state == cf::STATE_COMMITTED {
-        skip.insert(cf::tmp_data_name(j.writer_id));
-        skip.insert(cf::tmp_index_name(j.writer_id));
-        skip.extend(j.names(cf::E_RETIRED).map(str::to_string));
         let mut rolled = None;
         let repair = repair_step(opts, "finished it: published the new log and retired the old ones", || {
             let p = journal::roll_forward(c, &j)?;
@@ -92,12 +96,12 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<H
         match rolled {
             Some(p) => pending = p,
             None => {
-                skip.extend(pending.iter().cloned());
+                skip_journal(&j, &mut skip);
                 return Ok(skip);
             }
         }
     }
-    skip.extend(pending.iter().cloned());
+    skip.names.extend(pending.iter().cloned());
     if pending.is_empty() {
         if opts.repair {
             journal::remove(c)?;
@@ -127,6 +131,24 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<H
     );
     rep.push(Kind::RetiredDataLogs, false, &jpath, msg, repair);
     Ok(skip)
+}
+
+/// Adds what journal `j` is in the middle of to `skip`.
+fn skip_journal(j: &cf::Journal, skip: &mut Skip) {
+    skip.names.extend(j.names(cf::E_PENDING).map(str::to_string));
+    if j.state != cf::STATE_COMMITTED {
+        return;
+    }
+    skip.names.insert(cf::tmp_data_name(j.writer_id));
+    skip.names.insert(cf::tmp_index_name(j.writer_id));
+    skip.writers.insert(j.writer_id);
+    for r in j.names(cf::E_RETIRED) {
+        skip.names.insert(r.to_string());
+        skip.names.extend(journal::index_name_of(r));
+        if let Some(l) = format::parse_log_name(r) {
+            skip.writers.insert(l.writer_id);
+        }
+    }
 }
 
 /// The compaction leftovers of the 1-N directory `dir` (on canonical backend `b`, which has a

@@ -3,12 +3,15 @@
 //! record (same timestamp, current mode and owner), its live data and a SETATTR record restoring
 //! its times; deleted and replaced files and overwritten data are dropped.
 //!
-//! The new log is built under a `.plfstmp.cmp.` name readers ignore, fsynced, committed by the
-//! store's journal (`.plfs_small/compact.journal`), published by a rename, and only then are the
-//! old logs deleted. The records keep their timestamps, so a reader replaying the new log with
-//! any subset of the old ones sees the same files: a crash anywhere leaves the old state, the new
-//! one, or both side by side, which read the same; the next compaction or `plfs fsck --repair`
-//! finishes (or, before the commit, undoes) it.
+//! The new log is built under a `.plfstmp.cmp.` name readers ignore, fsynced, and published by a
+//! rename: its records keep their timestamps, so a reader replaying it together with *all* the
+//! old logs sees the same files as before (every event of the old history is still replayed,
+//! and the new log only repeats its outcome). Then the store's journal
+//! (`.plfs_small/compact.journal`) commits: readers skip the logs it retires from then on, so
+//! their deletion one by one never shows a mix (an old log holding a file's UNLINK deleted while
+//! the one holding its CREATE is still read would bring the file back). A crash before the
+//! commit leaves the old logs beside an identical new one (or debris); after it, the next
+//! compaction, the last close or `plfs fsck --repair` deletes what the journal retires.
 //!
 //! A log is retired only if no process appends to it: each writer holds a shared flock on its
 //! own log while it has it, so a compaction that cannot lock a log exclusively stops
@@ -47,8 +50,8 @@ fn list_logs(mount: &Mount, rel: &Path) -> Result<Vec<(Dir, String, u64)>> {
     Ok(out)
 }
 
-/// Runs (again) the roll-forward of a committed journal found in `store`: publishes the new log,
-/// deletes the retired ones, removes the journal. Every step is idempotent.
+/// Runs (again) the roll-forward of a committed journal found in `store`: deletes the retired
+/// logs, removes the journal. Idempotent.
 fn roll_forward(mount: &Mount, rel: &Path, store: &Dir, j: &Journal) -> Result<()> {
     let jpath = store.sub(cf::JOURNAL_NAME);
     let fin = j
@@ -56,17 +59,10 @@ fn roll_forward(mount: &Mount, rel: &Path, store: &Dir, j: &Journal) -> Result<(
         .next()
         .filter(|n| n.starts_with("log."))
         .ok_or_else(|| Error::corrupt(&jpath, "no new log named"))?;
-    let tmp = cf::tmp_log_name(j.writer_id);
     if store.stat_opt(fin)?.is_none() {
-        match store.rename(&tmp, store, fin) {
-            Ok(()) => store.fsync()?,
-            Err(e) if sys::is_missing(&e) => {
-                // Neither name: nothing was published, so nothing may be retired.
-                crate::warn!("{}: its new log is missing; the compaction is abandoned", jpath.display());
-                return store.unlink_opt(cf::JOURNAL_NAME).map(drop);
-            }
-            Err(e) => return Err(e),
-        }
+        // The new log is gone (only outside damage does that): nothing may be retired.
+        crate::warn!("{}: its new log is missing; the compaction is abandoned", jpath.display());
+        return store.unlink_opt(cf::JOURNAL_NAME).map(drop);
     }
     let retired: std::collections::HashSet<&str> = j.names(cf::E_RETIRED).collect();
     for (d, n, _) in list_logs(mount, rel)? {
@@ -99,7 +95,6 @@ pub(crate) fn leftovers(mount: &Mount, rel: &Path, repair: bool) -> Result<Optio
     }
     let mut out = Vec::new();
     let store_rel = rel.join(fmt::SMALL_DIR);
-    let mut committed = Vec::new();
     for b in &mount.canonical {
         let Some(store) = b.dir_opt(&store_rel)? else { continue };
         if let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? {
@@ -107,7 +102,6 @@ pub(crate) fn leftovers(mount: &Mount, rel: &Path, repair: bool) -> Result<Optio
             match Journal::decode(&p, &f.read_from(0)?) {
                 Ok(j) => {
                     out.push(Leftover::Committed(p));
-                    committed.push(j.writer_id);
                     if repair {
                         roll_forward(mount, rel, &store, &j)?;
                     }
@@ -121,11 +115,7 @@ pub(crate) fn leftovers(mount: &Mount, rel: &Path, repair: bool) -> Result<Optio
             }
         }
         for n in store.list()? {
-            let Some(id) = n.to_str().and_then(cf::parse_tmp_name) else { continue };
-            if committed.contains(&id) && !repair {
-                continue; // published by the roll-forward
-            }
-            if store.stat_opt(&n)?.is_none() {
+            if n.to_str().and_then(cf::parse_tmp_name).is_none() {
                 continue;
             }
             out.push(Leftover::Unpublished(store.sub(&n)));
@@ -362,6 +352,11 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
         let _ = store.unlink_opt(&tmp);
         return Err(e);
     }
+    // Published: replayed with all the old logs, it changes nothing.
+    if let Err(e) = store.rename(&tmp, &store, &fin).and_then(|()| store.fsync()) {
+        let _ = store.unlink_opt(&tmp);
+        return Err(e);
+    }
     let mut entries = vec![(cf::E_NEW_LOG, fin.clone())];
     entries.extend(logs.iter().map(|(_, n, _)| (cf::E_RETIRED, n.clone())));
     let j = Journal {
@@ -370,14 +365,10 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
         created_ns: clock::now_ns(),
         entries,
     };
-    if let Err(e) = store
+    store
         .write_atomic(cf::JOURNAL_NAME, &j.encode(), 0o644)
-        .and_then(|()| store.fsync())
-    {
-        let _ = store.unlink_opt(&tmp);
-        return Err(e);
-    }
-    // Committed.
+        .and_then(|()| store.fsync())?;
+    // Committed: readers skip the retired logs.
     roll_forward(mount, &d.rel, &store, &j)?;
     g.loaded = false;
     d.refresh(&mut g)?;

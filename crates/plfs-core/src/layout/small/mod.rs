@@ -10,6 +10,7 @@
 
 pub(crate) mod compact;
 mod handle;
+mod retired;
 mod view;
 
 pub use view::SmallDir;

@@ -220,10 +220,22 @@ impl SmallDir {
         let mut logs: Vec<LogRef> = Vec::new();
         let mut recs: Vec<(u64, u64, usize, Rec)> = Vec::new();
         let rel = self.store_rel();
+        // Each store's logs and the logs a committed compaction retired, read consistently (a
+        // listing that changed while the journal was read is taken again).
+        let (mut stores, mut retired) = (Vec::new(), std::collections::HashSet::new());
         for b in &self.mount.canonical {
-            let Some(dir) = b.dir_opt(&rel)? else { continue };
-            for name in dir.list()? {
-                let Some(s) = name.to_str() else { continue };
+            if let Some(dir) = b.dir_opt(&rel)? {
+                let names = dir.list()?;
+                retired.extend(super::retired::retired(&dir)?);
+                if dir.list()? != names && tries < 8 {
+                    return self.replay(g, stamps, tries + 1);
+                }
+                stores.push((dir, names));
+            }
+        }
+        for (dir, names) in stores {
+            for name in names {
+                let Some(s) = name.to_str().filter(|s| !retired.contains(*s)) else { continue };
                 let Some(info) = s
                     .strip_prefix("log.")
                     .and_then(|r| format::parse_log_name(&format!("data.{r}")))
