@@ -188,6 +188,24 @@ mod tests {
         assert_eq!(parse_tmp_name(&tmp_index_name(7)), Some(7));
         assert_eq!(parse_tmp_name(&tmp_log_name(u64::MAX)), Some(u64::MAX));
         assert_eq!(parse_tmp_name(".plfstmp.cmp.zz.data"), None);
+        // The document says the same.
+        let doc = include_str!("../../../../docs/format.md");
+        let sec = &doc[doc.find("## 12. Compaction").expect("format.md has §12")..];
+        for needle in [
+            "| 0 | 8 | magic `50 4c 46 53 43 4d 50 00` |",
+            "| 40 | … | entries",
+            "1 = committed",
+            "2 = pending",
+            "{ kind u8 | reserved u8 = 0 | len u16 | name [len] }",
+            "`compact.journal`",
+            "`.plfstmp.cmp.<writer id: 16 hex>.data`",
+            "`.plfstmp.cmp.<writer id>.log`",
+        ] {
+            assert!(sec.contains(needle), "format.md §12 lacks {needle:?}");
+        }
+        for (kind, name) in [(E_NEW_LOG, "new log"), (E_NEW_CLOSE, "new close"), (E_RETIRED, "retired"), (E_FOLDED, "folded"), (E_PENDING, "pending")] {
+            assert!(sec.contains(&format!("| {kind} | {name} |")), "format.md §12: entry kind {kind}");
+        }
     }
 
     #[test]
