@@ -156,12 +156,16 @@ impl ContainerNode {
         }
         // The container opened by name may be deleted before this process holds it (it was
         // unlinked, or replaced by a rename): open the name again, which is then the new file or
-        // nothing.
+        // nothing. Its marker may already be gone when it is opened (`EISDIR`): the same.
         let mut tries = 0;
         loop {
-            let c = self.take_container()?;
-            match self.reg.shared(c, &self.loc.logical) {
-                Err(e) if e.is_not_found() && tries < 8 => tries += 1,
+            let r = self.take_container().and_then(|c| self.reg.shared(c, &self.loc.logical));
+            match r {
+                Err(e)
+                    if (e.is_not_found() || e.raw_errno() == Errno::ISDIR.raw_os_error()) && tries < 8 =>
+                {
+                    tries += 1
+                }
                 r => return r,
             }
         }
