@@ -112,7 +112,11 @@ impl Run<'_> {
     }
 
     /// Compacts with a progress bar (drawn once there is enough to copy).
-    fn with_bar(&self, label: &Path, f: impl FnOnce(&Options) -> plfs_core::Result<Report>) -> plfs_core::Result<Report> {
+    fn with_bar(
+        &self,
+        label: &Path,
+        f: impl FnOnce(&Options) -> plfs_core::Result<Report>,
+    ) -> plfs_core::Result<Report> {
         let bar: OnceLock<Progress> = OnceLock::new();
         let shown = AtomicU64::new(0);
         let label = format!("compacting {}", label.display());
@@ -152,7 +156,10 @@ impl Run<'_> {
             }
         }
         let r = self
-            .with_bar(path, |o| compact::compact_packed_dir(self.plfs, path, o).map(|r| r.unwrap_or_else(|| Report::new(path.to_path_buf()))))
+            .with_bar(path, |o| {
+                compact::compact_packed_dir(self.plfs, path, o)
+                    .map(|r| r.unwrap_or_else(|| Report::new(path.to_path_buf())))
+            })
             .at("cannot compact", path)?;
         if r.before.logs > 0 || r.status != Status::NothingToDo {
             self.row(&r, "packed logs");

@@ -220,7 +220,9 @@ pub fn stat(cli: &Globals, a: &StatArgs) -> Result<()> {
     };
     if crate::out::json_mode() {
         let mut v = stat_json(&path, &st);
-        v["usage"] = usage.as_ref().map_or(serde_json::Value::Null, crate::compact_cmd::usage_json);
+        v["usage"] = usage
+            .as_ref()
+            .map_or(serde_json::Value::Null, crate::compact_cmd::usage_json);
         crate::out::json(&v);
         return Ok(());
     }
@@ -239,10 +241,23 @@ pub fn stat(cli: &Globals, a: &StatArgs) -> Result<()> {
     outln!("   dev: {}", st.dev);
     outln!(" nlink: {}", st.nlink);
     if let Some(u) = usage {
-        outln!("physical: {} bytes in {} logs, {} files in meta/", u.physical, u.logs, u.meta_files);
-        outln!("    live: {} of {} data bytes (dead {:.1}%)", u.live, u.data, u.dead_ratio() * 100.0);
+        outln!(
+            "physical: {} bytes in {} logs, {} files in meta/",
+            u.physical,
+            u.logs,
+            u.meta_files
+        );
+        outln!(
+            "    live: {} of {} data bytes (dead {:.1}%)",
+            u.live,
+            u.data,
+            u.dead_ratio() * 100.0
+        );
         if u.pending > 0 {
-            outln!(" pending: {} bytes of retired logs wait for readers to close", u.pending);
+            outln!(
+                " pending: {} bytes of retired logs wait for readers to close",
+                u.pending
+            );
         }
     }
     Ok(())

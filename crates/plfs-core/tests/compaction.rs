@@ -214,7 +214,10 @@ fn compaction_with_a_writer_open_elsewhere() {
     let rep = compact::compact(&fx.plfs(), &path, &Options::default()).unwrap();
     assert_eq!(rep.status, Status::Compacted, "{rep:?}");
     assert_eq!(rep.logs_retired, 4, "the open writer's logs are not retired");
-    assert_eq!(rep.truncs_folded, 0, "no trunc is folded while a writer is open elsewhere");
+    assert_eq!(
+        rep.truncs_folded, 0,
+        "no trunc is folded while a writer is open elsewhere"
+    );
     let meta = meta_names(&fx, "g");
     assert_eq!(
         meta.iter().filter(|n| n.starts_with("trunc.")).count(),

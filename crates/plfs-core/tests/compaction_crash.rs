@@ -28,7 +28,13 @@ use std::time::{Duration, Instant};
 
 const ENTRY: &str = "child_entry";
 /// Backend calls a compaction is killed at.
-const POINTS: &[&str] = &["sys::pwrite_all", "sys::fsync", "sys::create", "sys::rename", "sys::unlink"];
+const POINTS: &[&str] = &[
+    "sys::pwrite_all",
+    "sys::fsync",
+    "sys::create",
+    "sys::rename",
+    "sys::unlink",
+];
 
 #[test]
 fn child_entry() {
@@ -136,7 +142,8 @@ fn build_small(fx: &Fixture, dir: &Path, seed: u64) {
             f.close().unwrap();
         }
         p.unlink(&dir.join(format!("f{}", 3 + k))).unwrap();
-        p.rename(&dir.join(format!("f{}", 10 + k)), &dir.join(format!("g{k}"))).unwrap();
+        p.rename(&dir.join(format!("f{}", 10 + k)), &dir.join(format!("g{k}")))
+            .unwrap();
     }
 }
 
@@ -164,7 +171,10 @@ fn snapshot(fx: &Fixture, dir: &Path) -> Snap {
         let f = p.open(&path, ro(), 0, 5).unwrap();
         let b = read_all(&f).unwrap();
         f.close().unwrap();
-        out.insert(e.name.to_string_lossy().into_owned(), (st.size, st.mode, st.mtime_ns, b));
+        out.insert(
+            e.name.to_string_lossy().into_owned(),
+            (st.size, st.mode, st.mtime_ns, b),
+        );
     }
     out
 }
@@ -193,7 +203,11 @@ fn run_child(fx: &Fixture, path: &Path, small: bool, kill: Option<(&str, u64)>) 
     let spec = match kill {
         Some((p, n)) => format!("{p}=kill@{n}"),
         // Count every call: armed so far out that they never fire.
-        None => POINTS.iter().map(|p| format!("{p}=kill@{}", u64::MAX / 2)).collect::<Vec<_>>().join(","),
+        None => POINTS
+            .iter()
+            .map(|p| format!("{p}=kill@{}", u64::MAX / 2))
+            .collect::<Vec<_>>()
+            .join(","),
     };
     c.env("PLFS_FAILPOINTS", spec);
     c.stdout(Stdio::piped()).stderr(Stdio::piped()).output().expect("spawn")
@@ -223,7 +237,12 @@ impl Tally {
         if out.status.success() {
             self.completed += 1;
         } else {
-            assert_eq!(out.status.signal(), Some(9), "seed {seed}: child died of {}", out.status);
+            assert_eq!(
+                out.status.signal(),
+                Some(9),
+                "seed {seed}: child died of {}",
+                out.status
+            );
             self.killed += 1;
         }
     }
@@ -232,7 +251,14 @@ impl Tally {
 fn fsck_after_kill(fx: &Fixture, target: &Path, seed: u64, t: &mut Tally) {
     let plain = fsck::fsck(&fx.plfs(), target, &FsckOptions::default()).unwrap();
     if std::env::var_os("PLFS_T_DEBUG").is_some() {
-        eprintln!("seed {seed}: {:?}", plain.findings.iter().map(|f| (f.kind, f.message.clone())).collect::<Vec<_>>());
+        eprintln!(
+            "seed {seed}: {:?}",
+            plain
+                .findings
+                .iter()
+                .map(|f| (f.kind, f.message.clone()))
+                .collect::<Vec<_>>()
+        );
     }
     for f in &plain.findings {
         assert!(
@@ -243,7 +269,11 @@ fn fsck_after_kill(fx: &Fixture, target: &Path, seed: u64, t: &mut Tally) {
             f.path.display()
         );
     }
-    if plain.findings.iter().any(|f| f.kind == Kind::InterruptedCompaction && f.message.contains("committed")) {
+    if plain
+        .findings
+        .iter()
+        .any(|f| f.kind == Kind::InterruptedCompaction && f.message.contains("committed"))
+    {
         t.finished_by_fsck += 1;
     } else if plain.findings.iter().any(|f| f.kind == Kind::InterruptedCompaction) {
         t.undone_by_fsck += 1;
@@ -335,12 +365,26 @@ fn sigkill_during_compaction() {
             let out = run_child(fx, &path, true, Some((point, k)));
             t.outcome(&out, seed);
             let got = snapshot(fx, &path);
-            same(&got, &before, &format!("seed {seed}: packed files after a kill at {point}@{k}"));
+            same(
+                &got,
+                &before,
+                &format!("seed {seed}: packed files after a kill at {point}@{k}"),
+            );
             fsck_after_kill(fx, &path, seed, &mut t);
-            same(&snapshot(fx, &path), &before, &format!("seed {seed}: after fsck --repair"));
-            let r = compact::compact_packed_dir(&fx.plfs(), &path, &Options::default()).unwrap().unwrap();
+            same(
+                &snapshot(fx, &path),
+                &before,
+                &format!("seed {seed}: after fsck --repair"),
+            );
+            let r = compact::compact_packed_dir(&fx.plfs(), &path, &Options::default())
+                .unwrap()
+                .unwrap();
             assert!(matches!(r.status, Status::Compacted | Status::NothingToDo), "{r:?}");
-            same(&snapshot(fx, &path), &before, &format!("seed {seed}: after a new compaction"));
+            same(
+                &snapshot(fx, &path),
+                &before,
+                &format!("seed {seed}: after a new compaction"),
+            );
             t.bytes_checked += before.values().map(|v| v.3.len() as u64).sum::<u64>() * 4;
             continue;
         }
@@ -354,7 +398,11 @@ fn sigkill_during_compaction() {
             fsck_after_kill(fx, &path, seed, &mut t);
         }
         let (size, got) = read_n1(fx, &path);
-        assert_eq!(size, model.len() as u64, "seed {seed}: size after a kill at {point}@{k}");
+        assert_eq!(
+            size,
+            model.len() as u64,
+            "seed {seed}: size after a kill at {point}@{k}"
+        );
         common::assert_bytes_eq(&got, &model, &format!("seed {seed}: bytes after a kill at {point}@{k}"));
         if let Some((p, f)) = held {
             // The writer that stayed open goes on, then closes.
@@ -366,7 +414,11 @@ fn sigkill_during_compaction() {
             f.close().unwrap();
             drop(p);
             let (size, got) = read_n1(fx, &path);
-            assert_eq!(size, model.len() as u64, "seed {seed}: size after the open writer closed");
+            assert_eq!(
+                size,
+                model.len() as u64,
+                "seed {seed}: size after the open writer closed"
+            );
             common::assert_bytes_eq(&got, &model, &format!("seed {seed}: after the open writer closed"));
         }
         if !fsck_first {

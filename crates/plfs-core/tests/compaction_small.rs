@@ -76,7 +76,11 @@ fn logs(fx: &Fixture, rel: &str) -> Vec<PathBuf> {
 
 #[track_caller]
 fn same(a: &BTreeMap<String, (Stat, Vec<u8>)>, b: &BTreeMap<String, (Stat, Vec<u8>)>, what: &str) {
-    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>(), "{what}: names");
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "{what}: names"
+    );
     for (n, (sa, da)) in a {
         let (sb, db) = &b[n];
         common::assert_bytes_eq(db, da, &format!("{what}: {n}"));
@@ -121,11 +125,13 @@ fn packed_directory_compacted() {
                 p.unlink(&dir.join(format!("f{i}"))).unwrap();
             }
             for i in (1..30u64).step_by(6) {
-                p.rename(&dir.join(format!("f{i}")), &dir.join(format!("r{i}"))).unwrap();
+                p.rename(&dir.join(format!("f{i}")), &dir.join(format!("r{i}")))
+                    .unwrap();
             }
             p.rename(&dir.join("f2"), &dir.join("f4")).unwrap(); // replaces f4
             p.chmod(&dir.join("f5"), 0o600).unwrap();
-            p.utimens(&dir.join("f8"), TimeSpec::At(1000, 5), TimeSpec::At(2000, 7)).unwrap();
+            p.utimens(&dir.join("f8"), TimeSpec::At(1000, 5), TimeSpec::At(2000, 7))
+                .unwrap();
         }
     }
     let before = snapshot(&fx, &dir);
@@ -144,7 +150,9 @@ fn packed_directory_compacted() {
     .unwrap();
     assert_eq!(dry.status, Status::DryRun);
     assert_eq!(logs(&fx, "d"), logs_before, "a dry run changes nothing");
-    let rep = compact::compact_packed_dir(&p, &dir, &Options::default()).unwrap().unwrap();
+    let rep = compact::compact_packed_dir(&p, &dir, &Options::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(rep.status, Status::Compacted, "{rep:?}");
     assert_eq!(rep.logs_retired, 3);
     assert!(rep.files_dropped >= 20, "{rep:?}");
@@ -166,10 +174,14 @@ fn packed_directory_compacted() {
     drop(p);
     let before = snapshot(&fx, &dir);
     assert!(before.contains_key("new") && !before.contains_key("f5"));
-    let rep = compact::compact_packed_dir(&fx.plfs(), &dir, &Options::default()).unwrap().unwrap();
+    let rep = compact::compact_packed_dir(&fx.plfs(), &dir, &Options::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(rep.status, Status::Compacted);
     same(&before, &snapshot(&fx, &dir), "after a second compaction");
-    let again = compact::compact_packed_dir(&fx.plfs(), &dir, &Options::default()).unwrap().unwrap();
+    let again = compact::compact_packed_dir(&fx.plfs(), &dir, &Options::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(again.status, Status::NothingToDo, "{again:?}");
     // `plfs compact FILE` on a packed file compacts its directory.
     let r = compact::compact(&fx.plfs(), &dir.join("new"), &Options::default()).unwrap();
@@ -200,7 +212,9 @@ fn a_live_writer_blocks_compaction() {
     let logs_before = logs(&fx, "d");
     drop(b);
     let c = fx.plfs();
-    let rep = compact::compact_packed_dir(&c, &dir, &Options::default()).unwrap().unwrap();
+    let rep = compact::compact_packed_dir(&c, &dir, &Options::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(rep.status, Status::WritersOpen, "{rep:?}");
     assert_eq!(logs(&fx, "d"), logs_before);
     // `a` goes on appending to its log.
@@ -212,7 +226,9 @@ fn a_live_writer_blocks_compaction() {
     let mut a0 = before["a0"].1.clone();
     a0[..10].copy_from_slice(b"still here");
     before.get_mut("a0").unwrap().1 = a0;
-    let rep = compact::compact_packed_dir(&c, &dir, &Options::default()).unwrap().unwrap();
+    let rep = compact::compact_packed_dir(&c, &dir, &Options::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(rep.status, Status::Compacted, "{rep:?}");
     let after = snapshot(&fx, &dir);
     for (n, (_, d)) in &before {

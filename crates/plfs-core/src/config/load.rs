@@ -317,7 +317,10 @@ impl Loader {
             None => Err(self.err(
                 src,
                 vs,
-                format!("{k}: expected a ratio between 0 and 1 (or a percentage), found {}", describe(v)),
+                format!(
+                    "{k}: expected a ratio between 0 and 1 (or a percentage), found {}",
+                    describe(v)
+                ),
             )),
         }
     }

@@ -88,7 +88,10 @@ pub struct Journal {
 impl Journal {
     /// The names of the entries of one kind.
     pub fn names(&self, kind: u8) -> impl Iterator<Item = &str> {
-        self.entries.iter().filter(move |(k, _)| *k == kind).map(|(_, n)| n.as_str())
+        self.entries
+            .iter()
+            .filter(move |(k, _)| *k == kind)
+            .map(|(_, n)| n.as_str())
     }
 
     /// Encodes the journal.
@@ -183,7 +186,10 @@ mod tests {
         assert_eq!(JOURNAL_HEADER_LEN, 40);
         assert_eq!(CMP_TMP_PREFIX, ".plfstmp.cmp.");
         assert_eq!((STATE_COMMITTED, STATE_PENDING), (1, 2));
-        assert_eq!((E_NEW_LOG, E_NEW_CLOSE, E_RETIRED, E_FOLDED, E_PENDING), (1, 2, 3, 4, 5));
+        assert_eq!(
+            (E_NEW_LOG, E_NEW_CLOSE, E_RETIRED, E_FOLDED, E_PENDING),
+            (1, 2, 3, 4, 5)
+        );
         assert_eq!(tmp_data_name(0xab), ".plfstmp.cmp.00000000000000ab.data");
         assert_eq!(parse_tmp_name(&tmp_index_name(7)), Some(7));
         assert_eq!(parse_tmp_name(&tmp_log_name(u64::MAX)), Some(u64::MAX));
@@ -203,8 +209,17 @@ mod tests {
         ] {
             assert!(sec.contains(needle), "format.md §12 lacks {needle:?}");
         }
-        for (kind, name) in [(E_NEW_LOG, "new log"), (E_NEW_CLOSE, "new close"), (E_RETIRED, "retired"), (E_FOLDED, "folded"), (E_PENDING, "pending")] {
-            assert!(sec.contains(&format!("| {kind} | {name} |")), "format.md §12: entry kind {kind}");
+        for (kind, name) in [
+            (E_NEW_LOG, "new log"),
+            (E_NEW_CLOSE, "new close"),
+            (E_RETIRED, "retired"),
+            (E_FOLDED, "folded"),
+            (E_PENDING, "pending"),
+        ] {
+            assert!(
+                sec.contains(&format!("| {kind} | {name} |")),
+                "format.md §12: entry kind {kind}"
+            );
         }
     }
 

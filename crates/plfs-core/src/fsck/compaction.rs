@@ -58,9 +58,11 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<S
     let j = match journal::read(c) {
         Ok(j) => j,
         Err(e) => {
-            let repair = repair_step(opts, "removed it (the logs it names are checked as ordinary logs)", || {
-                journal::remove(c)
-            });
+            let repair = repair_step(
+                opts,
+                "removed it (the logs it names are checked as ordinary logs)",
+                || journal::remove(c),
+            );
             rep.push(Kind::BadJournal, true, &jpath, e.to_string(), repair);
             None
         }
@@ -72,9 +74,11 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<S
             continue;
         }
         let d = logs[n].clone();
-        let repair = repair_step(opts, "removed it (the compaction never committed; the old logs are intact)", || {
-            d.unlink_opt(n).map(drop)
-        });
+        let repair = repair_step(
+            opts,
+            "removed it (the compaction never committed; the old logs are intact)",
+            || d.unlink_opt(n).map(drop),
+        );
         let msg = "an unpublished log of an interrupted compaction".to_string();
         rep.push(Kind::InterruptedCompaction, true, d.sub(n), msg, repair);
     }
@@ -82,12 +86,16 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<S
     let mut pending: Vec<String> = j.names(cf::E_PENDING).map(str::to_string).collect();
     if j.state == cf::STATE_COMMITTED {
         let mut rolled = None;
-        let repair = repair_step(opts, "finished it: published the new log and retired the old ones", || {
-            let p = journal::roll_forward(c, &j)?;
-            journal::settle(c, &j, p.clone())?;
-            rolled = Some(p);
-            Ok(())
-        });
+        let repair = repair_step(
+            opts,
+            "finished it: published the new log and retired the old ones",
+            || {
+                let p = journal::roll_forward(c, &j)?;
+                journal::settle(c, &j, p.clone())?;
+                rolled = Some(p);
+                Ok(())
+            },
+        );
         let msg = format!(
             "a compaction committed but did not finish retiring {} log(s)",
             j.names(cf::E_RETIRED).count()
@@ -167,7 +175,13 @@ pub(super) fn check_store(mount: &Mount, b: usize, dir: &Dir, opts: &Options, re
     }
     let Some(found) = leftovers(mount, rel, false)? else {
         let msg = "a compaction of this directory's packed logs is running".to_string();
-        rep.push(Kind::CompactionRunning, false, dir.sub(format::small::SMALL_DIR), msg, Repair::None);
+        rep.push(
+            Kind::CompactionRunning,
+            false,
+            dir.sub(format::small::SMALL_DIR),
+            msg,
+            Repair::None,
+        );
         return Ok(());
     };
     if found.is_empty() {

@@ -125,7 +125,9 @@ impl Fixture {
     pub fn small(tag: &str, ncanon: usize, global: GlobalParams) -> Fixture {
         let mut fx = Fixture::new(tag, ncanon, 0, global);
         fx.config.mounts[0].workload = Workload::SmallFile;
-        let text = std::fs::read_to_string(&fx.rc).unwrap().replace("workload: shared_file", "workload: small_file");
+        let text = std::fs::read_to_string(&fx.rc)
+            .unwrap()
+            .replace("workload: shared_file", "workload: small_file");
         std::fs::write(&fx.rc, text).unwrap();
         fx
     }

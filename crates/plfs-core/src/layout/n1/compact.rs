@@ -141,7 +141,9 @@ fn closed_logs(c: &Container, closed: &HashSet<u64>, own: &HashSet<u64>) -> Resu
     for hd in c.hostdirs()? {
         let hd = Arc::new(hd);
         for n in hd.list()? {
-            let Some(l) = n.to_str().and_then(format::parse_log_name) else { continue };
+            let Some(l) = n.to_str().and_then(format::parse_log_name) else {
+                continue;
+            };
             if !l.is_index {
                 continue;
             }
@@ -187,7 +189,10 @@ fn merge(olds: &[Old], truncs: &[(u64, u64, u64)]) -> Result<ExtentMap> {
         }
         let dec = format::decode_records(&bytes[format::INDEX_HEADER_LEN..]);
         if let Some(e) = dec.tail_error {
-            return Err(Error::corrupt(&path, format!("{e}; run plfs fsck --repair before compacting")));
+            return Err(Error::corrupt(
+                &path,
+                format!("{e}; run plfs fsck --repair before compacting"),
+            ));
         }
         let chunk = i as u32;
         for p in dec.patterns {
@@ -212,11 +217,19 @@ fn merge(olds: &[Old], truncs: &[(u64, u64, u64)]) -> Result<ExtentMap> {
             if r.physical_off.saturating_add(r.length) > o.data_len {
                 return Err(Error::corrupt(&path, "a record points past the end of its data log"));
             }
-            map.insert_write(r.logical_off, r.length, chunk, r.physical_off, Key { ts: r.ts, writer: o.id });
+            map.insert_write(
+                r.logical_off,
+                r.length,
+                chunk,
+                r.physical_off,
+                Key { ts: r.ts, writer: o.id },
+            );
         }
     }
     if map.is_stale() {
-        return Err(Error::InvalidArgument("compaction: merged index lost timestamps".into()));
+        return Err(Error::InvalidArgument(
+            "compaction: merged index lost timestamps".into(),
+        ));
     }
     Ok(map)
 }
@@ -311,7 +324,16 @@ pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactRepor
     after.data = after.data.saturating_sub(old_data) + live;
     after.meta_files = (after.meta_files + u64::from(live > 0)).saturating_sub(closed.len() as u64 + fold.len() as u64);
     let nothing = olds.len() <= 1 && old_data == live && fold.is_empty();
-    if nothing || (opts.thresholds && !worth_it(old_data, live, truncs.len() as u64, c.mount.global.compaction_min_bytes, c.mount.global.compaction_dead_permille)) {
+    if nothing
+        || (opts.thresholds
+            && !worth_it(
+                old_data,
+                live,
+                truncs.len() as u64,
+                c.mount.global.compaction_min_bytes,
+                c.mount.global.compaction_dead_permille,
+            ))
+    {
         rep.status = if nothing {
             CompactStatus::NothingToDo
         } else {
@@ -329,9 +351,17 @@ pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactRepor
     if opts.dry_run {
         let old_files: u64 = olds
             .iter()
-            .map(|o| o.data_len + o.dir.stat_opt(&o.index_name).ok().flatten().map_or(0, |s| s.st_size.max(0) as u64))
+            .map(|o| {
+                o.data_len
+                    + o.dir
+                        .stat_opt(&o.index_name)
+                        .ok()
+                        .flatten()
+                        .map_or(0, |s| s.st_size.max(0) as u64)
+            })
             .sum();
-        after.physical = after.physical.saturating_sub(old_files + after.pending) + live + 2 * format::DATA_HEADER_LEN as u64;
+        after.physical =
+            after.physical.saturating_sub(old_files + after.pending) + live + 2 * format::DATA_HEADER_LEN as u64;
         after.pending = 0;
         after.logs = (after.logs + 2 * u64::from(live > 0)).saturating_sub(2 * olds.len() as u64);
         rep.after = after;
@@ -375,9 +405,10 @@ pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactRepor
         new_dir = Some(dir);
     }
     entries.extend(olds.iter().map(|o| (cf::E_RETIRED, o.data_name.clone())));
-    entries.extend(fold.iter().map(|&(ts, size, writer_id)| {
-        (cf::E_FOLDED, MetaDropping::Trunc { ts, size, writer_id }.name())
-    }));
+    entries.extend(
+        fold.iter()
+            .map(|&(ts, size, writer_id)| (cf::E_FOLDED, MetaDropping::Trunc { ts, size, writer_id }.name())),
+    );
     entries.extend(pending.iter().map(|p| (cf::E_PENDING, p.clone())));
     let j = Journal {
         state: cf::STATE_COMMITTED,
@@ -512,7 +543,13 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
         }
     }
     let live = sh.with_index(false, |s| Ok(s.map.live_bytes()))?;
-    if !worth_it(written, live, truncs, g.compaction_min_bytes, g.compaction_dead_permille) {
+    if !worth_it(
+        written,
+        live,
+        truncs,
+        g.compaction_min_bytes,
+        g.compaction_dead_permille,
+    ) {
         return Ok(());
     }
     let r = compact(sh, &CompactOptions::default())?;

@@ -105,12 +105,17 @@ pub(crate) fn roll_forward(c: &Container, j: &Journal) -> Result<Vec<String>> {
         if !logs.contains_key(data) || !logs.contains_key(&index) {
             // The new logs are gone (only a truncate to zero removes them, and it removes the
             // journal too): retire nothing.
-            let retired_gone = retired.iter().any(|r| index_name_of(r).is_some_and(|i| !logs.contains_key(&i)));
+            let retired_gone = retired
+                .iter()
+                .any(|r| index_name_of(r).is_some_and(|i| !logs.contains_key(&i)));
             if retired_gone {
                 let what = "its new log is missing but old logs were already retired: data of this file may be lost";
                 return Err(Error::corrupt(&jpath, what));
             }
-            crate::warn!("{}: its new log is missing; the compaction is abandoned", jpath.display());
+            crate::warn!(
+                "{}: its new log is missing; the compaction is abandoned",
+                jpath.display()
+            );
             return Ok(j.names(cf::E_PENDING).map(str::to_string).collect());
         }
         for d in dirs {
@@ -141,7 +146,12 @@ pub(crate) fn roll_forward(c: &Container, j: &Journal) -> Result<Vec<String>> {
     for t in j.names(cf::E_FOLDED) {
         match MetaDropping::parse(t) {
             Some(d @ MetaDropping::Trunc { .. }) => c.remove_meta(&d)?,
-            _ => return Err(Error::corrupt(&jpath, format!("folded entry {t:?} is not a trunc dropping"))),
+            _ => {
+                return Err(Error::corrupt(
+                    &jpath,
+                    format!("folded entry {t:?} is not a trunc dropping"),
+                ))
+            }
         }
     }
     c.dir.unlink_opt(format::FLAT_NAME)?;

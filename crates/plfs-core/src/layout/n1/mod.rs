@@ -159,13 +159,11 @@ impl ContainerNode {
         // nothing. Its marker may already be gone when it is opened (`EISDIR`): the same.
         let mut tries = 0;
         loop {
-            let r = self.take_container().and_then(|c| self.reg.shared(c, &self.loc.logical));
+            let r = self
+                .take_container()
+                .and_then(|c| self.reg.shared(c, &self.loc.logical));
             match r {
-                Err(e)
-                    if (e.is_not_found() || e.raw_errno() == Errno::ISDIR.raw_os_error()) && tries < 8 =>
-                {
-                    tries += 1
-                }
+                Err(e) if (e.is_not_found() || e.raw_errno() == Errno::ISDIR.raw_os_error()) && tries < 8 => tries += 1,
                 r => return r,
             }
         }
@@ -343,7 +341,10 @@ impl Node for ContainerNode {
         self.take_container().ok()
     }
 
-    fn compact(&self, opts: &crate::layout::compaction::CompactOptions) -> Option<Result<crate::layout::compaction::CompactReport>> {
+    fn compact(
+        &self,
+        opts: &crate::layout::compaction::CompactOptions,
+    ) -> Option<Result<crate::layout::compaction::CompactReport>> {
         Some(self.shared().and_then(|s| compact::compact(&s, opts)))
     }
 

@@ -57,7 +57,9 @@ impl Copier<'_> {
     }
 
     fn read_pending(&mut self) -> Result<()> {
-        let Some((chunk, phys, len)) = self.want.take() else { return Ok(()) };
+        let Some((chunk, phys, len)) = self.want.take() else {
+            return Ok(());
+        };
         let i = chunk as usize;
         if self.open[i].is_none() {
             let (d, n) = self.srcs[i];
@@ -127,7 +129,10 @@ fn extents(map: &ExtentMap) -> impl Iterator<Item = Ext> + '_ {
         if i + 1 < p.count {
             heap.push(Reverse((o + p.stride, k, i + 1)));
         }
-        let ts = p.ts.as_ref().and_then(|t| t.get(i as usize).copied()).unwrap_or(p.ts_last);
+        let ts =
+            p.ts.as_ref()
+                .and_then(|t| t.get(i as usize).copied())
+                .unwrap_or(p.ts_last);
         Some((o, p.len, p.chunk, p.phys + i * p.len, ts))
     })
 }
@@ -241,10 +246,9 @@ pub(super) fn write_logs(
                 copied += p.len;
             } else {
                 let q = patterns.next().expect("peeked");
-                let ts = q
-                    .ts
-                    .as_ref()
-                    .ok_or_else(|| Error::InvalidArgument("compaction: a pattern without timestamps".into()))?;
+                let ts =
+                    q.ts.as_ref()
+                        .ok_or_else(|| Error::InvalidArgument("compaction: a pattern without timestamps".into()))?;
                 if crc {
                     for i in 0..q.count {
                         cp.push(q.chunk, q.phys + i * q.len, q.len)?;

@@ -42,7 +42,9 @@ fn list_logs(mount: &Mount, rel: &Path) -> Result<Vec<(Dir, String, u64)>> {
     for b in &mount.canonical {
         let Some(dir) = b.dir_opt(&store)? else { continue };
         for n in dir.list()? {
-            let Some(s) = n.to_str().filter(|s| s.starts_with("log.")) else { continue };
+            let Some(s) = n.to_str().filter(|s| s.starts_with("log.")) else {
+                continue;
+            };
             let size = dir.stat_opt(&n)?.map_or(0, |st| st.st_size.max(0) as u64);
             out.push((dir.try_clone()?, s.to_string(), size));
         }
@@ -61,7 +63,10 @@ fn roll_forward(mount: &Mount, rel: &Path, store: &Dir, j: &Journal) -> Result<(
         .ok_or_else(|| Error::corrupt(&jpath, "no new log named"))?;
     if store.stat_opt(fin)?.is_none() {
         // The new log is gone (only outside damage does that): nothing may be retired.
-        crate::warn!("{}: its new log is missing; the compaction is abandoned", jpath.display());
+        crate::warn!(
+            "{}: its new log is missing; the compaction is abandoned",
+            jpath.display()
+        );
         return store.unlink_opt(cf::JOURNAL_NAME).map(drop);
     }
     let retired: std::collections::HashSet<&str> = j.names(cf::E_RETIRED).collect();

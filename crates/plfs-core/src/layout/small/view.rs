@@ -235,7 +235,9 @@ impl SmallDir {
         }
         for (dir, names) in stores {
             for name in names {
-                let Some(s) = name.to_str().filter(|s| !retired.contains(*s)) else { continue };
+                let Some(s) = name.to_str().filter(|s| !retired.contains(*s)) else {
+                    continue;
+                };
                 let Some(info) = s
                     .strip_prefix("log.")
                     .and_then(|r| format::parse_log_name(&format!("data.{r}")))
