@@ -554,11 +554,13 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
     }
     let r = compact(sh, &CompactOptions::default())?;
     crate::debug!(
-        "{}: automatic compaction: {} ({} -> {} bytes)",
+        "{}: automatic compaction: {} ({} -> {} bytes, {} logs retired, {:.1} ms)",
         sh.logical.display(),
         r.status.code(),
         r.before.physical,
-        r.after.physical
+        r.after.physical,
+        r.logs_retired,
+        r.seconds * 1000.0
     );
     Ok(())
 }
