@@ -16,8 +16,7 @@ use crate::globals::Globals;
 use crate::util::{absolute, human_iec, open_plfs, require_plfs_path};
 use anyhow::Result;
 use clap::{ArgAction, Args};
-use plfs_core::format::{MetaDropping, DATA_HEADER_LEN};
-use plfs_core::{tools, FileKind, Plfs, Storage};
+use plfs_core::{compact, tools, FileKind, Plfs, Storage};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -112,37 +111,21 @@ impl Total {
     }
 }
 
-/// Usage of one N-1 container.
+/// Usage of one N-1 container (`plfs_core::compact::usage`, which `plfs stat` and
+/// `plfs compact` report too).
 fn container_usage(plfs: &Plfs, path: &Path, logical: u64) -> Result<Usage> {
-    let phys = tools::query(plfs, path).at("cannot measure", path)?;
-    let mut u = Usage {
+    let u = compact::usage(plfs, path)
+        .at("cannot measure", path)?
+        .unwrap_or_default();
+    Ok(Usage {
         path: path.to_path_buf(),
         kind: "file",
         logical,
-        physical: Some(phys.iter().map(|p| p.size).sum()),
-        data: Some(
-            phys.iter()
-                .filter(|p| p.kind == "data log")
-                .map(|p| p.size.saturating_sub(DATA_HEADER_LEN as u64))
-                .sum(),
-        ),
-        writers: Some(
-            phys.iter()
-                .filter(|p| p.kind == "dropping")
-                .filter(|p| {
-                    p.path
-                        .file_name()
-                        .and_then(|n| n.to_str())
-                        .and_then(MetaDropping::parse)
-                        .is_some_and(|d| matches!(d, MetaDropping::Open { .. }))
-                })
-                .count() as u64,
-        ),
-        ..Usage::default()
-    };
-    let map = tools::map(plfs, path).at("cannot measure", path)?;
-    u.live = Some(map.iter().map(|e| e.length).sum());
-    Ok(u)
+        physical: Some(u.physical),
+        data: Some(u.data),
+        live: Some(u.live),
+        writers: Some(u.writers),
+    })
 }
 
 /// Usage of one file written by PLFS 2.x: its backend files (data logs have no header), its

@@ -228,8 +228,17 @@ pub fn stat(cli: &Globals, a: &StatArgs) -> Result<()> {
     let path = absolute(&a.file)?;
     require_plfs_path(&plfs, &path)?;
     let st = plfs.stat(&path).at("cannot stat", &path)?;
+    // Space accounting of a file with logs of its own (an N-1 container).
+    let usage = match st.kind {
+        FileKind::File => plfs_core::compact::usage(&plfs, &path).at("cannot measure", &path)?,
+        _ => None,
+    };
     if crate::out::json_mode() {
-        crate::out::json(&stat_json(&plfs, &path, &st));
+        let mut v = stat_json(&plfs, &path, &st);
+        v["usage"] = usage
+            .as_ref()
+            .map_or(serde_json::Value::Null, crate::compact_cmd::usage_json);
+        crate::out::json(&v);
         return Ok(());
     }
     outln!("  path: {}", path.display());
@@ -252,6 +261,26 @@ pub fn stat(cli: &Globals, a: &StatArgs) -> Result<()> {
     outln!("   ino: {}", st.ino);
     outln!("   dev: {}", st.dev);
     outln!(" nlink: {}", st.nlink);
+    if let Some(u) = usage {
+        outln!(
+            "physical: {} bytes in {} logs, {} files in meta/",
+            u.physical,
+            u.logs,
+            u.meta_files
+        );
+        outln!(
+            "    live: {} of {} data bytes (dead {:.1}%)",
+            u.live,
+            u.data,
+            u.dead_ratio() * 100.0
+        );
+        if u.pending > 0 {
+            outln!(
+                " pending: {} bytes of retired logs wait for readers to close",
+                u.pending
+            );
+        }
+    }
     Ok(())
 }
 

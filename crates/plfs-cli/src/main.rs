@@ -8,6 +8,7 @@
 
 #[macro_use]
 mod out;
+mod compact_cmd;
 mod config_cmd;
 mod copy;
 mod demo;
@@ -76,6 +77,9 @@ enum Cmd {
     Rm(ops::RmArgs),
     /// Space used: logical bytes, physical bytes in the backends, dead ratio, open writers.
     Du(du::DuArgs),
+    /// Rewrite files' live data into fresh logs and retire the old ones (--dry-run: only report
+    /// what would be reclaimed).
+    Compact(compact_cmd::CompactArgs),
     /// Copy one plain file into PLFS (mode preserved).
     Import(copy::ImportArgs),
     /// Copy one PLFS file out to a plain file (mode preserved).
@@ -124,6 +128,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Cmd::Mv(a) => ops::mv(g, a),
         Cmd::Rm(a) => ops::rm(g, a),
         Cmd::Du(a) => du::du(g, a),
+        Cmd::Compact(a) => compact_cmd::compact(g, a),
         Cmd::Import(a) => copy::import(g, a),
         Cmd::Export(a) => copy::export(g, a),
         Cmd::Map(a) => tools_cmd::map(g, a),

@@ -476,11 +476,20 @@ impl Container {
     }
 
     /// Deletes every writer's logs (all hostdirs, here and on shadows) and the close/trunc
-    /// droppings and flattened index. Used by truncate-to-zero when no writer has the file open.
+    /// droppings, flattened index and compaction journal. Used by truncate-to-zero when no writer
+    /// has the file open. Waits for a running compaction (it holds `meta/` locked), which could
+    /// otherwise publish a copy of the data after the wipe.
     pub fn wipe_data(&self) -> Result<()> {
+        let meta_lock = self.dir.open_dir_opt(format::META_DIR)?;
+        if let Some(m) = &meta_lock {
+            m.lock_shared()?;
+        }
         for name in self.dir.list()? {
             let b = name.as_bytes();
-            if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) || b == format::FLAT_NAME.as_bytes() {
+            if b.starts_with(format::HOSTDIR_PREFIX.as_bytes())
+                || b == format::FLAT_NAME.as_bytes()
+                || b == format::compact::JOURNAL_NAME.as_bytes()
+            {
                 self.dir.remove_tree(&name)?;
             }
         }

@@ -168,6 +168,17 @@ impl ExtentMap {
         self.patterns.len()
     }
 
+    /// Bytes of data a reader sees (holes excluded): the pieces' and the patterns' elements.
+    pub fn live_bytes(&self) -> u64 {
+        let p: u64 = self.pieces.values().map(|p| p.len).sum();
+        p + self.patterns.values().map(|q| q.count * q.len).sum::<u64>()
+    }
+
+    /// The newest truncate: its key and size (compaction keeps the size it set).
+    pub fn last_trunc(&self) -> Option<(Key, u64)> {
+        self.truncs.last().copied()
+    }
+
     /// True when an expansion needed timestamps that [`ExtentMap::compact`] had dropped: the map
     /// is then no longer exact and must be rebuilt from the logs.
     pub fn is_stale(&self) -> bool {

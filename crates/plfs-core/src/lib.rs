@@ -20,7 +20,7 @@
 //! | `legacy` | reading files written by PLFS 2.x (N-1 containers, 1-N directories) |
 //! | `layout` | how a regular file is stored: N-1 containers, N-N plain files, 1-N packed files |
 //! | `namespace` | [`Plfs`]: path resolution and every operation, dispatched once |
-//! | [`tools`], [`fsck`], [`upgrade`] | map, query, flatten; fsck and verify; converting PLFS 2.x files |
+//! | [`tools`], [`fsck`], [`upgrade`], [`compact`] | map, query, flatten; fsck and verify; converting PLFS 2.x files; compaction |
 //!
 //! All backend I/O goes through raw system calls in [`sys`], never through interposable libc
 //! symbols, so the LD_PRELOAD front end can embed this crate without intercepting itself.
@@ -42,6 +42,7 @@ pub(crate) mod mount;
 pub(crate) mod namespace;
 pub(crate) mod xattr;
 
+pub mod compact;
 pub mod fsck;
 pub mod tools;
 pub mod upgrade;

@@ -156,6 +156,9 @@ const CRASH_KINDS: &[Kind] = &[
     Kind::OrphanDataLog,
     Kind::UnindexedData,
     Kind::TmpDebris,
+    // A writer that keeps the file open compacts it now and then (automatic compaction): killed
+    // during one, it leaves that compaction's unpublished logs or its journal.
+    Kind::InterruptedCompaction,
 ];
 
 /// Outcome of one trial, for the totals.

@@ -400,7 +400,7 @@ fn a_write_that_fills_the_backend_is_short() {
     let exe = std::env::current_exe().unwrap();
     // bash's ulimit -f counts 1024-byte blocks (dash's 512); SIGXFSZ ignored, so the limit shows
     // as a short write.
-    let mut c = child_command(
+    let c = child_command(
         ENTRY,
         "filler",
         &[

@@ -231,6 +231,9 @@ impl Loader {
             "max_open_data_logs" => self.global.max_open_data_logs = self.uint(src, &vs, k, v, 1, 65536)? as u32,
             "data_checksums" => self.global.data_checksums = self.boolean(src, &vs, k, v)?,
             "index_compression" => self.global.index_compression = self.boolean(src, &vs, k, v)?,
+            "auto_compaction" => self.global.auto_compaction = self.boolean(src, &vs, k, v)?,
+            "compaction_dead_ratio" => self.global.compaction_dead_permille = self.ratio(src, &vs, k, v)?,
+            "compaction_min_bytes" => self.global.compaction_min_bytes = self.uint(src, &vs, k, v, 0, u64::MAX)?,
             "lazy_stat" | "lazy_droppings" | "compress_contiguous" => {
                 self.boolean(src, &vs, k, v)?;
                 self.warn(
@@ -293,6 +296,33 @@ impl Loader {
             return Err(self.err(src, vs, format!("{k}: {n} is out of range {range}")));
         }
         Ok(n as u64)
+    }
+
+    /// A ratio in 0..=1 (`0.5`, `1`, or a percentage `"50%"`), returned in thousandths.
+    pub(super) fn ratio(&self, src: usize, vs: &[Step], k: &str, v: &Value) -> Result<u32> {
+        let x: Option<f64> = match v {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => {
+                let t = s.trim();
+                match t.strip_suffix('%') {
+                    Some(p) => p.trim().parse::<f64>().ok().map(|p| p / 100.0),
+                    None => t.parse::<f64>().ok(),
+                }
+            }
+            _ => None,
+        };
+        match x {
+            Some(x) if (0.0..=1.0).contains(&x) => Ok((x * 1000.0).round() as u32),
+            Some(x) => Err(self.err(src, vs, format!("{k}: {x} is out of range 0..=1"))),
+            None => Err(self.err(
+                src,
+                vs,
+                format!(
+                    "{k}: expected a ratio between 0 and 1 (or a percentage), found {}",
+                    describe(v)
+                ),
+            )),
+        }
     }
 
     /// A boolean: true/false, yes/no, on/off, y/n (any case), or 0/1.

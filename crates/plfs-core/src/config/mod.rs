@@ -95,6 +95,17 @@ pub struct GlobalParams {
     pub index_compression: bool,
     /// `max_open_data_logs` (ours; default 256, 1..=65536): data-log descriptors a reader keeps open.
     pub max_open_data_logs: u32,
+    /// `auto_compaction` (ours; default true): compact a file automatically when its dead bytes
+    /// pass the thresholds below (at the last writer's close in a process, and while a writer
+    /// stays open).
+    pub auto_compaction: bool,
+    /// `compaction_dead_ratio` (ours; default 0.5, 0..=1, stored in thousandths): the share of a
+    /// file's stored data that must be dead (overwritten or truncated away) before it is compacted
+    /// automatically.
+    pub compaction_dead_permille: u32,
+    /// `compaction_min_bytes` (ours; default 1048576): files with less stored data than this are
+    /// not compacted automatically.
+    pub compaction_min_bytes: u64,
 }
 
 impl Default for GlobalParams {
@@ -106,6 +117,9 @@ impl Default for GlobalParams {
             data_checksums: false,
             index_compression: true,
             max_open_data_logs: 256,
+            auto_compaction: true,
+            compaction_dead_permille: 500,
+            compaction_min_bytes: 1 << 20,
         }
     }
 }

@@ -146,6 +146,9 @@ fn config_all_keys() {
     data_checksums: true
     index_compression: false
     max_open_data_logs: 65536
+    auto_compaction: off
+    compaction_dead_ratio: 0.25
+    compaction_min_bytes: 4096
     lazy_stat: 0
     lazy_droppings: false
     compress_contiguous: 1
@@ -184,6 +187,9 @@ fn config_all_keys() {
             data_checksums: true,
             index_compression: false,
             max_open_data_logs: 65536,
+            auto_compaction: false,
+            compaction_dead_permille: 250,
+            compaction_min_bytes: 4096,
         }
     );
     assert_eq!(c.warnings.len(), 17 + 6, "{:#?}", c.warnings);
@@ -290,6 +296,39 @@ fn config_out_of_range() {
     // Quoted numbers are accepted, as the original parser did.
     let c = parse(&format!("{pre}    num_hostdirs: \"64\"\n")).unwrap();
     assert_eq!(c.global.num_hostdirs, 64);
+    fails(
+        &format!("{pre}    compaction_dead_ratio: 1.5\n"),
+        &["line 4", "compaction_dead_ratio: 1.5 is out of range 0..=1"],
+    );
+    fails(
+        &format!("{pre}    compaction_dead_ratio: -0.1\n"),
+        &["line 4", "compaction_dead_ratio", "out of range"],
+    );
+    fails(
+        &format!("{pre}    compaction_dead_ratio: half\n"),
+        &["line 4", "compaction_dead_ratio: expected a ratio", "\"half\""],
+    );
+    fails(
+        &format!("{pre}    compaction_min_bytes: -1\n"),
+        &["line 4", "compaction_min_bytes: -1 is out of range 0.."],
+    );
+    fails(
+        &format!("{pre}    auto_compaction: sometimes\n"),
+        &["line 4", "auto_compaction: expected true/false"],
+    );
+    fails(
+        &format!("{pre}    auto_compactoin: true\n"),
+        &["line 4", "unknown key", "did you mean \"auto_compaction\""],
+    );
+    let c = parse(&format!("{pre}    compaction_dead_ratio: \"75%\"\n")).unwrap();
+    assert_eq!(c.global.compaction_dead_permille, 750);
+    let c = parse(&format!("{pre}    compaction_dead_ratio: 1\n")).unwrap();
+    assert_eq!(c.global.compaction_dead_permille, 1000);
+    let d = GlobalParams::default();
+    assert_eq!(
+        (d.auto_compaction, d.compaction_dead_permille, d.compaction_min_bytes),
+        (true, 500, 1 << 20)
+    );
 }
 
 #[test]

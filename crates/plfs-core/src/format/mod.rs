@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use std::path::Path;
 
+pub mod compact;
 pub mod flat;
 pub mod legacy;
 mod names;

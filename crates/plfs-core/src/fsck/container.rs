@@ -2,6 +2,7 @@
 //! and on shadow backends), and the consistency between what the droppings say and what the
 //! index logs hold. Repairs follow the invariant in the parent module.
 
+use super::compaction;
 use super::debris;
 use super::droppings::check_droppings;
 use super::index_log::{fix_index_log, scan_index};
@@ -22,6 +23,11 @@ use std::sync::Arc;
 pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options, rep: &mut Report) -> Result<u128> {
     let path = dir.path().to_path_buf();
     rep.containers += 1;
+    // A compaction's state first: finishing one changes the logs and droppings checked below.
+    let skip = match crate::container::cid_of(&dir) {
+        Ok(cid) => compaction::check(&Container::for_fsck(mount, backend, dir.try_clone()?, cid)?, opts, rep)?,
+        Err(_) => Default::default(),
+    };
     let marker_path = dir.sub(format::MARKER_NAME);
     let marker = crate::container::read_marker(&dir);
     let meta_dir = dir.sub(format::META_DIR);
@@ -75,7 +81,7 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
     let _ = path;
     let c = Container::for_fsck(mount, backend, dir, cid.unwrap_or(0))?;
     check_root_entries(&c, opts, rep)?;
-    let writers = collect_writers(&c, cid.is_some(), opts, rep)?;
+    let writers = collect_writers(&c, cid.is_some(), &skip.names, opts, rep)?;
     let has_truncs = droppings.iter().any(|d| matches!(d, MetaDropping::Trunc { .. }));
     let mut by_writer: BTreeMap<u64, WriterState> = writers;
     for d in droppings {
@@ -91,6 +97,9 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
         }
     }
     for (id, w) in &by_writer {
+        if skip.writers.contains(id) {
+            continue; // a compaction's, checked by the compaction check
+        }
         rep.writers += 1;
         check_writer(&c, *id, w, has_truncs, opts, rep);
     }
@@ -200,7 +209,11 @@ fn check_root_entries(c: &Container, opts: &Options, rep: &mut Report) -> Result
     for n in c.dir.list()? {
         let b = n.as_bytes();
         let p = c.dir.sub(&n);
-        if b == format::MARKER_NAME.as_bytes() || b == format::META_DIR.as_bytes() || format::xattr::is_xattr_dir(b) {
+        if b == format::MARKER_NAME.as_bytes()
+            || b == format::META_DIR.as_bytes()
+            || b == format::compact::JOURNAL_NAME.as_bytes()
+            || format::xattr::is_xattr_dir(b)
+        {
             continue;
         }
         if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
@@ -245,6 +258,7 @@ fn check_root_entries(c: &Container, opts: &Options, rep: &mut Report) -> Result
 fn collect_writers(
     c: &Container,
     have_cid: bool,
+    skip: &std::collections::HashSet<String>,
     opts: &Options,
     rep: &mut Report,
 ) -> Result<BTreeMap<u64, WriterState>> {
@@ -286,6 +300,9 @@ fn collect_writers(
         for n in names {
             let p = d.sub(&n);
             let name = n.to_string_lossy();
+            if skip.contains(name.as_ref()) {
+                continue; // a compaction's, checked by the compaction check
+            }
             if let Some(info) = format::parse_log_name(&name) {
                 let st = match d.stat(&n) {
                     Ok(st) => st,

@@ -20,6 +20,7 @@
 //! repaired, 4 = problems left (found without `--repair`, or not repairable automatically),
 //! 8 = fsck could not run (the CLI maps errors to it).
 
+mod compaction;
 mod container;
 mod debris;
 mod droppings;

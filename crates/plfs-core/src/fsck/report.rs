@@ -93,6 +93,15 @@ pub enum Kind {
     /// What a `plfs upgrade` that did not finish left: its partial copy or the superseded
     /// original.
     UpgradeDebris,
+    /// A compaction that died before committing (its unpublished logs) or during its
+    /// roll-forward (a committed journal).
+    InterruptedCompaction,
+    /// A compaction is running (information).
+    CompactionRunning,
+    /// Data logs retired by a compaction, waiting for the file's readers to close (information).
+    RetiredDataLogs,
+    /// A compaction journal that does not decode.
+    BadJournal,
 }
 
 impl Kind {
@@ -130,6 +139,10 @@ impl Kind {
             LegacyContainer => "legacy-container",
             LegacyDamage => "legacy-damage",
             UpgradeDebris => "upgrade-debris",
+            InterruptedCompaction => "interrupted-compaction",
+            CompactionRunning => "compaction-running",
+            RetiredDataLogs => "retired-data-logs",
+            BadJournal => "bad-journal",
         }
     }
 }

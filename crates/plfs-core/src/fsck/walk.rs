@@ -107,7 +107,11 @@ fn walk_dir(
             }
             continue;
         }
-        if nb == format::SHADOW_ROOT.as_bytes() || nb == format::small::SMALL_DIR.as_bytes() {
+        if nb == format::small::SMALL_DIR.as_bytes() {
+            super::compaction::check_store(mount, b, dir, opts, rep)?;
+            continue;
+        }
+        if nb == format::SHADOW_ROOT.as_bytes() {
             continue;
         }
         if nb == format::legacy::small::SMALL_CONTAINER.as_bytes() {

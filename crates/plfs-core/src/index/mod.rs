@@ -238,12 +238,11 @@ impl IndexState {
     /// last call. If a log shrank or vanished (a truncate-to-zero wiped the container), rebuilds
     /// from scratch. Safe to call concurrently with writers: a torn tail is consumed later.
     pub fn refresh(&mut self, c: &Container) -> Result<()> {
-        self.refresh_inner(c, false)
+        self.refresh_n(c, 0)
     }
 
-    /// [`IndexState::refresh`]; `vanished` once a log vanished while being read (a second time
-    /// is an error, not a loop).
-    fn refresh_inner(&mut self, c: &Container, vanished: bool) -> Result<()> {
+    /// [`IndexState::refresh`]; `tries` counts the rebuilds after a listed log vanished.
+    fn refresh_n(&mut self, c: &Container, tries: u32) -> Result<()> {
         let meta = c.list_meta()?;
         if let Some(sig) = self.flat_sig {
             if flat::signature(&meta) == Some(sig) {
@@ -293,7 +292,7 @@ impl IndexState {
         let present: HashSet<&PathBuf> = found.iter().map(|f| &f.path).collect();
         if self.logs.keys().any(|p| !present.contains(p)) {
             *self = IndexState::empty(self.max_fds);
-            return self.refresh_inner(c, vanished);
+            return self.refresh_n(c, tries);
         }
         // A known truncate that vanished means the container was wiped: start again.
         let current: HashSet<(u64, u64, u64)> = meta
@@ -305,7 +304,7 @@ impl IndexState {
             .collect();
         if self.truncs.iter().any(|t| !current.contains(t)) {
             *self = IndexState::empty(self.max_fds);
-            return self.refresh_inner(c, vanished);
+            return self.refresh_n(c, tries);
         }
         for d in &meta {
             if let MetaDropping::Trunc { ts, size, writer_id } = *d {
@@ -346,17 +345,18 @@ impl IndexState {
         for (f, r) in found.iter().zip(results) {
             let (new_consumed, mut dec, data_len) = match r {
                 Ok(v) => v,
-                // Vanished while being read: the container was wiped; start again.
-                Err(e) if crate::sys::is_missing(&e) && !vanished => {
+                // Listed, then gone: a compaction retired it, after publishing the log that
+                // replaces it, which a new listing finds.
+                Err(e) if crate::sys::is_missing(&e) && tries < 8 => {
                     *self = IndexState::empty(self.max_fds);
-                    return self.refresh_inner(c, true);
+                    return self.refresh_n(c, tries + 1);
                 }
                 Err(e) => return Err(e),
             };
             let old = self.logs.get(&f.path).copied().unwrap_or(0);
             if new_consumed < old {
                 *self = IndexState::empty(self.max_fds);
-                return self.refresh_inner(c, vanished);
+                return self.refresh_n(c, tries);
             }
             let was_closed = closed.contains(&f.info.writer_id);
             match dec.tail_error.as_ref() {

@@ -1,6 +1,7 @@
 //! The traits the namespace dispatches to ([`Layout`], [`Node`], [`Handle`]) and the public
 //! open-file handle ([`OpenFile`]) around a [`Handle`].
 
+use super::compaction::{CompactOptions, CompactReport, Usage};
 use crate::error::{Error, Result};
 use crate::mount::Loc;
 use crate::sys::{Dir, TimeSpec};
@@ -50,6 +51,12 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     fn invalidate_under(&self, logical: &Path) {
         self.forget(logical)
     }
+
+    /// Compacts the logs directory `loc` packs its files in (1-N); `None` for layouts that pack
+    /// nothing.
+    fn compact_dir(&self, _loc: &Loc, _opts: &CompactOptions) -> Option<Result<CompactReport>> {
+        None
+    }
 }
 
 /// A regular file found in the namespace.
@@ -88,6 +95,14 @@ pub trait Node: std::fmt::Debug {
     /// Renames this file to `to` by its own means, if it has them (a packed 1-N file moves
     /// through its directory's logs); `None` when it is a backend object the namespace renames.
     fn rename_within(&self, _to: &Loc) -> Option<Result<()>> {
+        None
+    }
+    /// Compacts its logs (an N-1 container); `None` for files without logs of their own.
+    fn compact(&self, _opts: &CompactOptions) -> Option<Result<CompactReport>> {
+        None
+    }
+    /// Its space usage (an N-1 container); `None` for files without logs of their own.
+    fn usage(&self) -> Option<Result<Usage>> {
         None
     }
 }

@@ -9,6 +9,7 @@
 //! backend shows nothing (the 1-N mode's packed files). Files written by PLFS 2.x are nodes too,
 //! read-only ([`legacy`]).
 
+pub mod compaction;
 mod file;
 pub mod legacy;
 pub mod n1;

@@ -145,6 +145,32 @@ impl File {
         (done + more, e)
     }
 
+    /// Takes a shared flock(2) on the file, waiting while someone holds it exclusively (a 1-N
+    /// writer holds one on its own log, so that a compaction never retires a log still being
+    /// appended to). `Ok(false)` when the backend has no flock.
+    pub fn lock_shared(&self) -> Result<bool> {
+        loop {
+            match fs::flock(&self.fd, fs::FlockOperation::LockShared) {
+                Ok(()) => return Ok(true),
+                Err(Errno::INTR) => continue,
+                Err(e) if super::unsupported(e) || e == Errno::NOLCK || e == Errno::BADF => return Ok(false),
+                Err(e) => return Err(Error::io(&self.path, "flock", e)),
+            }
+        }
+    }
+
+    /// Tries to take an exclusive flock(2) on the file without waiting: `Some(true)` if nobody
+    /// else holds a lock on it, `Some(false)` if someone does, `None` when the backend has no
+    /// flock.
+    pub fn try_lock_exclusive(&self) -> Result<Option<bool>> {
+        match fs::flock(&self.fd, fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(Some(true)),
+            Err(Errno::WOULDBLOCK) | Err(Errno::INTR) => Ok(Some(false)),
+            Err(e) if super::unsupported(e) || e == Errno::NOLCK || e == Errno::BADF => Ok(None),
+            Err(e) => Err(Error::io(&self.path, "flock", e)),
+        }
+    }
+
     /// fsync.
     pub fn fsync(&self) -> Result<()> {
         hit("sys::fsync", "fsync", &self.path)?;

@@ -23,6 +23,7 @@ pub mod caps;
 mod dir;
 pub mod failpoint;
 mod file;
+pub mod locks;
 pub mod probe;
 mod rename;
 

@@ -130,6 +130,18 @@ impl Fixture {
         }
     }
 
+    /// [`Fixture::new`] with the mount's workload set to `small_file` (1-N), in the
+    /// configuration and in the plfsrc.
+    pub fn small(tag: &str, ncanon: usize, global: GlobalParams) -> Fixture {
+        let mut fx = Fixture::new(tag, ncanon, 0, global);
+        fx.config.mounts[0].workload = Workload::SmallFile;
+        let text = std::fs::read_to_string(&fx.rc)
+            .unwrap()
+            .replace("workload: shared_file", "workload: small_file");
+        std::fs::write(&fx.rc, text).unwrap();
+        fx
+    }
+
     /// One backend with both roles and default parameters.
     pub fn simple(tag: &str) -> Fixture {
         Fixture::new(tag, 1, 0, GlobalParams::default())
@@ -214,8 +226,16 @@ pub fn subdirs_with_prefix(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 fn plfsrc_text(g: &GlobalParams, backends: &[BackendSpec]) -> String {
     let mut s = format!(
         "- global_params:\n    num_hostdirs: {}\n    threadpool_size: {}\n    index_buffer_records: {}\n    \
-         data_checksums: {}\n    max_open_data_logs: {}\n- mount_point: {MOUNT}\n  workload: shared_file\n  backends:\n",
-        g.num_hostdirs, g.threadpool_size, g.index_buffer_records, g.data_checksums, g.max_open_data_logs
+         data_checksums: {}\n    max_open_data_logs: {}\n    auto_compaction: {}\n    \
+         compaction_dead_ratio: {}\n    compaction_min_bytes: {}\n- mount_point: {MOUNT}\n  workload: shared_file\n  backends:\n",
+        g.num_hostdirs,
+        g.threadpool_size,
+        g.index_buffer_records,
+        g.data_checksums,
+        g.max_open_data_logs,
+        g.auto_compaction,
+        f64::from(g.compaction_dead_permille) / 1000.0,
+        g.compaction_min_bytes
     );
     for b in backends {
         s.push_str(&format!("    - location: {}\n", b.location.display()));

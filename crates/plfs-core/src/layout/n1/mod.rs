@@ -1,6 +1,9 @@
 //! N-1 (`workload: shared_file | n-1`): a logical file is a container directory in which every
 //! writer appends to its own data log and index log; readers merge the index logs.
 
+pub(crate) mod compact;
+pub(crate) mod journal;
+mod rewrite;
 mod shared;
 mod writer;
 
@@ -191,12 +194,14 @@ impl ContainerNode {
         }
         // The container opened by name may be deleted before this process holds it (it was
         // unlinked, or replaced by a rename): open the name again, which is then the new file or
-        // nothing.
+        // nothing. Its marker may already be gone when it is opened (`EISDIR`): the same.
         let mut tries = 0;
         loop {
-            let c = self.take_container()?;
-            match self.reg.shared(c, &self.loc.logical) {
-                Err(e) if e.is_not_found() && tries < 8 => tries += 1,
+            let r = self
+                .take_container()
+                .and_then(|c| self.reg.shared(c, &self.loc.logical));
+            match r {
+                Err(e) if (e.is_not_found() || e.raw_errno() == Errno::ISDIR.raw_os_error()) && tries < 8 => tries += 1,
                 r => return r,
             }
         }
@@ -300,7 +305,10 @@ impl Node for ContainerNode {
     }
 
     fn truncate(&self, size: u64) -> Result<()> {
-        self.shared()?.truncate(size)
+        let s = self.shared()?;
+        s.truncate(size)?;
+        compact::after_truncate(&s);
+        Ok(())
     }
 
     /// Renames the container aside (so it vanishes atomically), then deletes it and its shadow
@@ -377,6 +385,17 @@ impl Node for ContainerNode {
         let version = self.with_c(|c| c.read_marker())?.version;
         Ok(FileFormat::Container { version })
     }
+
+    fn compact(
+        &self,
+        opts: &crate::layout::compaction::CompactOptions,
+    ) -> Option<Result<crate::layout::compaction::CompactReport>> {
+        Some(self.shared().and_then(|s| compact::compact(&s, opts)))
+    }
+
+    fn usage(&self) -> Option<Result<crate::layout::compaction::Usage>> {
+        Some(self.shared().and_then(|s| compact::usage(&s)))
+    }
 }
 
 /// An open N-1 file.
@@ -388,6 +407,14 @@ struct ContainerHandle {
 }
 
 impl ContainerHandle {
+    /// After closing writers: if this process has no writer left on the file, automatic
+    /// compaction may run.
+    fn after_close(&self) {
+        if lock(&self.shared.writers).is_empty() {
+            compact::after_last_close(&self.shared);
+        }
+    }
+
     fn writer(&self, pid: u32) -> Arc<Mutex<Writer>> {
         let mut ws = lock(&self.writers);
         ws.entry(pid).or_insert_with(|| self.shared.new_writer(pid)).clone()
@@ -397,13 +424,17 @@ impl ContainerHandle {
 impl Handle for ContainerHandle {
     fn write_as(&self, buf: &[u8], off: u64, pid: u32) -> Result<usize> {
         let w = self.writer(pid);
-        self.shared.write(&w, buf, off)
+        let n = self.shared.write(&w, buf, off)?;
+        compact::after_write(&self.shared, n as u64);
+        Ok(n)
     }
 
     fn append(&self, buf: &[u8], pid: u32) -> Result<(u64, usize)> {
         let w = self.writer(pid);
         let off = self.shared.with_index(false, |s| Ok(s.map.size()))?;
-        Ok((off, self.shared.write(&w, buf, off)?))
+        let n = self.shared.write(&w, buf, off)?;
+        compact::after_write(&self.shared, n as u64);
+        Ok((off, n))
     }
 
     fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
@@ -431,7 +462,9 @@ impl Handle for ContainerHandle {
     }
 
     fn truncate(&self, size: u64) -> Result<()> {
-        self.shared.truncate(size)
+        self.shared.truncate(size)?;
+        compact::after_truncate(&self.shared);
+        Ok(())
     }
 
     fn size(&self) -> Result<u64> {
@@ -450,7 +483,11 @@ impl Handle for ContainerHandle {
     fn close_writer(&self, pid: u32) -> Result<()> {
         let w = lock(&self.writers).remove(&pid);
         match w {
-            Some(w) => self.shared.close_writer(&w),
+            Some(w) => {
+                self.shared.close_writer(&w)?;
+                self.after_close();
+                Ok(())
+            }
             None => Ok(()),
         }
     }
@@ -464,6 +501,9 @@ impl Handle for ContainerHandle {
                     first = Err(e);
                 }
             }
+        }
+        if first.is_ok() {
+            self.after_close();
         }
         first
     }

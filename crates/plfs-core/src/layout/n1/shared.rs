@@ -23,12 +23,14 @@ pub(crate) struct Shared {
     /// Logical path it was first opened by (a flattened index is valid only for this path).
     pub(crate) logical: PathBuf,
     /// Writers opened through this process.
-    writers: Mutex<HashMap<u64, Arc<Mutex<Writer>>>>,
+    pub(super) writers: Mutex<HashMap<u64, Arc<Mutex<Writer>>>>,
     /// Merged index, loaded at the first read.
-    index: Mutex<Option<IndexState>>,
+    pub(super) index: Mutex<Option<IndexState>>,
     /// Set when the file was unlinked while open here: its shadow directories and the name its
     /// container was renamed aside to, deleted at the last close.
     doomed: Mutex<Option<Doomed>>,
+    /// Automatic compaction of this container by this process.
+    pub(super) auto: crate::layout::compaction::AutoState,
 }
 
 /// What an unlink of an open file leaves to the last close.
@@ -56,6 +58,8 @@ impl Drop for Shared {
             }
         }
         if doomed.is_none() && !self.c.in_trash() {
+            // Nobody else has it open: delete what a compaction left for the last close.
+            super::journal::on_last_holder(&self.c);
             return;
         }
         let r = match doomed {
@@ -80,6 +84,7 @@ impl Shared {
             writers: Mutex::new(HashMap::new()),
             index: Mutex::new(None),
             doomed: Mutex::new(None),
+            auto: Default::default(),
         }
     }
 

@@ -121,7 +121,9 @@ impl Handle for SmallHandle {
 
     /// Close: the file's records reach its log.
     fn close(&self) -> Result<()> {
-        flush(&mut self.dir.inner())
+        flush(&mut self.dir.inner())?;
+        super::compact::after_change(&self.dir, 0);
+        Ok(())
     }
 
     fn backend_path(&self) -> PathBuf {

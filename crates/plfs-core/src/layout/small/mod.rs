@@ -8,7 +8,9 @@
 //! records at every file close and every namespace operation, so a file is in its log at close
 //! and visible to other processes from then on, with no explicit flush.
 
+pub(crate) mod compact;
 mod handle;
+mod retired;
 mod view;
 
 pub use view::SmallDir;
@@ -126,6 +128,14 @@ impl Layout for Arc<Small> {
         self.view(loc, &loc.rel).usage().map(Some)
     }
 
+    fn compact_dir(
+        &self,
+        loc: &Loc,
+        opts: &crate::layout::compaction::CompactOptions,
+    ) -> Option<Result<crate::layout::compaction::CompactReport>> {
+        Some(compact::compact(&self.view(loc, &loc.rel), opts))
+    }
+
     fn forget(&self, logical: &Path) {
         let mut t = self.views.lock().unwrap_or_else(|p| p.into_inner());
         t.retain(|k, _| !k.starts_with(logical));
@@ -239,7 +249,9 @@ impl Node for PackedNode {
     }
 
     fn unlink(&self) -> Result<()> {
-        self.dir.unlink(&self.name)
+        self.dir.unlink(&self.name)?;
+        compact::after_change(&self.dir, 1);
+        Ok(())
     }
 
     fn chmod(&self, mode: u32) -> Result<()> {

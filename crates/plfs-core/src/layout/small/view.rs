@@ -32,6 +32,8 @@ pub(super) struct SmallMeta {
     pub(super) mtime: i64,
     pub(super) ctime: i64,
     pub(super) map: ExtentMap,
+    /// Timestamp of its CREATE record (a compaction writes it again with the same one).
+    pub(super) created: u64,
 }
 
 /// One log of the directory.
@@ -45,34 +47,36 @@ pub(super) struct LogRef {
 
 /// This process's writer log in the directory.
 #[derive(Debug)]
-struct SmallWriter {
-    id: u64,
-    file: Arc<File>,
+pub(super) struct SmallWriter {
+    pub(super) id: u64,
+    pub(super) file: Arc<File>,
     /// Log offset where `buf` will land.
-    off: u64,
+    pub(super) off: u64,
     buf: Vec<u8>,
     log: usize,
 }
 
 #[derive(Debug, Default)]
 pub(super) struct Inner {
-    names: BTreeMap<String, u64>,
+    pub(super) names: BTreeMap<String, u64>,
     pub(super) files: HashMap<u64, SmallMeta>,
     pub(super) logs: Vec<LogRef>,
     /// Modification stamp (mtime ns, inode) of each backend's store directory at the last listing.
     dir_stamps: Vec<(i128, u64)>,
-    writer: Option<SmallWriter>,
-    loaded: bool,
+    pub(super) writer: Option<SmallWriter>,
+    pub(super) loaded: bool,
 }
 
 /// The small-file view of one logical directory, shared by this process.
 #[derive(Debug)]
 pub struct SmallDir {
-    mount: Arc<Mount>,
+    pub(super) mount: Arc<Mount>,
     /// The directory's path relative to the mount.
-    rel: PathBuf,
+    pub(super) rel: PathBuf,
     inner: Mutex<Inner>,
     umask: u32,
+    /// This process's automatic compaction of the directory's logs.
+    pub(super) auto: crate::layout::compaction::AutoState,
 }
 
 pub(super) fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
@@ -124,6 +128,7 @@ impl SmallDir {
             rel,
             inner: Mutex::new(Inner::default()),
             umask,
+            auto: Default::default(),
         }
     }
 
@@ -131,7 +136,7 @@ impl SmallDir {
         lock(&self.inner)
     }
 
-    fn store_rel(&self) -> PathBuf {
+    pub(super) fn store_rel(&self) -> PathBuf {
         self.rel.join(SMALL_DIR)
     }
 
@@ -141,11 +146,11 @@ impl SmallDir {
     }
 
     /// The logical directory (for messages).
-    fn logical(&self) -> PathBuf {
+    pub(super) fn logical(&self) -> PathBuf {
         self.mount.cfg.mount_point.join(&self.rel)
     }
 
-    fn writer_backend(&self) -> usize {
+    pub(super) fn writer_backend(&self) -> usize {
         (format::hash_str(&clock::hostname()) % self.mount.canonical.len() as u64) as usize
     }
 
@@ -193,7 +198,7 @@ impl SmallDir {
             // Our own records are already applied to the view; they reach the log before the
             // view is rebuilt from the logs.
             flush(g)?;
-            self.replay(g, stamps)?;
+            self.replay(g, stamps, 0)?;
         }
         Ok(())
     }
@@ -213,15 +218,29 @@ impl SmallDir {
         Ok(out)
     }
 
-    fn replay(&self, g: &mut Inner, stamps: Vec<(i128, u64)>) -> Result<()> {
+    fn replay(&self, g: &mut Inner, stamps: Vec<(i128, u64)>, tries: u32) -> Result<()> {
         let own = g.writer.as_ref().map(|w| (w.id, w.file.clone(), w.off));
         let mut logs: Vec<LogRef> = Vec::new();
         let mut recs: Vec<(u64, u64, usize, Rec)> = Vec::new();
         let rel = self.store_rel();
+        // Each store's logs and the logs a committed compaction retired, read consistently (a
+        // listing that changed while the journal was read is taken again).
+        let (mut stores, mut retired) = (Vec::new(), std::collections::HashSet::new());
         for b in &self.mount.canonical {
-            let Some(dir) = b.dir_opt(&rel)? else { continue };
-            for name in dir.list()? {
-                let Some(s) = name.to_str() else { continue };
+            if let Some(dir) = b.dir_opt(&rel)? {
+                let names = dir.list()?;
+                retired.extend(super::retired::retired(&dir)?);
+                if dir.list()? != names && tries < 8 {
+                    return self.replay(g, stamps, tries + 1);
+                }
+                stores.push((dir, names));
+            }
+        }
+        for (dir, names) in stores {
+            for name in names {
+                let Some(s) = name.to_str().filter(|s| !retired.contains(*s)) else {
+                    continue;
+                };
                 let Some(info) = s
                     .strip_prefix("log.")
                     .and_then(|r| format::parse_log_name(&format!("data.{r}")))
@@ -233,6 +252,9 @@ impl SmallDir {
                     Some(o) => o.1.clone(),
                     None => match dir.open_file(&name, Access::Read) {
                         Ok(f) => Arc::new(f.kept()),
+                        // Listed, then retired by a compaction (after it published the log that
+                        // replaces it): list again.
+                        Err(e) if sys::is_missing(&e) && tries < 8 => return self.replay(g, stamps, tries + 1),
                         Err(e) => {
                             crate::warn!("{e}: skipping this small-file log");
                             continue;
@@ -309,6 +331,8 @@ impl SmallDir {
         let pid = clock::pid();
         let name = format!("log.{id:016x}.{pid}.{}", clock::hostname());
         let f = store.create_file(&name, 0o644, Create::Excl)?;
+        // Held while this process appends to the log: a compaction never retires a log in use.
+        f.lock_shared()?;
         let h = LogHeader {
             magic: SMALL_MAGIC,
             writer_id: id,
@@ -589,6 +613,7 @@ fn apply(g: &mut Inner, r: &Rec, writer: u64, log: usize) {
                     mtime: t,
                     ctime: t,
                     map: ExtentMap::new(),
+                    created: *ts,
                 },
             );
         }

@@ -1,0 +1,566 @@
+//! Compaction of an N-1 container (docs/design.md, "Compaction"): the live extents of every
+//! closed writer's logs are copied into one new log pair with the **same timestamps** they had,
+//! the trunc droppings they were clipped by are folded, and the old logs are retired through the
+//! journal ([`super::journal`]).
+//!
+//! Keeping each extent's timestamp is what makes every step safe: the new log describes exactly
+//! the bytes the retired logs showed, with the same ordering keys, so a reader that merges the
+//! new log with any subset of the old ones, or with the logs of writers still open, reads the
+//! same bytes as before; and a later write, truncate or late-arriving record of an open writer
+//! is ordered against the copied extents exactly as it was against the originals.
+//!
+//! Also here: this process's automatic compaction ([`crate::layout::compaction::AutoState`]) at the last writer's close and,
+//! for writers that stay open, every `compaction_min_bytes / 2` written, which first moves the
+//! process's own writers to fresh logs so that what they wrote so far can be compacted.
+
+use super::journal;
+use super::rewrite;
+use super::shared::{lock, Shared};
+use super::writer::Writer;
+use crate::clock;
+use crate::container::Container;
+use crate::error::{Error, Result};
+use crate::extent::{ExtentMap, Key, Pattern};
+use crate::format::compact::{self as cf, Journal};
+use crate::format::{self, LogHeader, MetaDropping};
+use crate::layout::compaction::{worth_it, CompactOptions, CompactReport, CompactStatus, Usage};
+use crate::sys::{Access, Dir};
+use rustix::io::Errno;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A closed writer's logs, to be retired.
+struct Old {
+    dir: Arc<Dir>,
+    id: u64,
+    data_name: String,
+    index_name: String,
+    data_len: u64,
+}
+
+/// Space used by the container: every backend file behind it (live bytes not filled in).
+pub(crate) fn footprint(c: &Container) -> Result<Usage> {
+    let mut u = Usage::default();
+    for n in c.dir.list()? {
+        let b = n.as_encoded_bytes();
+        if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
+            continue; // counted below, with the shadow backends' hostdirs
+        }
+        let Some(st) = c.dir.stat_opt(&n)? else { continue };
+        if b == format::META_DIR.as_bytes() {
+            for d in c.dir.open_dir(&n)?.list()? {
+                u.meta_files += 1;
+                if d.to_str().is_some_and(|s| s.starts_with("open.")) {
+                    u.writers += 1;
+                }
+            }
+        } else if crate::sys::is_file(&st) {
+            u.physical += st.st_size.max(0) as u64;
+        }
+    }
+    for hd in c.hostdirs()? {
+        for n in hd.list()? {
+            let Some(st) = hd.stat_opt(&n)? else { continue };
+            let size = st.st_size.max(0) as u64;
+            u.physical += size;
+            if let Some(l) = n.to_str().and_then(format::parse_log_name) {
+                u.logs += 1;
+                if !l.is_index {
+                    u.data += size.saturating_sub(format::DATA_HEADER_LEN as u64);
+                }
+            }
+        }
+    }
+    if let Some(j) = journal::read(c)? {
+        let p: Vec<String> = j.names(cf::E_PENDING).map(str::to_string).collect();
+        u.pending = journal::pending_bytes(c, &p)?;
+    }
+    Ok(u)
+}
+
+/// The file's usage, with its logical size and live bytes from the merged index.
+pub(crate) fn usage(sh: &Shared) -> Result<Usage> {
+    let mut u = footprint(&sh.c)?;
+    let (size, live) = sh.with_index(true, |s| Ok((s.map.size(), s.map.live_bytes())))?;
+    u.logical = size;
+    u.live = live;
+    Ok(u)
+}
+
+/// Ids of this process's writers on the file.
+fn own_ids(sh: &Shared) -> HashSet<u64> {
+    lock(&sh.writers).keys().copied().collect()
+}
+
+/// Moves every writer of this process that has written to fresh logs under a new writer id: its
+/// old identity is closed as a real close would (records appended, close dropping), so its logs
+/// can be compacted; its next write starts new logs. Returns the ids the writers have now.
+fn rotate(sh: &Shared) -> Result<HashSet<u64>> {
+    let ws: Vec<_> = lock(&sh.writers).values().cloned().collect();
+    let mut moved = Vec::new();
+    for w in ws {
+        let mut wg = lock(&w);
+        if wg.closed || !wg.announced {
+            continue;
+        }
+        wg.flush_index()?;
+        if wg.bytes == 0 {
+            sh.c.remove_meta(&wg.open_record())?;
+        } else {
+            let d = MetaDropping::Close {
+                writer_id: wg.id,
+                open_ts: wg.open_ts,
+                close_ts: clock::next_ts(),
+                eof: wg.eof,
+                bytes: wg.bytes,
+                mtime_ns: wg.mtime_ns,
+            };
+            let _ = sh.c.bump_mtime(wg.mtime_ns);
+            sh.c.replace_meta(&wg.open_record(), &d)?;
+        }
+        let old = wg.id;
+        let fresh = Writer::new(wg.pid, wg.compress);
+        *wg = fresh;
+        moved.push((old, wg.id, w.clone()));
+    }
+    let mut t = lock(&sh.writers);
+    for (old, new, w) in moved {
+        t.remove(&old);
+        t.insert(new, w);
+    }
+    Ok(t.keys().copied().collect())
+}
+
+/// The closed writers' logs: every index log whose writer has a close dropping in `meta`, with
+/// its data log; and whether any other index log (not one of `own`) exists.
+fn closed_logs(c: &Container, closed: &HashSet<u64>, own: &HashSet<u64>) -> Result<(Vec<Old>, bool)> {
+    let mut out = Vec::new();
+    let mut others = false;
+    for hd in c.hostdirs()? {
+        let hd = Arc::new(hd);
+        for n in hd.list()? {
+            let Some(l) = n.to_str().and_then(format::parse_log_name) else {
+                continue;
+            };
+            if !l.is_index {
+                continue;
+            }
+            if !closed.contains(&l.writer_id) {
+                others |= !own.contains(&l.writer_id);
+                continue;
+            }
+            let data_name = format::data_log_name(l.writer_id, l.pid, &l.host);
+            let data_len = match hd.stat_opt(&data_name)? {
+                Some(st) => st.st_size.max(0) as u64,
+                None => {
+                    return Err(Error::corrupt(
+                        hd.sub(&n),
+                        "its data log is missing; run plfs fsck before compacting",
+                    ))
+                }
+            };
+            out.push(Old {
+                dir: hd.clone(),
+                id: l.writer_id,
+                index_name: n.to_string_lossy().into_owned(),
+                data_name,
+                data_len,
+            });
+        }
+    }
+    Ok((out, others))
+}
+
+/// Merges the retired logs and every trunc dropping into one map (chunk = index into `olds`),
+/// keeping every pattern's timestamps. Damage is an error: compaction never guesses.
+fn merge(olds: &[Old], truncs: &[(u64, u64, u64)]) -> Result<ExtentMap> {
+    let mut map = ExtentMap::new();
+    for &(ts, size, writer) in truncs {
+        map.insert_trunc(size, Key { ts, writer });
+    }
+    for (i, o) in olds.iter().enumerate() {
+        let path = o.dir.sub(&o.index_name);
+        let bytes = o.dir.open_file(&o.index_name, Access::Read)?.read_from(0)?;
+        let h = LogHeader::decode(&path, &bytes, format::INDEX_MAGIC)?;
+        if h.writer_id != o.id {
+            return Err(Error::corrupt(&path, "header and file name name different writers"));
+        }
+        let dec = format::decode_records(&bytes[format::INDEX_HEADER_LEN..]);
+        if let Some(e) = dec.tail_error {
+            return Err(Error::corrupt(
+                &path,
+                format!("{e}; run plfs fsck --repair before compacting"),
+            ));
+        }
+        let chunk = i as u32;
+        for p in dec.patterns {
+            let n = p.ts.len() as u64;
+            if p.physical_start.saturating_add(n * p.length) > o.data_len {
+                return Err(Error::corrupt(&path, "a record points past the end of its data log"));
+            }
+            map.insert_pattern(Pattern {
+                start: p.logical_start,
+                len: p.length,
+                stride: p.stride,
+                count: n,
+                chunk,
+                phys: p.physical_start,
+                writer: o.id,
+                ts_first: p.ts[0],
+                ts_last: p.ts[p.ts.len() - 1],
+                ts: Some(p.ts.into()),
+            });
+        }
+        for r in dec.records {
+            if r.physical_off.saturating_add(r.length) > o.data_len {
+                return Err(Error::corrupt(&path, "a record points past the end of its data log"));
+            }
+            map.insert_write(
+                r.logical_off,
+                r.length,
+                chunk,
+                r.physical_off,
+                Key { ts: r.ts, writer: o.id },
+            );
+        }
+    }
+    if map.is_stale() {
+        return Err(Error::InvalidArgument(
+            "compaction: merged index lost timestamps".into(),
+        ));
+    }
+    Ok(map)
+}
+
+/// Compacts the container of `sh` (docs/design.md, "Compaction"). This process's own writers
+/// stay open: they are first moved to fresh logs, so what they wrote so far is compacted too.
+pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactReport> {
+    let t0 = Instant::now();
+    let c = &sh.c;
+    let mut rep = CompactReport::new(sh.logical.clone());
+    let meta_lock = c.dir.open_dir(format::META_DIR)?;
+    if !meta_lock.try_lock_exclusive()? {
+        rep.status = CompactStatus::Busy;
+        return Ok(rep);
+    }
+    if !meta_lock.caps().locks() {
+        return Err(Error::errno(
+            Errno::OPNOTSUPP,
+            format!(
+                "{}: compaction needs flock(2) on the backend's directories, which this backend refuses",
+                sh.logical.display()
+            ),
+        ));
+    }
+    // An earlier compaction's journal: finish its roll-forward first.
+    let mut pending: Vec<String> = Vec::new();
+    if let Some(j) = journal::read(c)? {
+        pending = match j.state {
+            cf::STATE_COMMITTED if !opts.dry_run => {
+                let p = journal::roll_forward(c, &j)?;
+                journal::settle(c, &j, p.clone())?;
+                p
+            }
+            _ => j.names(cf::E_PENDING).map(str::to_string).collect(),
+        };
+    }
+    rep.before = footprint(c)?;
+    // A dry run moves nothing: this process's open writers then count as any other's.
+    let own = if opts.dry_run { HashSet::new() } else { rotate(sh)? };
+    // Everything older than this may be folded; writers that open later write newer records.
+    let snap_ts = clock::next_ts();
+    let meta = c.list_meta()?;
+    let foreign_open = meta
+        .iter()
+        .any(|d| matches!(d, MetaDropping::Open { writer_id, .. } if !own.contains(writer_id)));
+    let mut closed: HashMap<u64, u64> = HashMap::new(); // writer id -> mtime of its close
+    let mut with_data: HashSet<u64> = HashSet::new();
+    let mut truncs: Vec<(u64, u64, u64)> = Vec::new();
+    for d in &meta {
+        match *d {
+            MetaDropping::Close {
+                writer_id,
+                mtime_ns,
+                bytes,
+                ..
+            } => {
+                closed.insert(writer_id, mtime_ns);
+                if bytes > 0 {
+                    with_data.insert(writer_id);
+                }
+            }
+            MetaDropping::Trunc { ts, size, writer_id } => truncs.push((ts, size, writer_id)),
+            MetaDropping::Open { .. } => {}
+        }
+    }
+    let (olds, others) = closed_logs(c, &closed.keys().copied().collect(), &own)?;
+    let map = merge(&olds, &truncs)?;
+    // Truncs that clip nothing but the retired logs' records are folded, except the newest,
+    // which keeps the file's size. A writer open elsewhere may still append records older than
+    // any of them, and a log that is neither retired nor ours (a writer without droppings, a
+    // closed writer whose logs were not found) may hold some: then none is folded.
+    let found: HashSet<u64> = olds.iter().map(|o| o.id).collect();
+    let unsafe_fold = foreign_open || others || with_data.iter().any(|w| !found.contains(w));
+    let newest = truncs.iter().copied().max_by_key(|&(ts, _, id)| (ts, id));
+    let fold: Vec<(u64, u64, u64)> = if unsafe_fold {
+        Vec::new()
+    } else {
+        truncs
+            .iter()
+            .copied()
+            .filter(|t| t.0 < snap_ts && Some(*t) != newest)
+            .collect()
+    };
+    let live = map.live_bytes();
+    let old_data: u64 = olds
+        .iter()
+        .map(|o| o.data_len.saturating_sub(format::DATA_HEADER_LEN as u64))
+        .sum();
+    rep.logs_retired = olds.len() as u64;
+    rep.truncs_folded = fold.len() as u64;
+    let mut after = rep.before;
+    after.data = after.data.saturating_sub(old_data) + live;
+    after.meta_files = (after.meta_files + u64::from(live > 0)).saturating_sub(closed.len() as u64 + fold.len() as u64);
+    let nothing = olds.len() <= 1 && old_data == live && fold.is_empty();
+    if nothing
+        || (opts.thresholds
+            && !worth_it(
+                old_data,
+                live,
+                truncs.len() as u64,
+                c.mount.global.compaction_min_bytes,
+                c.mount.global.compaction_dead_permille,
+            ))
+    {
+        rep.status = if nothing {
+            CompactStatus::NothingToDo
+        } else {
+            CompactStatus::BelowThreshold
+        };
+        if !pending.is_empty() && !opts.dry_run && journal::alone(c) {
+            retire_now(sh, &pending)?;
+            journal::remove(c)?;
+        }
+        rep.after = footprint(c)?;
+        fill_live(sh, &mut rep)?;
+        rep.seconds = t0.elapsed().as_secs_f64();
+        return Ok(rep);
+    }
+    if opts.dry_run {
+        let old_files: u64 = olds
+            .iter()
+            .map(|o| {
+                o.data_len
+                    + o.dir
+                        .stat_opt(&o.index_name)
+                        .ok()
+                        .flatten()
+                        .map_or(0, |s| s.st_size.max(0) as u64)
+            })
+            .sum();
+        after.physical =
+            after.physical.saturating_sub(old_files + after.pending) + live + 2 * format::DATA_HEADER_LEN as u64;
+        after.pending = 0;
+        after.logs = (after.logs + 2 * u64::from(live > 0)).saturating_sub(2 * olds.len() as u64);
+        rep.after = after;
+        rep.status = CompactStatus::DryRun;
+        fill_live(sh, &mut rep)?;
+        rep.seconds = t0.elapsed().as_secs_f64();
+        return Ok(rep);
+    }
+    // Build the new logs under temporary names; nothing visible changes until the journal commits.
+    let wc = clock::random_u64();
+    let host = clock::hostname();
+    let mut entries = Vec::new();
+    let mut new_dir: Option<Dir> = None;
+    if live > 0 {
+        let (dir, in_container) = c.writer_dir(&host, true)?;
+        let srcs: Vec<(&Dir, &str)> = olds.iter().map(|o| (&*o.dir, o.data_name.as_str())).collect();
+        let built = rewrite::write_logs(c, &dir, wc, snap_ts, &map, &srcs, !unsafe_fold, opts.progress).and_then(|r| {
+            dir.fsync()?;
+            c.sync_hostdir_parent(&host, in_container)?;
+            Ok(r)
+        });
+        let (eof, bytes) = match built {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = dir.unlink_opt(cf::tmp_data_name(wc));
+                let _ = dir.unlink_opt(cf::tmp_index_name(wc));
+                return Err(e);
+            }
+        };
+        rep.copied = bytes;
+        let close = MetaDropping::Close {
+            writer_id: wc,
+            open_ts: snap_ts,
+            close_ts: clock::next_ts(),
+            eof,
+            bytes,
+            mtime_ns: closed.values().copied().max().unwrap_or(0),
+        };
+        entries.push((cf::E_NEW_LOG, format::data_log_name(wc, clock::pid(), &host)));
+        entries.push((cf::E_NEW_CLOSE, close.name()));
+        new_dir = Some(dir);
+    }
+    entries.extend(olds.iter().map(|o| (cf::E_RETIRED, o.data_name.clone())));
+    entries.extend(
+        fold.iter()
+            .map(|&(ts, size, writer_id)| (cf::E_FOLDED, MetaDropping::Trunc { ts, size, writer_id }.name())),
+    );
+    entries.extend(pending.iter().map(|p| (cf::E_PENDING, p.clone())));
+    let j = Journal {
+        state: cf::STATE_COMMITTED,
+        writer_id: if live > 0 { wc } else { 0 },
+        created_ns: clock::now_ns(),
+        entries,
+    };
+    if let Err(e) = journal::write(c, &j) {
+        if let Some(d) = new_dir {
+            let _ = d.unlink_opt(cf::tmp_data_name(wc));
+            let _ = d.unlink_opt(cf::tmp_index_name(wc));
+        }
+        return Err(e);
+    }
+    // Committed: from here on a crash is finished by whoever finds the journal.
+    let pending = journal::roll_forward(c, &j)?;
+    if journal::alone(c) {
+        retire_now(sh, &pending)?;
+        journal::remove(c)?;
+    } else {
+        journal::settle(c, &j, pending)?;
+        sh.reset_index();
+    }
+    rep.status = CompactStatus::Compacted;
+    rep.after = footprint(c)?;
+    fill_live(sh, &mut rep)?;
+    rep.seconds = t0.elapsed().as_secs_f64();
+    Ok(rep)
+}
+
+/// The logical size and live bytes (the same before and after: a compaction changes neither),
+/// from this process's merged index.
+fn fill_live(sh: &Shared, rep: &mut CompactReport) -> Result<()> {
+    let (size, live) = sh.with_index(true, |s| Ok((s.map.size(), s.map.live_bytes())))?;
+    for u in [&mut rep.before, &mut rep.after] {
+        u.logical = size;
+        u.live = live;
+    }
+    Ok(())
+}
+
+/// Deletes retired data logs while this process is the only one with the file open: under the
+/// merged index's lock, which is then dropped (it may point into them), so no read of this
+/// process can be planning a read from a deleted log.
+fn retire_now(sh: &Shared, pending: &[String]) -> Result<()> {
+    let mut g = lock(&sh.index);
+    let r = journal::delete_pending(&sh.c, pending);
+    *g = None;
+    r.map(drop)
+}
+
+/// Bytes written between two checks of a writer that stays open.
+fn check_every(sh: &Shared) -> u64 {
+    (sh.c.mount.global.compaction_min_bytes / 2).max(256 << 10)
+}
+
+/// After a write of `n` bytes by this process.
+pub(crate) fn after_write(sh: &Shared, n: u64) {
+    if !sh.c.mount.global.auto_compaction {
+        return;
+    }
+    sh.auto.wrote.store(true, Ordering::Relaxed);
+    if sh.auto.since.fetch_add(n, Ordering::Relaxed) + n >= check_every(sh) {
+        maybe(sh, true);
+    }
+}
+
+/// After a truncate by this process that left a trunc dropping.
+pub(crate) fn after_truncate(sh: &Shared) {
+    if !sh.c.mount.global.auto_compaction {
+        return;
+    }
+    sh.auto.wrote.store(true, Ordering::Relaxed);
+    if sh.auto.truncs.fetch_add(1, Ordering::Relaxed) + 1 > crate::layout::compaction::MAX_TRUNCS {
+        maybe(sh, true);
+    }
+}
+
+/// After this process's last writer on the file closed.
+pub(crate) fn after_last_close(sh: &Shared) {
+    if sh.c.mount.global.auto_compaction && sh.auto.wrote.swap(false, Ordering::Relaxed) {
+        maybe(sh, false);
+    }
+}
+
+fn maybe(sh: &Shared, online: bool) {
+    if sh.auto.running.swap(true, Ordering::Acquire) {
+        return;
+    }
+    sh.auto.since.store(0, Ordering::Relaxed);
+    sh.auto.truncs.store(0, Ordering::Relaxed);
+    let r = check_and_compact(sh, online);
+    sh.auto.running.store(false, Ordering::Release);
+    if let Err(e) = r {
+        crate::warn!("{}: automatic compaction: {e}", sh.logical.display());
+    }
+}
+
+/// The cheap test first (the droppings: bytes written against the size), then the exact one
+/// (the merged index), then the compaction. Nothing happens while writers of other processes
+/// have the file open: the last of them to close compacts it.
+fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
+    if sh.is_unlinked() {
+        return Ok(());
+    }
+    let g = &sh.c.mount.global;
+    let meta = sh.c.list_meta()?;
+    let own = own_ids(sh);
+    let mut written = 0u64;
+    let mut truncs = 0u64;
+    for d in &meta {
+        match d {
+            MetaDropping::Open { writer_id, .. } if !own.contains(writer_id) => return Ok(()),
+            MetaDropping::Close { bytes, .. } => written += bytes,
+            MetaDropping::Trunc { .. } => truncs += 1,
+            MetaDropping::Open { .. } => {}
+        }
+    }
+    for w in lock(&sh.writers).values() {
+        written += lock(w).bytes;
+    }
+    if written < g.compaction_min_bytes && truncs <= crate::layout::compaction::MAX_TRUNCS {
+        return Ok(());
+    }
+    // Written bytes against the size is a lower bound of the dead bytes: a file written once
+    // stops here without reading its index.
+    if !online && truncs <= crate::layout::compaction::MAX_TRUNCS {
+        if let Some((size, _)) = format::fast_size(&meta) {
+            if !worth_it(written, size, 0, g.compaction_min_bytes, g.compaction_dead_permille) {
+                return Ok(());
+            }
+        }
+    }
+    let live = sh.with_index(false, |s| Ok(s.map.live_bytes()))?;
+    if !worth_it(
+        written,
+        live,
+        truncs,
+        g.compaction_min_bytes,
+        g.compaction_dead_permille,
+    ) {
+        return Ok(());
+    }
+    let r = compact(sh, &CompactOptions::default())?;
+    crate::debug!(
+        "{}: automatic compaction: {} ({} -> {} bytes, {} logs retired, {:.1} ms)",
+        sh.logical.display(),
+        r.status.code(),
+        r.before.physical,
+        r.after.physical,
+        r.logs_retired,
+        r.seconds * 1000.0
+    );
+    Ok(())
+}

@@ -1,0 +1,427 @@
+//! Compaction of a 1-N directory's packed logs (docs/design.md, "Compaction"): every log of the
+//! directory is rewritten into one, holding for each file that still has a name its CREATE
+//! record (same timestamp, current mode and owner), its live data and a SETATTR record restoring
+//! its times; deleted and replaced files and overwritten data are dropped.
+//!
+//! The new log is built under a `.plfstmp.cmp.` name readers ignore, fsynced, and published by a
+//! rename: its records keep their timestamps, so a reader replaying it together with *all* the
+//! old logs sees the same files as before (every event of the old history is still replayed,
+//! and the new log only repeats its outcome). Then the store's journal
+//! (`.plfs_small/compact.journal`) commits: readers skip the logs it retires from then on, so
+//! their deletion one by one never shows a mix (an old log holding a file's UNLINK deleted while
+//! the one holding its CREATE is still read would bring the file back). A crash before the
+//! commit leaves the old logs beside an identical new one (or debris); after it, the next
+//! compaction, the last close or `plfs fsck --repair` deletes what the journal retires.
+//!
+//! A log is retired only if no process appends to it: each writer holds a shared flock on its
+//! own log while it has it, so a compaction that cannot lock a log exclusively stops
+//! ([`CompactStatus::WritersOpen`]). This process's own log is closed first (its next record
+//! starts a new one).
+
+use super::view::{flush, Inner, SmallDir};
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::format::compact::{self as cf, Journal};
+use crate::format::small::{self as fmt, Rec, SMALL_MAGIC, SMALL_MAX_BODY};
+use crate::format::{self, LogHeader};
+use crate::layout::compaction::{worth_it, CompactOptions, CompactReport, CompactStatus, Usage};
+use crate::mount::Mount;
+use crate::sys::{self, Access, Create, Dir};
+use rustix::io::Errno;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Unlinks and renames after which a writer checks whether its directory needs compacting.
+const CHECK_UNLINKS: u64 = 256;
+
+/// Every packed log of the directory `rel`: (the store it is in, its name, its size).
+fn list_logs(mount: &Mount, rel: &Path) -> Result<Vec<(Dir, String, u64)>> {
+    let store = rel.join(fmt::SMALL_DIR);
+    let mut out = Vec::new();
+    for b in &mount.canonical {
+        let Some(dir) = b.dir_opt(&store)? else { continue };
+        for n in dir.list()? {
+            let Some(s) = n.to_str().filter(|s| s.starts_with("log.")) else {
+                continue;
+            };
+            let size = dir.stat_opt(&n)?.map_or(0, |st| st.st_size.max(0) as u64);
+            out.push((dir.try_clone()?, s.to_string(), size));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs (again) the roll-forward of a committed journal found in `store`: deletes the retired
+/// logs, removes the journal. Idempotent.
+fn roll_forward(mount: &Mount, rel: &Path, store: &Dir, j: &Journal) -> Result<()> {
+    let jpath = store.sub(cf::JOURNAL_NAME);
+    let fin = j
+        .names(cf::E_NEW_LOG)
+        .next()
+        .filter(|n| n.starts_with("log."))
+        .ok_or_else(|| Error::corrupt(&jpath, "no new log named"))?;
+    if store.stat_opt(fin)?.is_none() {
+        // The new log is gone (only outside damage does that): nothing may be retired.
+        crate::warn!(
+            "{}: its new log is missing; the compaction is abandoned",
+            jpath.display()
+        );
+        return store.unlink_opt(cf::JOURNAL_NAME).map(drop);
+    }
+    let retired: std::collections::HashSet<&str> = j.names(cf::E_RETIRED).collect();
+    for (d, n, _) in list_logs(mount, rel)? {
+        if retired.contains(n.as_str()) && n != fin {
+            d.unlink_opt(&n)?;
+        }
+    }
+    store.unlink_opt(cf::JOURNAL_NAME).map(drop)
+}
+
+/// What an interrupted compaction left in the directory's stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Leftover {
+    /// A committed journal (the roll-forward did not finish).
+    Committed(std::path::PathBuf),
+    /// An unpublished new log (the compaction never committed).
+    Unpublished(std::path::PathBuf),
+    /// A journal that does not decode.
+    Bad(std::path::PathBuf, String),
+}
+
+/// Finds (and with `repair` finishes or undoes) what interrupted compactions left in the stores
+/// of directory `rel`. `Ok(None)` while a compaction of the directory is running.
+pub(crate) fn leftovers(mount: &Mount, rel: &Path, repair: bool) -> Result<Option<Vec<Leftover>>> {
+    let Some(lockd) = mount.canonical[0].dir_opt(rel)? else {
+        return Ok(Some(Vec::new()));
+    };
+    if !lockd.try_lock_exclusive()? {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    let store_rel = rel.join(fmt::SMALL_DIR);
+    for b in &mount.canonical {
+        let Some(store) = b.dir_opt(&store_rel)? else { continue };
+        if let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? {
+            let p = store.sub(cf::JOURNAL_NAME);
+            match Journal::decode(&p, &f.read_from(0)?) {
+                Ok(j) => {
+                    out.push(Leftover::Committed(p));
+                    if repair {
+                        roll_forward(mount, rel, &store, &j)?;
+                    }
+                }
+                Err(e) => {
+                    out.push(Leftover::Bad(p, e.to_string()));
+                    if repair {
+                        store.unlink_opt(cf::JOURNAL_NAME)?;
+                    }
+                }
+            }
+        }
+        for n in store.list()? {
+            if n.to_str().and_then(cf::parse_tmp_name).is_none() {
+                continue;
+            }
+            out.push(Leftover::Unpublished(store.sub(&n)));
+            if repair {
+                store.unlink_opt(&n)?;
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Bytes of data of every WRITE record of every log of the view (live or not).
+fn data_bytes(g: &Inner) -> Result<u64> {
+    let mut total = 0;
+    for l in &g.logs {
+        let b = l.file.read_from(0)?;
+        if b.len() > format::INDEX_HEADER_LEN {
+            let (rs, _, _) = fmt::decode(&b[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
+            total += rs
+                .iter()
+                .map(|r| if let Rec::Write { len, .. } = r { *len } else { 0 })
+                .sum::<u64>();
+        }
+    }
+    Ok(total)
+}
+
+/// The directory's usage from its (current) view.
+fn usage(g: &Inner, logs: &[(Dir, String, u64)]) -> Result<Usage> {
+    let mut u = Usage {
+        logs: logs.len() as u64,
+        physical: logs.iter().map(|l| l.2).sum(),
+        data: data_bytes(g)?,
+        ..Usage::default()
+    };
+    for id in g.names.values() {
+        if let Some(m) = g.files.get(id) {
+            u.logical += m.map.size();
+            u.live += m.map.live_bytes();
+        }
+    }
+    Ok(u)
+}
+
+/// Appends the records of one file to `out`: CREATE (its original timestamp, current mode and
+/// owner), TRUNC (only when its size is beyond its data), its live data in WRITE records (runs of
+/// extents that follow each other in one record, with the newest timestamp of the run), SETATTR
+/// at its ctime (its exact times).
+fn file_records(g: &Inner, name: &str, id: u64, out: &mut Vec<u8>) -> Result<u64> {
+    let Some(m) = g.files.get(&id) else { return Ok(0) };
+    let le = |v: &[u64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let mut fixed = le(&[m.created, id]);
+    for v in [m.mode, m.uid, m.gid] {
+        fixed.extend_from_slice(&v.to_le_bytes());
+    }
+    fmt::encode(out, fmt::K_CREATE, &fixed, name.as_bytes());
+    let pieces = m.map.pieces();
+    let end = pieces.last().map_or(0, |(o, p)| o + p.len);
+    if let Some((k, size)) = m.map.last_trunc().filter(|_| m.map.size() > end) {
+        fmt::encode(out, fmt::K_TRUNC, &le(&[k.ts, id, size]), &[]);
+    }
+    let max_run = (SMALL_MAX_BODY - 24) as u64;
+    let mut copied = 0;
+    let mut run: Option<(u64, u64, Vec<u8>)> = None; // (offset, ts, data)
+    let emit = |r: (u64, u64, Vec<u8>), out: &mut Vec<u8>| {
+        fmt::encode(out, fmt::K_WRITE, &le(&[r.1, id, r.0]), &r.2);
+    };
+    for (o, p) in pieces {
+        let l = &g.logs[p.chunk as usize];
+        let mut done = 0;
+        while done < p.len {
+            let k = (p.len - done).min(max_run);
+            let mut b = vec![0u8; k as usize];
+            if l.file.pread_full(&mut b, p.phys + done)? < b.len() {
+                return Err(Error::corrupt(&l.path, "log shorter than its records"));
+            }
+            let at = o + done;
+            match run.as_mut() {
+                Some(r) if r.0 + r.2.len() as u64 == at && r.2.len() as u64 + k <= max_run => {
+                    r.1 = r.1.max(p.key.ts);
+                    r.2.extend_from_slice(&b);
+                }
+                _ => {
+                    if let Some(r) = run.take() {
+                        emit(r, out);
+                    }
+                    run = Some((at, p.key.ts, b));
+                }
+            }
+            done += k;
+            copied += k;
+        }
+    }
+    if let Some(r) = run.take() {
+        emit(r, out);
+    }
+    let mut sa = le(&[m.ctime as u64, id]);
+    let mask = fmt::SET_MODE | fmt::SET_UID | fmt::SET_GID | fmt::SET_ATIME | fmt::SET_MTIME;
+    for v in [mask, m.mode, m.uid, m.gid] {
+        sa.extend_from_slice(&v.to_le_bytes());
+    }
+    sa.extend_from_slice(&le(&[m.atime as u64, m.mtime as u64]));
+    fmt::encode(out, fmt::K_SETATTR, &sa, &[]);
+    Ok(copied)
+}
+
+/// Compacts the packed logs of the directory of view `d`.
+pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactReport> {
+    let t0 = Instant::now();
+    let mount = &d.mount;
+    let mut rep = CompactReport::new(d.logical());
+    // One compaction of the directory at a time: its directory on the first backend is locked.
+    let Some(lockd) = mount.canonical[0].dir_opt(&d.rel)? else {
+        return Err(Error::NotFound(d.logical()));
+    };
+    if !lockd.try_lock_exclusive()? {
+        rep.status = CompactStatus::Busy;
+        return Ok(rep);
+    }
+    if !lockd.caps().locks() {
+        return Err(Error::errno(
+            Errno::OPNOTSUPP,
+            format!("{}: compaction needs flock(2) on the backend", d.logical().display()),
+        ));
+    }
+    if !opts.dry_run {
+        // Leftovers of an interrupted compaction (we hold the lock: none is running).
+        for b in &mount.canonical {
+            if let Some(store) = b.dir_opt(&d.store_rel())? {
+                if let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? {
+                    let j = Journal::decode(&store.sub(cf::JOURNAL_NAME), &f.read_from(0)?)?;
+                    roll_forward(mount, &d.rel, &store, &j)?;
+                }
+                for n in store.list()? {
+                    if n.to_str().and_then(cf::parse_tmp_name).is_some() {
+                        store.unlink_opt(&n)?;
+                    }
+                }
+            }
+        }
+    }
+    let mut g = d.inner();
+    // This process stops appending to its log (its next record starts a new one).
+    let own = g.writer.as_ref().map(|w| w.file.path().to_path_buf());
+    if !opts.dry_run {
+        flush(&mut g)?;
+        g.writer = None;
+    }
+    let logs = list_logs(mount, &d.rel)?;
+    // A log some process still appends to cannot be retired.
+    for (dir, n, _) in &logs {
+        if own.as_deref() == Some(dir.sub(n).as_path()) {
+            continue;
+        }
+        let f = match dir.open_file(n, Access::Read) {
+            Ok(f) => f,
+            Err(e) if sys::is_missing(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        match f.try_lock_exclusive()? {
+            Some(true) => {}
+            Some(false) => {
+                rep.status = CompactStatus::WritersOpen;
+                rep.seconds = t0.elapsed().as_secs_f64();
+                return Ok(rep);
+            }
+            None => {
+                return Err(Error::errno(
+                    Errno::OPNOTSUPP,
+                    format!("{}: compaction needs flock(2) on the backend", d.logical().display()),
+                ))
+            }
+        }
+    }
+    g.loaded = false;
+    d.refresh(&mut g)?;
+    rep.before = usage(&g, &logs)?;
+    rep.logs_retired = logs.len() as u64;
+    rep.files_dropped = (g.files.len() - g.names.len()) as u64;
+    let b = rep.before;
+    if logs.is_empty() || (logs.len() == 1 && rep.files_dropped == 0 && b.data == b.live) {
+        rep.status = CompactStatus::NothingToDo;
+        rep.after = b;
+        rep.logs_retired = 0;
+        return Ok(rep);
+    }
+    let g_ = &mount.global;
+    if opts.thresholds && !worth_it(b.data, b.live, 0, g_.compaction_min_bytes, g_.compaction_dead_permille) {
+        rep.status = CompactStatus::BelowThreshold;
+        rep.after = b;
+        return Ok(rep);
+    }
+    // The new log's records.
+    let mut body = Vec::new();
+    let mut copied = 0;
+    for (name, &id) in &g.names {
+        copied += file_records(&g, name, id, &mut body)?;
+        if let Some(p) = opts.progress {
+            p(copied, b.live);
+        }
+    }
+    rep.copied = copied;
+    let mut after = b;
+    after.logs = 1;
+    after.data = b.live;
+    after.physical = (format::INDEX_HEADER_LEN + body.len()) as u64;
+    if opts.dry_run {
+        rep.status = CompactStatus::DryRun;
+        rep.after = after;
+        rep.seconds = t0.elapsed().as_secs_f64();
+        return Ok(rep);
+    }
+    let wb = &mount.canonical[d.writer_backend()];
+    let parent = wb.dir(&d.rel)?;
+    parent.mkdir_ok(fmt::SMALL_DIR, 0o755)?;
+    let store = parent.open_dir(fmt::SMALL_DIR)?;
+    let wc = clock::random_u64();
+    let tmp = cf::tmp_log_name(wc);
+    let fin = format!("log.{wc:016x}.{}.{}", clock::pid(), clock::hostname());
+    let build = || -> Result<()> {
+        let f = store.create_file(&tmp, 0o644, Create::Excl)?;
+        let h = LogHeader {
+            magic: SMALL_MAGIC,
+            writer_id: wc,
+            open_ns: clock::now_ns(),
+            pid: clock::pid(),
+            flags: 0,
+        };
+        f.pwrite_all(&h.encode(), 0)?;
+        f.pwrite_all(&body, format::INDEX_HEADER_LEN as u64)?;
+        f.fsync()
+    };
+    if let Err(e) = build() {
+        let _ = store.unlink_opt(&tmp);
+        return Err(e);
+    }
+    // Published: replayed with all the old logs, it changes nothing.
+    if let Err(e) = store.rename(&tmp, &store, &fin).and_then(|()| store.fsync()) {
+        let _ = store.unlink_opt(&tmp);
+        return Err(e);
+    }
+    let mut entries = vec![(cf::E_NEW_LOG, fin.clone())];
+    entries.extend(logs.iter().map(|(_, n, _)| (cf::E_RETIRED, n.clone())));
+    let j = Journal {
+        state: cf::STATE_COMMITTED,
+        writer_id: wc,
+        created_ns: clock::now_ns(),
+        entries,
+    };
+    store
+        .write_atomic(cf::JOURNAL_NAME, &j.encode(), 0o644)
+        .and_then(|()| store.fsync())?;
+    // Committed: readers skip the retired logs.
+    roll_forward(mount, &d.rel, &store, &j)?;
+    g.loaded = false;
+    d.refresh(&mut g)?;
+    rep.after = usage(&g, &list_logs(mount, &d.rel)?)?;
+    rep.status = CompactStatus::Compacted;
+    rep.seconds = t0.elapsed().as_secs_f64();
+    Ok(rep)
+}
+
+/// Automatic compaction of `d`'s logs, after this process closed a file in it (`unlinks`: 0) or
+/// unlinked or renamed one (`unlinks`: 1): when its own log grew by half of
+/// `compaction_min_bytes` since the last look, or after many unlinks, the thresholds are checked
+/// against the view.
+pub(crate) fn after_change(d: &SmallDir, unlinks: u64) {
+    let gp = &d.mount.global;
+    if !gp.auto_compaction {
+        return;
+    }
+    let a = &d.auto;
+    let grown = {
+        let g = d.inner();
+        let off = g.writer.as_ref().map_or(0, |w| w.off);
+        let last = a.since.load(Ordering::Relaxed);
+        off.saturating_sub(last) >= (gp.compaction_min_bytes / 2).max(256 << 10)
+    };
+    let many = a.truncs.fetch_add(unlinks, Ordering::Relaxed) + unlinks >= CHECK_UNLINKS;
+    if !(grown || many) || a.running.swap(true, Ordering::Acquire) {
+        return;
+    }
+    a.truncs.store(0, Ordering::Relaxed);
+    let r = (|| -> Result<()> {
+        let (data, live) = {
+            let mut g = d.inner();
+            d.refresh(&mut g)?;
+            a.since.store(g.writer.as_ref().map_or(0, |w| w.off), Ordering::Relaxed);
+            let logs = list_logs(&d.mount, &d.rel)?;
+            let u = usage(&g, &logs)?;
+            (u.data, u.live)
+        };
+        if worth_it(data, live, 0, gp.compaction_min_bytes, gp.compaction_dead_permille) {
+            compact(d, &CompactOptions::default())?;
+            // The writer's log is new: count from its start.
+            a.since.store(0, Ordering::Relaxed);
+        }
+        Ok(())
+    })();
+    a.running.store(false, Ordering::Release);
+    if let Err(e) = r {
+        crate::warn!("{}: automatic compaction: {e}", d.logical().display());
+    }
+}

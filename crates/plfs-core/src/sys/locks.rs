@@ -1,0 +1,71 @@
+//! Who holds flock(2) locks on a file, from `/proc/locks`: a compaction deletes the data logs it
+//! retired only when no other process holds the container open (each holds a shared flock on the
+//! container directory, docs/design.md "Unlink"), and it must find that out without giving up
+//! its own lock (a failed non-blocking conversion to an exclusive lock drops the shared one).
+
+use std::path::Path;
+
+/// The pids holding a flock(2) lock (granted, not waiting) on the file with identity
+/// (`st_dev`, `st_ino`), or `None` if `/proc/locks` cannot be read.
+pub fn flock_holders(st_dev: u64, st_ino: u64) -> Option<Vec<u32>> {
+    let text = super::read_file(Path::new("/proc/locks")).ok()?;
+    let want = format!(
+        "{:02x}:{:02x}:{}",
+        rustix::fs::major(st_dev),
+        rustix::fs::minor(st_dev),
+        st_ino
+    );
+    Some(parse(&String::from_utf8_lossy(&text), &want))
+}
+
+/// The pids of the granted FLOCK lines of `/proc/locks` text on the file `dev_ino`
+/// (`MAJ:MIN:INODE`, as the kernel prints it).
+fn parse(text: &str, dev_ino: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        // "N: FLOCK  ADVISORY  READ 1234 fe:00:5308694 0 EOF"; waiters have "->" after "N:".
+        let mut f = line.split_whitespace().skip(1);
+        let Some(class) = f.next() else { continue };
+        if class != "FLOCK" {
+            continue;
+        }
+        let fields: Vec<&str> = f.collect();
+        // ADVISORY, READ|WRITE, pid, dev:ino, start, end
+        if fields.len() < 4 || fields[2].is_empty() {
+            continue;
+        }
+        if fields[3] == dev_ino {
+            out.push(fields[2].parse().unwrap_or(0));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_granted_flocks_only() {
+        let t = "1: FLOCK  ADVISORY  READ 16333 fe:00:10273799 0 EOF\n\
+                 1: -> FLOCK  ADVISORY  WRITE 99 fe:00:10273799 0 EOF\n\
+                 2: FLOCK  ADVISORY  WRITE 10880 fe:00:5308694 0 EOF\n\
+                 3: POSIX  ADVISORY  WRITE 32147 fe:00:10273799 0 EOF\n\
+                 4: FLOCK  ADVISORY  READ 7 fe:00:10273799 0 EOF\n";
+        assert_eq!(parse(t, "fe:00:10273799"), vec![16333, 7]);
+        assert_eq!(parse(t, "fe:00:1"), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn sees_our_own_lock() {
+        let dir = std::env::temp_dir().join(format!("plfs-locks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = super::super::Dir::open(&dir).unwrap();
+        d.lock_shared().unwrap();
+        let st = d.fstat().unwrap();
+        let holders = flock_holders(st.st_dev, st.st_ino).expect("/proc/locks");
+        assert!(holders.contains(&std::process::id()), "{holders:?}");
+        drop(d);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,440 @@
+//! Compaction of N-1 files (docs/design.md, "Compaction"): every test checks the file byte for
+//! byte against a model (a plain byte vector the same operations were applied to), through fresh
+//! instances as other processes would see it, before and after compacting; and the container:
+//! its logs, its `meta/` droppings, fsck.
+//!
+//! - `compaction_keeps_bytes_and_reclaims`: overwrites, truncates (shrinking and growing) by
+//!   several writers; compaction leaves one log pair, at most three droppings, the same bytes and
+//!   size (fast stat path and index), fsck clean; a second compaction has nothing to do; a dry
+//!   run changes nothing and predicts the outcome.
+//! - `compaction_with_a_writer_open_elsewhere`: closed logs are compacted, the open writer's are
+//!   not, no trunc is folded; the open writer's later writes and truncates still order exactly.
+//! - `online_compaction_of_own_writers`: a process that keeps its file open compacts its own
+//!   writes (automatic, by the plfsrc thresholds); the container stays bounded over 3,000
+//!   random operations.
+//! - `model_property`: proptest: random writes/truncates by several writers with compactions at
+//!   random points equal the byte model.
+//! - `compaction_of_a_million_records`: 1M index records (a strided writer in patterns and an
+//!   irregular overwriter) compacted and read back byte for byte.
+
+mod common;
+
+use common::{fill_pattern, read_all, ro, Fixture};
+use plfs_core::compact::{self, Options, Status};
+use plfs_core::config::GlobalParams;
+use plfs_core::fsck::{self, Options as FsckOptions};
+use plfs_core::{OpenFlags, Plfs};
+use proptest::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// A plain byte vector the same operations are applied to.
+#[derive(Default, Clone)]
+struct Model(Vec<u8>);
+
+impl Model {
+    fn write(&mut self, off: u64, data: &[u8]) {
+        let end = off as usize + data.len();
+        if self.0.len() < end {
+            self.0.resize(end, 0);
+        }
+        self.0[off as usize..end].copy_from_slice(data);
+    }
+    fn truncate(&mut self, size: u64) {
+        self.0.resize(size as usize, 0);
+    }
+}
+
+fn no_auto() -> GlobalParams {
+    GlobalParams {
+        auto_compaction: false,
+        ..GlobalParams::default()
+    }
+}
+
+fn rw() -> OpenFlags {
+    OpenFlags {
+        read: true,
+        write: true,
+        create: true,
+        ..Default::default()
+    }
+}
+
+/// Reads `path` through a fresh instance and compares it (and stat's size) with the model.
+#[track_caller]
+fn check(fx: &Fixture, path: &Path, m: &Model, what: &str) {
+    let p = fx.plfs();
+    let st = p.stat(path).unwrap_or_else(|e| panic!("{what}: stat: {e}"));
+    assert_eq!(st.size, m.0.len() as u64, "{what}: stat size");
+    let f = p.open(path, ro(), 0, 4242).unwrap();
+    let got = read_all(&f).unwrap();
+    f.close().unwrap();
+    common::assert_bytes_eq(&got, &m.0, what);
+}
+
+/// Names of the files in the container's `meta/`.
+fn meta_names(fx: &Fixture, name: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(fx.container_dir(name).join("meta"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every file below the container (name and size), for before/after comparisons.
+fn tree(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            out.extend(tree(&e.path()));
+        } else {
+            out.push((e.path(), e.metadata().unwrap().len()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[track_caller]
+fn fsck_clean(fx: &Fixture, path: &Path) {
+    let rep = fsck::fsck(&fx.plfs(), path, &FsckOptions::default()).unwrap();
+    assert_eq!(rep.exit_code(), 0, "fsck: {:#?}", rep.findings);
+}
+
+fn data(seed: u64, off: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    fill_pattern(seed, off, &mut v);
+    v
+}
+
+#[test]
+fn compaction_keeps_bytes_and_reclaims() {
+    let fx = Fixture::new("cmp-basic", 1, 0, no_auto());
+    let path = fx.path("f");
+    let mut m = Model::default();
+    // Three writers (three instances: three processes) overwrite each other, with truncates.
+    for round in 0..3u64 {
+        let p = fx.plfs();
+        let f = p.open(&path, rw(), 0o644, 10 + round as u32).unwrap();
+        for i in 0..200u64 {
+            let off = (i * 7919 + round * 131) % 300_000;
+            let len = 1 + ((i * 31 + round) % 5000) as usize;
+            let d = data(round * 1000 + i, off, len);
+            f.write(&d, off).unwrap();
+            m.write(off, &d);
+            if i % 50 == 49 {
+                let size = (i * 977 + round * 4099) % 320_000;
+                f.truncate(size).unwrap();
+                m.truncate(size);
+            }
+        }
+        f.close().unwrap();
+    }
+    // A growing truncate at the end: the size is only in the newest trunc dropping.
+    fx.plfs().truncate(&path, 400_000).unwrap();
+    m.truncate(400_000);
+    check(&fx, &path, &m, "before compaction");
+    let before_tree = tree(&fx.container_dir("f"));
+    let p = fx.plfs();
+    let dry = compact::compact(
+        &p,
+        &path,
+        &Options {
+            dry_run: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(dry.status, Status::DryRun);
+    assert_eq!(tree(&fx.container_dir("f")), before_tree, "a dry run changes nothing");
+    assert!(dry.reclaimed() > 0, "{dry:?}");
+    let rep = compact::compact(&p, &path, &Options::default()).unwrap();
+    assert_eq!(rep.status, Status::Compacted, "{rep:?}");
+    assert_eq!(rep.logs_retired, 3);
+    assert!(rep.truncs_folded >= 12, "{rep:?}");
+    assert_eq!(rep.after.live, rep.before.live.max(rep.after.live));
+    assert_eq!(rep.after.data, rep.copied, "only live data is left");
+    assert!(rep.after.physical < rep.before.physical);
+    assert_eq!(rep.after.pending, 0);
+    // The dry run's prediction of the data left.
+    assert_eq!(dry.after.data, rep.after.data);
+    drop(p);
+    check(&fx, &path, &m, "after compaction");
+    assert_eq!(fx.logs("f", "data.").len(), 1);
+    assert_eq!(fx.logs("f", "index.").len(), 1);
+    let meta = meta_names(&fx, "f");
+    assert!(meta.len() <= 3, "{meta:?}");
+    assert_eq!(meta.iter().filter(|n| n.starts_with("trunc.")).count(), 1, "{meta:?}");
+    assert!(!fx.container_dir("f").join("compact.journal").exists());
+    fsck_clean(&fx, &path);
+    // Nothing left to gain.
+    let again = compact::compact(&fx.plfs(), &path, &Options::default()).unwrap();
+    assert_eq!(again.status, Status::NothingToDo, "{again:?}");
+    check(&fx, &path, &m, "after a second compaction");
+    // Writes and truncates after a compaction order as before.
+    let p = fx.plfs();
+    let f = p.open(&path, rw(), 0o644, 99).unwrap();
+    let d = data(777, 10, 5000);
+    f.write(&d, 10).unwrap();
+    m.write(10, &d);
+    f.truncate(3000).unwrap();
+    m.truncate(3000);
+    f.close().unwrap();
+    check(&fx, &path, &m, "after more writes");
+    let u = compact::usage(&fx.plfs(), &path).unwrap().unwrap();
+    assert_eq!(u.logical, 3000);
+}
+
+#[test]
+fn compaction_with_a_writer_open_elsewhere() {
+    let fx = Fixture::new("cmp-open", 2, 1, no_auto());
+    let path = fx.path("g");
+    let mut m = Model::default();
+    let a = fx.plfs();
+    let fa = a.open(&path, rw(), 0o644, 1).unwrap();
+    let d = data(1, 0, 100_000);
+    fa.write(&d, 0).unwrap();
+    m.write(0, &d);
+    fa.flush().unwrap();
+    // Closed writers overwrite and truncate.
+    for k in 0..4u64 {
+        let p = fx.plfs();
+        let f = p.open(&path, rw(), 0o644, 2 + k as u32).unwrap();
+        let d = data(10 + k, k * 1000, 50_000);
+        f.write(&d, k * 1000).unwrap();
+        m.write(k * 1000, &d);
+        f.truncate(90_000 - k).unwrap();
+        m.truncate(90_000 - k);
+        f.close().unwrap();
+    }
+    let meta_before = meta_names(&fx, "g");
+    let rep = compact::compact(&fx.plfs(), &path, &Options::default()).unwrap();
+    assert_eq!(rep.status, Status::Compacted, "{rep:?}");
+    assert_eq!(rep.logs_retired, 4, "the open writer's logs are not retired");
+    assert_eq!(
+        rep.truncs_folded, 0,
+        "no trunc is folded while a writer is open elsewhere"
+    );
+    let meta = meta_names(&fx, "g");
+    assert_eq!(
+        meta.iter().filter(|n| n.starts_with("trunc.")).count(),
+        meta_before.iter().filter(|n| n.starts_with("trunc.")).count()
+    );
+    check(&fx, &path, &m, "with a writer open");
+    // The open writer goes on: an overwrite, a truncate, a write beyond.
+    let d = data(50, 500, 2000);
+    fa.write(&d, 500).unwrap();
+    m.write(500, &d);
+    fa.truncate(60_000).unwrap();
+    m.truncate(60_000);
+    let d = data(51, 70_000, 100);
+    fa.write(&d, 70_000).unwrap();
+    m.write(70_000, &d);
+    fa.close().unwrap();
+    drop(a);
+    check(&fx, &path, &m, "after the open writer closed");
+    let rep = compact::compact(&fx.plfs(), &path, &Options::default()).unwrap();
+    assert_eq!(rep.status, Status::Compacted);
+    assert!(rep.truncs_folded > 0);
+    check(&fx, &path, &m, "after the second compaction");
+    fsck_clean(&fx, &path);
+}
+
+#[test]
+fn online_compaction_of_own_writers() {
+    let g = GlobalParams {
+        compaction_min_bytes: 256 << 10,
+        ..GlobalParams::default()
+    };
+    let fx = Fixture::new("cmp-online", 1, 0, g);
+    let path = fx.path("h");
+    let mut m = Model::default();
+    let p = fx.plfs();
+    let f = p.open(&path, rw(), 0o644, 1).unwrap();
+    let mut max_phys = 0;
+    let mut max_meta = 0;
+    let mut s = 12345u64;
+    let mut next = || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s >> 16
+    };
+    for i in 0..3000u64 {
+        match next() % 10 {
+            0..=5 => {
+                let len = 1 + (next() % 16384) as usize;
+                let off = next() % (128 * 1024);
+                let d = data(i, off, len);
+                f.write(&d, off).unwrap();
+                m.write(off, &d);
+            }
+            6 | 7 => {
+                let size = next() % (144 * 1024);
+                f.truncate(size).unwrap();
+                m.truncate(size);
+            }
+            _ => {
+                let off = next() % (150 * 1024);
+                let mut b = vec![0u8; 1 + (next() % 20000) as usize];
+                let n = f.read(&mut b, off).unwrap();
+                let want = m.0.get(off as usize..).map_or(&[][..], |t| &t[..t.len().min(b.len())]);
+                common::assert_bytes_eq(&b[..n], want, &format!("read {i} at {off}"));
+            }
+        }
+        if i % 100 == 99 {
+            let u = compact::usage(&fx.plfs(), &path).unwrap().unwrap();
+            max_phys = max_phys.max(u.physical);
+            max_meta = max_meta.max(u.meta_files);
+        }
+    }
+    f.close().unwrap();
+    drop(p);
+    check(&fx, &path, &m, "after the run");
+    // Bounded while open: about compaction_min_bytes of dead data, plus the live data and index.
+    assert!(max_phys < 2 << 20, "physical bytes reached {max_phys}");
+    assert!(max_meta <= 64, "meta files reached {max_meta}");
+    fsck_clean(&fx, &path);
+}
+
+/// One step of the property test.
+#[derive(Debug, Clone)]
+enum Step {
+    Write { w: usize, off: u64, len: usize },
+    Truncate { w: usize, size: u64 },
+    Close { w: usize },
+    Compact,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => (0usize..3, 0u64..40_000, 1usize..6000).prop_map(|(w, off, len)| Step::Write { w, off, len }),
+        2 => (0usize..3, 0u64..50_000).prop_map(|(w, size)| Step::Truncate { w, size }),
+        1 => (0usize..3).prop_map(|w| Step::Close { w }),
+        2 => Just(Step::Compact),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #[test]
+    fn model_property(steps in proptest::collection::vec(step(), 1..40)) {
+        let fx = Fixture::new("cmp-prop", 1, 0, no_auto());
+        let path = fx.path("p");
+        let mut m = Model::default();
+        // Three "processes", each with at most one open handle.
+        let insts: Vec<Plfs> = (0..3).map(|_| fx.plfs()).collect();
+        let mut open: Vec<Option<plfs_core::OpenFile>> = vec![None, None, None];
+        for (i, s) in steps.iter().enumerate() {
+            match *s {
+                Step::Write { w, off, len } => {
+                    let f = open[w].get_or_insert_with(|| insts[w].open(&path, rw(), 0o644, w as u32 + 1).unwrap());
+                    let d = data(i as u64, off, len);
+                    f.write(&d, off).unwrap();
+                    m.write(off, &d);
+                }
+                Step::Truncate { w, size } => {
+                    let f = open[w].get_or_insert_with(|| insts[w].open(&path, rw(), 0o644, w as u32 + 1).unwrap());
+                    f.truncate(size).unwrap();
+                    m.truncate(size);
+                }
+                Step::Close { w } => {
+                    if let Some(f) = open[w].take() {
+                        f.close().unwrap();
+                    }
+                }
+                Step::Compact => {
+                    // Open writers make their records visible first (as another process would
+                    // need them to be); the compaction itself runs in a fourth process.
+                    for f in open.iter().flatten() {
+                        f.flush().unwrap();
+                    }
+                    if fx.plfs().stat(&path).is_ok() {
+                        let r = compact::compact(&fx.plfs(), &path, &Options::default()).unwrap();
+                        prop_assert!(r.status != Status::Busy);
+                        for f in open.iter().flatten() {
+                            f.refresh().unwrap();
+                        }
+                        check(&fx, &path, &m, &format!("after compaction at step {i}"));
+                    }
+                }
+            }
+            // Each open handle sees the model too (its own writes at once, others' after refresh).
+            for f in open.iter().flatten() {
+                f.flush().unwrap();
+            }
+            for f in open.iter().flatten() {
+                f.refresh().unwrap();
+                let got = read_all(f).unwrap();
+                prop_assert_eq!(got.len(), m.0.len(), "step {}: size through an open handle", i);
+                prop_assert!(got == m.0, "step {}: bytes through an open handle", i);
+            }
+        }
+        for f in open.iter_mut() {
+            if let Some(f) = f.take() {
+                f.close().unwrap();
+            }
+        }
+        if fx.plfs().stat(&path).is_ok() {
+            check(&fx, &path, &m, "at the end");
+            compact::compact(&fx.plfs(), &path, &Options::default()).unwrap();
+            check(&fx, &path, &m, "after a final compaction");
+            fsck_clean(&fx, &path);
+        }
+    }
+}
+
+#[test]
+fn compaction_of_a_million_records() {
+    let g = GlobalParams {
+        auto_compaction: false,
+        index_buffer_records: 4096,
+        ..GlobalParams::default()
+    };
+    let fx = Fixture::new("cmp-1m", 1, 0, g);
+    let path = fx.path("big");
+    let (rec, n) = (16u64, 600_000u64);
+    let mut m = Model::default();
+    m.0.reserve((rec * n) as usize);
+    let p = fx.plfs();
+    // Writer 1: 600,000 sequential 16-byte records (pattern records on disk).
+    let f = p.open(&path, rw(), 0o644, 1).unwrap();
+    let mut buf = vec![0u8; rec as usize];
+    for i in 0..n {
+        fill_pattern(1, i * rec, &mut buf);
+        f.write(&buf, i * rec).unwrap();
+    }
+    f.close().unwrap();
+    let mut img = vec![0u8; (rec * n) as usize];
+    fill_pattern(1, 0, &mut img);
+    m.write(0, &img);
+    // Writer 2: 400,000 irregular overwrites of 1..40 bytes.
+    let f = p.open(&path, rw(), 0o644, 2).unwrap();
+    let mut s = 7u64;
+    for i in 0..400_000u64 {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let off = (s >> 20) % (rec * n - 64);
+        let len = 1 + (s >> 8) as usize % 40;
+        let d = data(100 + i % 1000, off, len);
+        f.write(&d, off).unwrap();
+        m.write(off, &d);
+    }
+    f.close().unwrap();
+    drop(p);
+    let before = compact::usage(&fx.plfs(), &path).unwrap().unwrap();
+    let t = std::time::Instant::now();
+    let rep = compact::compact(&fx.plfs(), &path, &Options::default()).unwrap();
+    eprintln!(
+        "1M records: compacted in {:.2} s, {} -> {} bytes, {} live",
+        t.elapsed().as_secs_f64(),
+        rep.before.physical,
+        rep.after.physical,
+        rep.after.live
+    );
+    assert_eq!(rep.status, Status::Compacted);
+    assert_eq!(rep.after.live, before.live);
+    assert!(rep.after.physical < before.physical);
+    check(&fx, &path, &m, "1M records after compaction");
+    fsck_clean(&fx, &path);
+}
