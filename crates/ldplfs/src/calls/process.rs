@@ -2,8 +2,10 @@
 //! image re-adopts inherited placeholders), posix_spawn/system/popen (make our writes visible
 //! to the child first), and exit (close everything, also on `_exit` after fork).
 
-use crate::guard::enter;
-use crate::state;
+use crate::fd::conf::{enabled, foreign_child};
+use crate::fd::{entry, table};
+use crate::file::init::enter;
+use crate::file::{io, shm};
 use libc::{c_char, c_int, pid_t};
 use std::sync::atomic::Ordering;
 
@@ -11,16 +13,16 @@ use std::sync::atomic::Ordering;
 /// closes its files, which the new image reopens through the inherited placeholders.
 fn before_exec() {
     if let Some(_busy) = enter() {
-        if !state::enabled() {
+        if !enabled() {
             return;
         }
         let _ = std::panic::catch_unwind(|| {
-            if state::foreign_child() {
-                state::flush_all();
+            if foreign_child() {
+                table::flush_all();
             } else {
                 // Mappings vanish at exec: what they hold goes to PLFS first.
-                crate::shm::write_back_all(None);
-                state::close_all();
+                shm::write_back_all(None);
+                table::close_all();
             }
         });
     }
@@ -29,8 +31,8 @@ fn before_exec() {
 /// Before starting a child that shares nothing but descriptors: make our writes visible to it.
 fn before_spawn() {
     if let Some(_busy) = enter() {
-        if state::enabled() {
-            let _ = std::panic::catch_unwind(state::flush_all);
+        if enabled() {
+            let _ = std::panic::catch_unwind(table::flush_all);
         }
     }
 }
@@ -116,16 +118,16 @@ pub unsafe extern "C" fn popen(cmd: *const c_char, mode: *const c_char) -> *mut 
 /// Closes every file of this process at exit; later writes reopen and close again.
 pub fn at_exit() {
     if let Some(_busy) = enter() {
-        if !state::enabled() || state::foreign_child() {
+        if !enabled() || foreign_child() {
             return;
         }
         let _ = std::panic::catch_unwind(|| {
             // Streams first: their buffers may hold data for PLFS files.
             // SAFETY: flushing every stream is always valid.
             unsafe { libc::fflush(std::ptr::null_mut()) };
-            crate::shm::write_back_all(None);
-            state::close_all();
-            crate::io::AFTER_EXIT.store(true, Ordering::Relaxed);
+            shm::write_back_all(None);
+            table::close_all();
+            io::AFTER_EXIT.store(true, Ordering::Relaxed);
         });
     }
 }
@@ -149,12 +151,12 @@ pub extern "C" fn _Exit(status: c_int) -> ! {
 /// Like [`at_exit`] without flushing stdio (`_exit` must not flush streams).
 fn at_exit_raw() {
     if let Some(_busy) = enter() {
-        if !state::enabled() || state::foreign_child() {
+        if !enabled() || foreign_child() {
             return;
         }
         let _ = std::panic::catch_unwind(|| {
-            crate::shm::write_back_all(None);
-            state::close_all();
+            shm::write_back_all(None);
+            table::close_all();
         });
     }
 }
@@ -166,7 +168,7 @@ macro_rules! wait_wrapper {
         pub unsafe extern "C" fn $name($($a: $t),*) -> $r {
             let r = crate::real!($name($($a),*): fn($($t),*) -> $r);
             // A child finished: its writes must be visible to our next reads.
-            state::bump_epoch();
+            entry::bump_epoch();
             r
         }
     )*};
@@ -184,3 +186,20 @@ wait_wrapper! {
     /// waitid(2).
     fn waitid(t: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, o: c_int) -> c_int;
 }
+
+extern "C" fn constructor() {
+    // Initialises (configuration, adoption of inherited placeholders, cwd) before main.
+    let _busy = enter();
+}
+
+extern "C" fn destructor() {
+    at_exit();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+#[used]
+#[link_section = ".fini_array"]
+static DESTRUCTOR: extern "C" fn() = destructor;

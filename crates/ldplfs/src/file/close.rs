@@ -1,0 +1,46 @@
+//! Closing PLFS descriptors: the bookkeeping after the kernel closed one, and the close of the
+//! open file when its last descriptor goes (shared mappings written back, lock file closed,
+//! close droppings written).
+
+use crate::fd::conf::{foreign_child, plfs_active};
+use crate::fd::entry::{close_file, Entry};
+use crate::fd::table;
+use crate::rt::errno::Res;
+use crate::rt::real::sys;
+use std::sync::Arc;
+
+/// Closes the file of an entry that lost its last descriptor.
+pub fn release(e: Arc<Entry>) -> Res<()> {
+    // Mappings outlive descriptors; what they hold must be in the file when it is closed.
+    crate::file::shm::write_back_all(Some(e.key));
+    let mut st = e.lock();
+    if st.lock_fd >= 0 {
+        let _ = sys::close(st.lock_fd);
+        st.lock_fd = -1;
+    }
+    close_file(&mut st)
+}
+
+/// Drops `fd` from the table after the kernel closed it.
+pub fn forget(fd: i32) -> Res<()> {
+    match table::remove_fd(fd) {
+        Some(e) => release(e),
+        None => Ok(()),
+    }
+}
+
+/// Closes a PLFS descriptor from inside the library (the caller holds the guard).
+pub fn close_plfs(fd: i32) -> Res<()> {
+    let r = sys::close(fd);
+    forget(fd)?;
+    r
+}
+
+/// Before a program closes descriptors wholesale, or dup2s onto a number the core holds: closes
+/// every open PLFS file of this process so the core holds no descriptors (files reopen lazily).
+/// The caller holds the guard.
+pub fn release_core_fds() {
+    if plfs_active() && !foreign_child() {
+        table::close_all();
+    }
+}
