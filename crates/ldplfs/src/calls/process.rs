@@ -7,7 +7,7 @@ use crate::fd::{entry, table};
 use crate::file::init::enter;
 use crate::file::{io, shm};
 use libc::{c_char, c_int, pid_t};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Before an exec: a vfork child only flushes (its memory is the parent's); a process of its own
 /// closes its files, which the new image reopens through the inherited placeholders.
@@ -75,6 +75,82 @@ pub unsafe extern "C" fn execveat(dirfd: c_int, path: *const c_char, argv: Argv,
     before_exec();
     crate::real!(execveat(dirfd, path, argv, envp, flags): fn(c_int, *const c_char, Argv, Argv, c_int) -> c_int)
 }
+
+// ---------------------------------------------------------------- the variadic exec calls
+
+/// The real function behind execl (0), execle (1) or execlp (2), after [`before_exec`]; a
+/// function failing with ENOSYS if libc lacks it.
+extern "C" fn variadic_exec(which: usize) -> usize {
+    before_exec();
+    static SLOTS: [AtomicUsize; 3] = [const { AtomicUsize::new(0) }; 3];
+    const NAMES: [&str; 3] = ["execl\0", "execle\0", "execlp\0"];
+    match crate::rt::real::resolve(&SLOTS[which % 3], NAMES[which % 3]) {
+        0 => no_such_exec as *const () as usize,
+        p => p,
+    }
+}
+
+extern "C" fn no_such_exec() -> c_int {
+    crate::rt::errno::set_errno(libc::ENOSYS);
+    -1
+}
+
+/// Defines a variadic exec call as a trampoline: stable Rust cannot define a C-variadic
+/// function, and glibc builds the argument vector and calls its internal execve, which no
+/// interposer sees. The trampoline saves the argument registers, calls [`variadic_exec`]
+/// (which runs [`before_exec`] and returns the real function), restores them and jumps to the
+/// real function; the arguments passed on the stack are never touched, so any number of them
+/// reaches it.
+macro_rules! variadic_exec {
+    ($(#[$m:meta])* $name:ident = $which:literal) => {
+        $(#[$m])*
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char, arg0: *const c_char) -> c_int {
+            // x86_64: six integer argument registers, and %al (vector registers used by a
+            // variadic call). Seven pushes keep the stack 16-byte aligned for the call.
+            #[cfg(target_arch = "x86_64")]
+            std::arch::naked_asm!(
+                "push rdi", "push rsi", "push rdx", "push rcx", "push r8", "push r9", "push rax",
+                "mov edi, {which}",
+                "call {hook}",
+                "mov r11, rax",
+                "pop rax", "pop r9", "pop r8", "pop rcx", "pop rdx", "pop rsi", "pop rdi",
+                "jmp r11",
+                which = const $which,
+                hook = sym variadic_exec,
+            );
+            // aarch64: eight argument registers, the frame pointer and the link register.
+            #[cfg(target_arch = "aarch64")]
+            std::arch::naked_asm!(
+                "stp x29, x30, [sp, #-80]!",
+                "mov x29, sp",
+                "stp x0, x1, [sp, #16]",
+                "stp x2, x3, [sp, #32]",
+                "stp x4, x5, [sp, #48]",
+                "stp x6, x7, [sp, #64]",
+                "mov x0, #{which}",
+                "bl {hook}",
+                "mov x16, x0",
+                "ldp x0, x1, [sp, #16]",
+                "ldp x2, x3, [sp, #32]",
+                "ldp x4, x5, [sp, #48]",
+                "ldp x6, x7, [sp, #64]",
+                "ldp x29, x30, [sp], #80",
+                "br x16",
+                which = const $which,
+                hook = sym variadic_exec,
+            );
+        }
+    };
+}
+
+variadic_exec!(/// execl(3): `execl(path, arg0, ..., NULL)`.
+    execl = 0);
+variadic_exec!(/// execle(3): `execle(path, arg0, ..., NULL, envp)`.
+    execle = 1);
+variadic_exec!(/// execlp(3): `execlp(file, arg0, ..., NULL)`.
+    execlp = 2);
 
 /// posix_spawn(3).
 #[no_mangle]
