@@ -5,9 +5,9 @@
 //! travels in exactly the register a named one would (stable Rust cannot define C-variadic
 //! functions, and a cdylib does not export symbols of linked C objects).
 
-use crate::fd::conf::plfs;
+use crate::fd::conf::{enabled, plfs};
 use crate::fd::paths::{self, classify_c, Target};
-use crate::fd::table::ours;
+use crate::fd::table::{self, ours};
 use crate::file::init::enter;
 use crate::file::open::open_plfs;
 use crate::rt::errno::{set_errno, Errno, Res};
@@ -292,6 +292,13 @@ pub unsafe extern "C" fn openat2(
     }
 }
 
+/// System calls that make a process sharing our open file descriptions without the fork
+/// handlers running: the positions kept in this process go to the kernel offsets first.
+#[cfg(target_arch = "x86_64")]
+const PROCESS_MAKING: [libc::c_long; 4] = [libc::SYS_fork, libc::SYS_vfork, libc::SYS_clone, libc::SYS_clone3];
+#[cfg(target_arch = "aarch64")]
+const PROCESS_MAKING: [libc::c_long; 2] = [libc::SYS_clone, libc::SYS_clone3];
+
 /// syscall(2): glibc 2.36 has no openat2 wrapper, so programs call `syscall(SYS_openat2, ...)`;
 /// that one is served like openat2. Every other number goes to the kernel unchanged, with the
 /// instruction itself (errno set as glibc's syscall does). The six arguments are read as named
@@ -318,6 +325,13 @@ pub unsafe extern "C" fn syscall(
                 )
             } {
                 return run(|| r).into();
+            }
+        }
+    }
+    if PROCESS_MAKING.contains(&n) {
+        if let Some(_busy) = enter() {
+            if enabled() {
+                table::share_positions();
             }
         }
     }

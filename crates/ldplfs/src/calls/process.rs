@@ -17,6 +17,8 @@ fn before_exec() {
             return;
         }
         let _ = std::panic::catch_unwind(|| {
+            // The new image reads the file positions from the kernel offsets.
+            table::share_positions();
             if foreign_child() {
                 table::flush_all();
             } else {
@@ -33,6 +35,8 @@ fn before_spawn() {
     if let Some(_busy) = enter() {
         if enabled() {
             let _ = std::panic::catch_unwind(table::flush_all);
+            // The child shares the open file descriptions.
+            let _ = std::panic::catch_unwind(table::share_positions);
         }
     }
 }
@@ -85,12 +89,12 @@ extern "C" fn variadic_exec(which: usize) -> usize {
     static SLOTS: [AtomicUsize; 3] = [const { AtomicUsize::new(0) }; 3];
     const NAMES: [&str; 3] = ["execl\0", "execle\0", "execlp\0"];
     match crate::rt::real::resolve(&SLOTS[which % 3], NAMES[which % 3]) {
-        0 => no_such_exec as *const () as usize,
+        0 => no_such_function as *const () as usize,
         p => p,
     }
 }
 
-extern "C" fn no_such_exec() -> c_int {
+extern "C" fn no_such_function() -> c_int {
     crate::rt::errno::set_errno(libc::ENOSYS);
     -1
 }
@@ -151,6 +155,64 @@ variadic_exec!(/// execle(3): `execle(path, arg0, ..., NULL, envp)`.
     execle = 1);
 variadic_exec!(/// execlp(3): `execlp(file, arg0, ..., NULL)`.
     execlp = 2);
+
+/// The real vfork (or `__vfork`, `which` 1) after the positions kept in this process were
+/// written to the kernel offsets: the child shares the open file descriptions, and what it
+/// execs reads the positions from them. (In the child itself nothing can be fixed: it may have
+/// closed the descriptor we know and kept only a dup2 of it, which it does not tell us about.)
+extern "C" fn before_vfork(which: usize) -> usize {
+    if let Some(_busy) = enter() {
+        if enabled() {
+            let _ = std::panic::catch_unwind(table::share_positions);
+        }
+    }
+    static SLOTS: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+    const NAMES: [&str; 2] = ["vfork\0", "__vfork\0"];
+    match crate::rt::real::resolve(&SLOTS[which % 2], NAMES[which % 2]) {
+        0 => no_such_function as *const () as usize,
+        p => p,
+    }
+}
+
+/// Defines vfork as a trampoline: a wrapper cannot call the real vfork and return (the child
+/// would run on, and the parent then return through, one stack frame), so it calls
+/// [`before_vfork`] and jumps to the real vfork, which returns straight to the caller, twice.
+macro_rules! vfork_trampoline {
+    ($(#[$m:meta])* $name:ident = $which:literal) => {
+        $(#[$m])*
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name() -> pid_t {
+            #[cfg(target_arch = "x86_64")]
+            std::arch::naked_asm!(
+                "sub rsp, 8",
+                "mov edi, {which}",
+                "call {hook}",
+                "add rsp, 8",
+                "jmp rax",
+                which = const $which,
+                hook = sym before_vfork,
+            );
+            #[cfg(target_arch = "aarch64")]
+            std::arch::naked_asm!(
+                "stp x29, x30, [sp, #-16]!",
+                "mov x29, sp",
+                "mov x0, #{which}",
+                "bl {hook}",
+                "mov x16, x0",
+                "ldp x29, x30, [sp], #16",
+                "br x16",
+                which = const $which,
+                hook = sym before_vfork,
+            );
+        }
+    };
+}
+
+vfork_trampoline!(/// vfork(2).
+    vfork = 0);
+vfork_trampoline!(/// glibc alias of vfork.
+    __vfork = 1);
 
 /// posix_spawn(3).
 #[no_mangle]

@@ -4,6 +4,14 @@
 //! An entry's `OpenFile` belongs to the process that opened it (`FileState::pid`). A forked
 //! child gets fresh entries with no `OpenFile` (`fd::fork`), so its first access opens the file
 //! again with its own pid: its own writer, its own data log.
+//!
+//! The file position: POSIX keeps it in the open file description, which dups, fork and exec
+//! share. The placeholder's kernel offset is that shared position. While this process alone
+//! uses the description (it opened the file and has not forked, spawned or exec'd since), the
+//! position is kept here instead (`FileState::pos`), so a read or write costs no system call
+//! for it; before anything that shares the description with another process (fork, vfork,
+//! posix_spawn, system, popen, exec, a raw clone through `syscall`) it is written to the kernel
+//! offset (`fd::table::share_positions`) and from then on the kernel offset is the position.
 
 use crate::fd::conf::{my_pid, plfs};
 use crate::rt::errno::{Errno, Res};
@@ -56,6 +64,9 @@ pub struct FileState {
     pub pid: u32,
     /// Descriptor of the lock file for fcntl byte-range locks (-1: not opened yet).
     pub lock_fd: i32,
+    /// The file position while no other process shares the open file description (the
+    /// placeholder's kernel offset is then stale); None: the kernel offset is the position.
+    pub pos: Option<u64>,
 }
 
 /// One open file description of a PLFS file or directory.
@@ -86,8 +97,10 @@ pub fn bump_epoch() {
 }
 
 impl Entry {
-    /// A new entry without an open file.
-    pub fn new(key: Key, kind: Kind, path: PathBuf, flags: i32) -> Entry {
+    /// A new entry without an open file. `pos`: the position kept in this process (a new open:
+    /// `Some(0)`), or None when the kernel offset is the position (a description inherited
+    /// through exec or fork, which other processes may share).
+    pub fn new(key: Key, kind: Kind, path: PathBuf, flags: i32, pos: Option<u64>) -> Entry {
         Entry {
             key,
             kind,
@@ -97,6 +110,7 @@ impl Entry {
                 file: None,
                 pid: 0,
                 lock_fd: -1,
+                pos,
             }),
             seen: AtomicU64::new(EPOCH.load(Ordering::Relaxed)),
         }

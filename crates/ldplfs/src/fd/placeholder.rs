@@ -89,6 +89,8 @@ pub fn create(kind: Kind, flags: i32, path: &Path) -> Res<(i32, Arc<Entry>)> {
         kind,
         path.to_path_buf(),
         flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_TRUNC | libc::O_CLOEXEC),
+        // A new description: no other process has it yet, its position is ours to keep.
+        Some(0),
     ));
     if let Some(orphan) = table::insert_fd(num, &entry) {
         let _ = close_file(&mut orphan.lock());
@@ -155,7 +157,7 @@ pub fn adopt_all() -> Vec<i32> {
         let Ok(key) = sys::fstat_key(fd) else {
             continue;
         };
-        let entry = table::entry_for_key(key).unwrap_or_else(|| Arc::new(Entry::new(key, kind, path, flags)));
+        let entry = table::entry_for_key(key).unwrap_or_else(|| Arc::new(Entry::new(key, kind, path, flags, None)));
         table::insert_fd(fd, &entry);
         crate::rt::log::debug(format_args!("adopted fd {fd} -> {}", entry.path.display()));
         adopted.push(fd);

@@ -205,6 +205,23 @@ pub fn publish_all() -> Res<()> {
     Ok(())
 }
 
+/// Before the open file descriptions are shared with another process (fork, spawn, exec):
+/// writes every position kept in this process to its placeholder's kernel offset, which is the
+/// position from then on (see `fd::entry`).
+pub fn share_positions() {
+    for e in all_entries() {
+        let mut st = e.lock();
+        let Some(pos) = st.pos else { continue };
+        // Any descriptor of the entry: they all share the description and its offset.
+        let set = |fd: &i32| i64::try_from(pos).is_ok_and(|p| sys::lseek(*fd, p, libc::SEEK_SET).is_ok());
+        if fds_of(e.key).iter().any(set) {
+            st.pos = None;
+        } else {
+            crate::rt::log::warn(format_args!("{}: cannot share the position {pos}", e.path.display()));
+        }
+    }
+}
+
 /// Closes every open file of this process (exec, exit): writes the close droppings. Entries stay,
 /// so a later access (a failed exec, a late stdio flush) opens the file again.
 pub fn close_all() {
@@ -240,7 +257,7 @@ pub fn renew_in_child() {
         let old = std::mem::take(&mut t.entries);
         for (key, (e, n)) in old {
             let lock_fd = e.state.try_lock().map(|s| s.lock_fd).unwrap_or(-1);
-            let fresh = Arc::new(Entry::new(key, e.kind, e.path.clone(), e.flags()));
+            let fresh = Arc::new(Entry::new(key, e.kind, e.path.clone(), e.flags(), None));
             fresh.lock().lock_fd = lock_fd;
             std::mem::forget(e);
             t.entries.insert(key, (fresh, n));

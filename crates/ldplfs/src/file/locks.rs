@@ -8,7 +8,6 @@ use crate::fd::entry::{bump_epoch, file_of, Entry, Kind};
 use crate::fd::table::publish_all;
 use crate::file::{io, shm};
 use crate::rt::errno::{Errno, Res};
-use crate::rt::real::sys;
 use libc::c_int;
 use std::os::unix::ffi::OsStrExt;
 
@@ -58,7 +57,7 @@ pub fn fcntl_lock(e: &Entry, fd: c_int, cmd: c_int, arg: *mut libc::flock) -> Re
     let mut fl = unsafe { *arg };
     let base = match fl.l_whence as c_int {
         libc::SEEK_SET => 0,
-        libc::SEEK_CUR => sys::lseek(fd, 0, libc::SEEK_CUR)?,
+        libc::SEEK_CUR => io::tell(e, fd)?,
         libc::SEEK_END => io::size_of(e)? as i64,
         _ => return Err(Errno(libc::EINVAL)),
     };
