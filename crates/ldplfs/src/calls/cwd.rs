@@ -1,6 +1,7 @@
 //! realpath and the working directory: chdir/fchdir into a PLFS directory, getcwd reporting the
 //! logical path.
 
+use crate::calls::open::opened;
 use crate::fd::conf;
 use crate::fd::entry::Kind;
 use crate::fd::paths::{self, classify_c, follow, Followed, Target};
@@ -245,7 +246,7 @@ macro_rules! mkstemp_names {
                     return run(|| mkstemp_p(tmpl, $suffix, $flags));
                 }
             }
-            crate::real!($name(tmpl $(, $a)*): fn(*mut c_char $(, $t)*) -> c_int)
+            opened(crate::real!($name(tmpl $(, $a)*): fn(*mut c_char $(, $t)*) -> c_int))
         }
     )*};
 }

@@ -88,7 +88,7 @@ pub extern "C" fn dup(old: c_int) -> c_int {
     let r = crate::real!(dup(old): fn(c_int) -> c_int);
     if r >= 0 {
         if let Some(_busy) = enter() {
-            dup_done(old, r);
+            dup_done(old, r, false);
         }
     }
     r
@@ -112,7 +112,7 @@ fn dup3_impl(old: c_int, new: c_int, flags: c_int, two: bool) -> c_int {
     };
     if r >= 0 && old != new {
         if let Some(_busy) = enter() {
-            dup_done(old, new);
+            dup_done(old, new, true);
         }
     }
     r
@@ -147,7 +147,7 @@ fn fcntl_plfs(e: &Entry, fd: c_int, cmd: c_int, arg: c_ulong) -> Res<c_int> {
         }
         libc::F_DUPFD | libc::F_DUPFD_CLOEXEC => {
             let r = sys::fcntl_int(fd, cmd, arg as libc::c_long)?;
-            dup_done(fd, r);
+            dup_done(fd, r, false);
             Ok(r)
         }
         libc::F_GETLK | libc::F_SETLK | libc::F_SETLKW | libc::F_OFD_GETLK | libc::F_OFD_SETLK | libc::F_OFD_SETLKW => {
@@ -168,7 +168,7 @@ fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
     let r = crate::real!(fcntl(fd, cmd, arg): fn(c_int, c_int, c_ulong) -> c_int);
     if r >= 0 && (cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC) {
         if let Some(_busy) = enter() {
-            dup_done(fd, r);
+            dup_done(fd, r, false);
         }
     }
     r

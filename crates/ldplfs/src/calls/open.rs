@@ -8,6 +8,7 @@
 use crate::fd::conf::{enabled, plfs};
 use crate::fd::paths::{self, classify_c, Target};
 use crate::fd::table::{self, ours};
+use crate::file::close;
 use crate::file::init::enter;
 use crate::file::open::open_plfs;
 use crate::rt::errno::{set_errno, Errno, Res};
@@ -27,16 +28,29 @@ unsafe fn openat_impl(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_u
         match unsafe { classify_c(dirfd, path) } {
             Target::Plfs(p) => return run(|| open_plfs(p, flags, mode)),
             Target::Real(c) => {
-                return crate::real!(open(c.as_ptr(), flags, mode): fn(*const c_char, c_int, c_uint) -> c_int)
+                let fd = crate::real!(open(c.as_ptr(), flags, mode): fn(*const c_char, c_int, c_uint) -> c_int);
+                return opened(fd);
             }
             Target::Pass => {}
         }
     }
-    if dirfd == libc::AT_FDCWD {
+    let fd = if dirfd == libc::AT_FDCWD {
         crate::real!(open(path, flags, mode): fn(*const c_char, c_int, c_uint) -> c_int)
     } else {
         crate::real!(openat(dirfd, path, flags, mode): fn(c_int, *const c_char, c_int, c_uint) -> c_int)
+    };
+    opened(fd)
+}
+
+/// A real file was opened as `fd`: if the table holds that number, it is stale
+/// ([`close::kernel_gave`]). One bit test in the common case.
+pub fn opened(fd: c_int) -> c_int {
+    if fd >= 0 && table::maybe_ours(fd) {
+        if let Some(_busy) = enter() {
+            close::kernel_gave(fd);
+        }
     }
+    fd
 }
 
 macro_rules! open_alias {
@@ -233,7 +247,11 @@ unsafe fn openat2_plfs(
                     ],
                 )
             };
-            return Some(if r < 0 { Err(Errno(-r as i32)) } else { Ok(r as c_int) });
+            if r < 0 {
+                return Some(Err(Errno(-r as i32)));
+            }
+            close::kernel_gave(r as c_int);
+            return Some(Ok(r as c_int));
         }
         Target::Plfs(p) => p,
     };
@@ -288,9 +306,16 @@ pub unsafe extern "C" fn openat2(
         set_errno(-r as i32);
         -1
     } else {
-        r as c_int
+        opened(r as c_int)
     }
 }
+
+/// System calls that close or replace descriptors: made through `syscall`, they bypass our
+/// close/dup2/close_range, so the table must doubt itself after them.
+#[cfg(target_arch = "x86_64")]
+const FD_CHANGING: [libc::c_long; 4] = [libc::SYS_close, libc::SYS_dup2, libc::SYS_dup3, libc::SYS_close_range];
+#[cfg(target_arch = "aarch64")]
+const FD_CHANGING: [libc::c_long; 3] = [libc::SYS_close, libc::SYS_dup3, libc::SYS_close_range];
 
 /// System calls that make a process sharing our open file descriptions without the fork
 /// handlers running: the positions kept in this process go to the kernel offsets first.
@@ -341,6 +366,11 @@ pub unsafe extern "C" fn syscall(
         set_errno(-r as i32);
         -1
     } else {
+        if FD_CHANGING.contains(&n) {
+            table::doubt();
+        } else if n == libc::SYS_openat || n == libc::SYS_openat2 {
+            opened(r as c_int);
+        }
         r
     }
 }

@@ -325,6 +325,36 @@ wait_wrapper! {
     fn waitid(t: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, o: c_int) -> c_int;
 }
 
+/// daemon(3): glibc dup2s /dev/null onto 0, 1 and 2 with internal calls that do not reach our
+/// dup2, so the table doubts its descriptors afterwards (each is checked at its next use).
+#[no_mangle]
+pub extern "C" fn daemon(nochdir: c_int, noclose: c_int) -> c_int {
+    let r = crate::real!(daemon(nochdir, noclose): fn(c_int, c_int) -> c_int);
+    table::doubt();
+    r
+}
+
+/// login_tty(3): dup2s the terminal onto 0, 1 and 2 internally (see [`daemon`]).
+#[no_mangle]
+pub extern "C" fn login_tty(fd: c_int) -> c_int {
+    let r = crate::real!(login_tty(fd): fn(c_int) -> c_int);
+    table::doubt();
+    r
+}
+
+/// forkpty(3): the child runs login_tty internally (see [`daemon`]).
+#[no_mangle]
+pub unsafe extern "C" fn forkpty(
+    master: *mut c_int,
+    name: *mut c_char,
+    termp: *const libc::termios,
+    winp: *const libc::winsize,
+) -> pid_t {
+    let r = crate::real!(forkpty(master, name, termp, winp): fn(*mut c_int, *mut c_char, *const libc::termios, *const libc::winsize) -> pid_t);
+    table::doubt();
+    r
+}
+
 extern "C" fn constructor() {
     // Initialises (configuration, adoption of inherited placeholders, cwd) before main.
     let _busy = enter();

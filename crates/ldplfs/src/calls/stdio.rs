@@ -1,6 +1,7 @@
 //! stdio on PLFS files: fopen/fopen64/fdopen/freopen return cookie streams
 //! ([`crate::file::streams`]); fileno returns the placeholder descriptor.
 
+use crate::calls::open::opened;
 use crate::fd::paths::{classify_c, Target};
 use crate::fd::table::{self, ours};
 use crate::file::close::close_plfs;
@@ -54,12 +55,23 @@ pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut
         match unsafe { classify_c(libc::AT_FDCWD, path) } {
             Target::Plfs(p) => return run(|| fopen_p(p, mode)),
             Target::Real(c) => {
-                return crate::real!(fopen(c.as_ptr(), mode): fn(*const c_char, *const c_char) -> *mut FILE)
+                return opened_stream(
+                    crate::real!(fopen(c.as_ptr(), mode): fn(*const c_char, *const c_char) -> *mut FILE),
+                )
             }
             Target::Pass => {}
         }
     }
-    crate::real!(fopen(path, mode): fn(*const c_char, *const c_char) -> *mut FILE)
+    opened_stream(crate::real!(fopen(path, mode): fn(*const c_char, *const c_char) -> *mut FILE))
+}
+
+/// glibc opened a real file for a stream (with an internal open): check its descriptor number
+/// as for an open ([`crate::calls::open::opened`]).
+fn opened_stream(fp: *mut FILE) -> *mut FILE {
+    if !fp.is_null() {
+        opened(crate::real!(fileno(fp): fn(*mut FILE) -> c_int));
+    }
+    fp
 }
 
 /// fopen64(3).
@@ -114,7 +126,7 @@ fn replace_fd(nfd: c_int, fd: c_int) -> Res<()> {
         .map(|f| if f & libc::FD_CLOEXEC != 0 { libc::O_CLOEXEC } else { 0 })
         .unwrap_or(0);
     sys::dup3(nfd, fd, cloexec)?;
-    dup_done(nfd, fd);
+    dup_done(nfd, fd, true);
     if table::maybe_ours(nfd) {
         close_plfs(nfd)
     } else {

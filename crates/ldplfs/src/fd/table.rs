@@ -4,12 +4,19 @@
 //! Invariants:
 //! - Every open PLFS file (or directory) is backed by a sealed memfd placeholder; the table maps
 //!   the placeholder's kernel identity `(st_dev, st_ino)` to one [`Entry`], and each descriptor
-//!   number that refers to it to that key. The kernel owns descriptors, offsets and dups; the
-//!   table only mirrors which descriptor numbers are ours. A descriptor is trusted only after
-//!   fstat confirms its key, so a number closed behind our back and reused is never mistaken
-//!   for a PLFS file.
+//!   number that refers to it to that key. The kernel owns descriptors and dups; the table
+//!   mirrors which descriptor numbers are ours.
+//! - The mirror is kept exact by the calls that change descriptor numbers, all interposed:
+//!   open (a placeholder is made), close, close_range, closefrom, dup, dup2, dup3,
+//!   fcntl(F_DUPFD), exec. A number is trusted without a system call when it was registered, or
+//!   last confirmed by fstat, in the current *generation*. The generation changes ([`doubt`])
+//!   whenever something may have closed or replaced descriptors behind our back: `syscall` with
+//!   a close, dup or clone number, daemon/login_tty/forkpty (glibc dup2s onto 0-2 internally),
+//!   and any pass-through call (an open of a real file, dup) that the kernel answered with a
+//!   number the table holds, which proves the placeholder was closed without us. After that,
+//!   each descriptor's next use is checked by fstat once (a changed key: not ours any more).
 //! - `FD_BITS` is a conservative filter: a clear bit means "not ours" for descriptors below
-//!   65536; a set bit is confirmed through the table and fstat.
+//!   65536; a set bit is confirmed through the table.
 
 use crate::fd::conf::{conf, my_pid, plfs_active};
 use crate::fd::entry::{close_file, Entry, Key, Kind};
@@ -23,7 +30,24 @@ use std::sync::{Arc, MutexGuard};
 /// The table (held across fork; locked last, after every other registered lock).
 pub struct Table {
     entries: BTreeMap<Key, (Arc<Entry>, usize)>,
-    fds: BTreeMap<i32, Key>,
+    fds: BTreeMap<i32, Slot>,
+}
+
+/// A descriptor number of ours.
+struct Slot {
+    /// Its placeholder.
+    key: Key,
+    /// The generation in which the number was registered or last confirmed by fstat.
+    checked: u64,
+}
+
+/// The current generation (see the module documentation).
+static GEN: AtomicU64 = AtomicU64::new(1);
+
+/// Descriptors may have been closed or replaced behind our back: every descriptor of the table
+/// is checked by fstat at its next use.
+pub fn doubt() {
+    GEN.fetch_add(1, Ordering::AcqRel);
 }
 
 static TABLE: ForkMutex<Table> = ForkMutex::new(
@@ -72,14 +96,21 @@ pub fn insert_fd(fd: i32, entry: &Arc<Entry>) -> Option<Arc<Entry>> {
     let orphan = remove_locked(&mut t, fd);
     let slot = t.entries.entry(entry.key).or_insert_with(|| (entry.clone(), 0));
     slot.1 += 1;
-    t.fds.insert(fd, entry.key);
+    let checked = GEN.load(Ordering::Acquire);
+    t.fds.insert(
+        fd,
+        Slot {
+            key: entry.key,
+            checked,
+        },
+    );
     set_bit(fd, true);
     NFDS.store(t.fds.len(), Ordering::Relaxed);
     orphan
 }
 
 fn remove_locked(t: &mut Table, fd: i32) -> Option<Arc<Entry>> {
-    let key = t.fds.remove(&fd)?;
+    let key = t.fds.remove(&fd)?.key;
     set_bit(fd, false);
     NFDS.store(t.fds.len(), Ordering::Relaxed);
     let last = match t.entries.get_mut(&key) {
@@ -94,6 +125,11 @@ fn remove_locked(t: &mut Table, fd: i32) -> Option<Arc<Entry>> {
     } else {
         None
     }
+}
+
+/// True if `fd` is registered.
+pub fn contains(fd: i32) -> bool {
+    maybe_ours(fd) && table().fds.contains_key(&fd)
 }
 
 /// Forgets descriptor `fd` (it was closed). Returns the entry if that was its last descriptor.
@@ -119,18 +155,29 @@ pub fn remove_range(lo: u32, hi: u32) -> Vec<Arc<Entry>> {
     fds.into_iter().filter_map(|fd| remove_locked(&mut t, fd)).collect()
 }
 
-/// The entry behind descriptor `fd`, if it is a live PLFS placeholder.
+/// The entry behind descriptor `fd`, if it is a live PLFS placeholder. No system call unless
+/// the generation changed since the number was last confirmed.
 pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
     if !maybe_ours(fd) {
         return None;
     }
-    let entry = {
+    let gen = GEN.load(Ordering::Acquire);
+    let (entry, trusted) = {
         let t = table();
-        let key = t.fds.get(&fd)?;
-        t.entries.get(key).map(|(e, _)| e.clone())?
+        let slot = t.fds.get(&fd)?;
+        let e = t.entries.get(&slot.key).map(|(e, _)| e.clone())?;
+        (e, slot.checked == gen)
     };
+    if trusted {
+        return Some(entry);
+    }
     match sys::fstat_key(fd) {
-        Ok(k) if k == entry.key => Some(entry),
+        Ok(k) if k == entry.key => {
+            if let Some(s) = table().fds.get_mut(&fd).filter(|s| s.key == k) {
+                s.checked = gen;
+            }
+            Some(entry)
+        }
         _ => {
             // Closed behind our back and possibly reused: not ours any more.
             if let Some(e) = remove_fd(fd) {
@@ -165,7 +212,7 @@ pub fn fds_of(key: Key) -> Vec<i32> {
     table()
         .fds
         .iter()
-        .filter(|(_, k)| **k == key)
+        .filter(|(_, s)| s.key == key)
         .map(|(f, _)| *f)
         .collect()
 }

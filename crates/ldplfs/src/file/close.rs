@@ -29,6 +29,18 @@ pub fn forget(fd: i32) -> Res<()> {
     }
 }
 
+/// The kernel just gave descriptor `fd` to a call we passed through (an open of a real file, a
+/// dup). If the table holds that number, its placeholder was closed behind our back (a raw
+/// system call): forget it, and have every other descriptor checked at its next use. The caller
+/// holds the guard.
+pub fn kernel_gave(fd: i32) {
+    if table::contains(fd) {
+        crate::rt::log::debug(format_args!("fd {fd} was closed behind our back"));
+        table::doubt();
+        let _ = forget(fd);
+    }
+}
+
 /// Closes a PLFS descriptor from inside the library (the caller holds the guard).
 pub fn close_plfs(fd: i32) -> Res<()> {
     let r = sys::close(fd);

@@ -7,7 +7,7 @@ use crate::fd::entry::Kind;
 use crate::fd::paths::{follow, Followed};
 use crate::fd::placeholder;
 use crate::fd::table::{self, ours};
-use crate::file::close::{forget, release};
+use crate::file::close::{forget, kernel_gave, release};
 use crate::file::streams::std_stream_is_plfs;
 use crate::rt::errno::{Errno, Res};
 use libc::{c_char, c_int, c_uint};
@@ -32,11 +32,11 @@ pub fn open_plfs(p: PathBuf, flags: c_int, mode: c_uint) -> Res<c_int> {
             Followed::Plfs(p, st) => (p, st),
             Followed::Real(c) => {
                 let fd = crate::real!(open(c.as_ptr(), flags, mode): fn(*const c_char, c_int, c_uint) -> c_int);
-                return if fd < 0 {
-                    Err(Errno(crate::rt::errno::errno()))
-                } else {
-                    Ok(fd)
-                };
+                if fd < 0 {
+                    return Err(Errno(crate::rt::errno::errno()));
+                }
+                kernel_gave(fd);
+                return Ok(fd);
             }
         }
     };
@@ -77,13 +77,18 @@ pub fn open_plfs(p: PathBuf, flags: c_int, mode: c_uint) -> Res<c_int> {
     Ok(fd)
 }
 
-/// Bookkeeping after the kernel made `new` a copy of `old`.
-pub fn dup_done(old: c_int, new: c_int) {
+/// Bookkeeping after the kernel made `new` a copy of `old`: `onto` for dup2/dup3 (which closed
+/// what `new` was), false for dup/F_DUPFD (the kernel chose a free number).
+pub fn dup_done(old: c_int, new: c_int, onto: bool) {
     if foreign_child() {
         return;
     }
-    if table::maybe_ours(new) {
-        let _ = forget(new);
+    if onto {
+        if table::maybe_ours(new) {
+            let _ = forget(new);
+        }
+    } else {
+        kernel_gave(new);
     }
     if let Some(e) = ours(old) {
         if let Some(orphan) = table::insert_fd(new, &e) {
