@@ -23,9 +23,12 @@ fn release_core_fds() {
 fn close_impl(fd: c_int) -> c_int {
     if let Some(_busy) = enter() {
         if table::maybe_ours(fd) && !foreign_child() {
+            // Out of the table before the kernel frees the number: a thread that gets the number
+            // from a new open meanwhile must not lose its registration to our forget.
+            let f = forget(fd);
             let r = sys::close(fd);
             return run(|| {
-                forget(fd)?;
+                f?;
                 r.map(|()| 0)
             });
         }

@@ -43,8 +43,10 @@ pub fn kernel_gave(fd: i32) {
 
 /// Closes a PLFS descriptor from inside the library (the caller holds the guard).
 pub fn close_plfs(fd: i32) -> Res<()> {
+    // Out of the table first (see `calls::fds::close`).
+    let f = forget(fd);
     let r = sys::close(fd);
-    forget(fd)?;
+    f?;
     r
 }
 
