@@ -500,11 +500,23 @@ impl ExtentMap {
             if s > cur {
                 out.push(Segment::Hole { len: s - cur });
             }
-            out.push(Segment::Data {
-                len: e - s,
-                chunk,
-                phys: phys + (s - o),
-            });
+            let phys = phys + (s - o);
+            match out.last_mut() {
+                // Next in the file and next in the same data log (one writer's sequential
+                // writes): one segment, so a reader makes one pread for all of them.
+                Some(Segment::Data {
+                    len: pl,
+                    chunk: pc,
+                    phys: pp,
+                }) if *pc == chunk && *pp + *pl == phys => {
+                    *pl += e - s;
+                }
+                _ => out.push(Segment::Data {
+                    len: e - s,
+                    chunk,
+                    phys,
+                }),
+            }
             cur = e;
         }
         if cur < end {
@@ -618,6 +630,36 @@ mod tests {
             }
         );
         assert_eq!(m.size(), 30);
+    }
+
+    #[test]
+    fn contiguous_writes_of_one_log_are_one_segment() {
+        let mut m = ExtentMap::new();
+        // Three sequential 4 KiB writes, one after the other in data log 0; then one in log 1.
+        for i in 0..3u64 {
+            m.insert_write(i * 4096, 4096, 0, 64 + i * 4096, k(1 + i));
+        }
+        m.insert_write(3 * 4096, 4096, 1, 64, k(9));
+        assert_eq!(
+            m.lookup(100, 4 * 4096),
+            vec![
+                Segment::Data {
+                    len: 3 * 4096 - 100,
+                    chunk: 0,
+                    phys: 164
+                },
+                Segment::Data {
+                    len: 4096,
+                    chunk: 1,
+                    phys: 64
+                },
+            ]
+        );
+        // Logically adjacent but not physically: two segments.
+        let mut g = ExtentMap::new();
+        g.insert_write(0, 10, 0, 100, k(1));
+        g.insert_write(10, 10, 0, 50, k(2));
+        assert_eq!(g.lookup(0, 20).len(), 2);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::sys::{self, RawStat, TimeSpec};
 use crate::types::{FileFormat, IndexStats, OpenFlags, Stat};
 use rustix::io::Errno;
 use shared::{lock, Doomed, Shared};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
@@ -296,7 +296,7 @@ impl Node for ContainerNode {
         }
         let h = ContainerHandle {
             shared,
-            writers: Mutex::new(HashMap::new()),
+            writers: Mutex::new(BTreeMap::new()),
         };
         if flags.write {
             h.writer(pid);
@@ -402,8 +402,9 @@ impl Node for ContainerNode {
 #[derive(Debug)]
 struct ContainerHandle {
     shared: Arc<Shared>,
-    /// Writers by pid (one per pid that wrote through this handle).
-    writers: Mutex<HashMap<u32, Arc<Mutex<Writer>>>>,
+    /// Writers by pid (one per pid that wrote through this handle; looked up at every write,
+    /// so no SipHash).
+    writers: Mutex<BTreeMap<u32, Arc<Mutex<Writer>>>>,
 }
 
 impl ContainerHandle {
@@ -493,7 +494,7 @@ impl Handle for ContainerHandle {
     }
 
     fn close(&self) -> Result<()> {
-        let ws: Vec<_> = lock(&self.writers).drain().map(|(_, w)| w).collect();
+        let ws: Vec<_> = std::mem::take(&mut *lock(&self.writers)).into_values().collect();
         let mut first = Ok(());
         for w in ws {
             if let Err(e) = self.shared.close_writer(&w) {

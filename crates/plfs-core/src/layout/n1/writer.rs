@@ -13,7 +13,8 @@ use std::sync::Arc;
 pub(crate) struct Writer {
     pub(crate) id: u64,
     pub(crate) pid: u32,
-    pub(crate) host: String,
+    /// Shared, not copied, by every write (the merged index needs it).
+    pub(crate) host: Arc<str>,
     pub(crate) open_ts: u64,
     pub(crate) logs: Option<WriterLogs>,
     /// Records not yet appended to the index log.
@@ -49,7 +50,7 @@ impl Writer {
         Writer {
             id: clock::random_u64(),
             pid,
-            host: clock::hostname(),
+            host: clock::hostname().into(),
             open_ts: clock::next_ts(),
             logs: None,
             pending: Vec::new(),
@@ -67,7 +68,7 @@ impl Writer {
         format::MetaDropping::Open {
             writer_id: self.id,
             pid: self.pid,
-            host: self.host.clone(),
+            host: self.host.to_string(),
         }
     }
 

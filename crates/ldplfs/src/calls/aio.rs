@@ -4,15 +4,18 @@
 //! aio_return: aio_error never reports EINPROGRESS, aio_suspend returns at once, aio_cancel
 //! reports AIO_ALLDONE. Completion notifications (aio_sigevent) are not delivered.
 
-use crate::guard::{enter, run, Errno, Res};
-use crate::io::{ours, read_at, write_at};
-use crate::state::ForkMutex;
+use crate::fd::table::ours;
+use crate::file::init::enter;
+use crate::file::io::{read_at, sync_entry, write_at};
+use crate::rt::errno::{Errno, Res};
+use crate::rt::guard::run;
+use crate::rt::sync::ForkMutex;
 use libc::{aiocb, c_int, ssize_t, timespec};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Results of completed PLFS requests: aiocb address -> bytes or errno.
-static DONE: ForkMutex<BTreeMap<usize, Result<usize, i32>>> = ForkMutex::new(BTreeMap::new());
+static DONE: ForkMutex<BTreeMap<usize, Result<usize, i32>>> = ForkMutex::new(40, BTreeMap::new());
 static NDONE: AtomicUsize = AtomicUsize::new(0);
 
 fn record(cb: *mut aiocb, r: Res<usize>) {
@@ -115,7 +118,7 @@ macro_rules! return_wrapper {
                 return match r {
                     Some(Ok(n)) => n as ssize_t,
                     Some(Err(e)) => {
-                        crate::guard::set_errno(e);
+                        crate::rt::errno::set_errno(e);
                         -1
                     }
                     None => -1,
@@ -190,7 +193,7 @@ macro_rules! fsync_wrapper {
                     // SAFETY: the caller's aiocb.
                     let fd = unsafe { (*cb).aio_fildes };
                     if let Some(e) = ours(fd) {
-                        let r = std::panic::catch_unwind(|| crate::io::sync_entry(&e)).unwrap_or(Err(Errno(libc::EIO)));
+                        let r = std::panic::catch_unwind(|| sync_entry(&e)).unwrap_or(Err(Errno(libc::EIO)));
                         record(cb, r.map(|_| 0));
                         return 0;
                     }

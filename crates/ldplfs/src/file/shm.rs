@@ -20,8 +20,10 @@
 //! another process writes the file with write(2) while the copy exists (a new copy, made when
 //! nobody maps the file any more, sees them).
 
-use crate::guard::{Errno, Res};
-use crate::state::{self, Entry, ForkMutex, Kind};
+use crate::fd::conf::{foreign_child, my_pid, plfs};
+use crate::fd::entry::{file_of, Entry, Key, Kind};
+use crate::rt::errno::{Errno, Res};
+use crate::rt::sync::ForkMutex;
 use plfs_core::{OpenFile, OpenFlags};
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use rustix::fs::{FlockOperation, Mode, OFlags};
@@ -65,10 +67,13 @@ pub struct Registry {
 }
 
 /// The shared mappings of this process (held across fork by the fork handlers).
-pub static MAPS: ForkMutex<Registry> = ForkMutex::new(Registry {
-    maps: BTreeMap::new(),
-    copies: BTreeMap::new(),
-});
+static MAPS: ForkMutex<Registry> = ForkMutex::new(
+    10,
+    Registry {
+        maps: BTreeMap::new(),
+        copies: BTreeMap::new(),
+    },
+);
 /// Number of shared mappings (0: munmap and msync pass straight through).
 static NMAPS: AtomicUsize = AtomicUsize::new(0);
 
@@ -103,7 +108,7 @@ pub fn private_dir() -> Res<String> {
     }
     let st = rustix::fs::lstat(dir.as_str()).map_err(errno)?;
     if st.st_mode & libc::S_IFMT != libc::S_IFDIR || st.st_uid != uid || st.st_mode & 0o077 != 0 {
-        crate::log::always(format_args!(
+        crate::rt::log::always(format_args!(
             "{dir} is not a private directory of user {uid} (mode {:o}, owner {}): refusing to use it",
             st.st_mode, st.st_uid
         ));
@@ -199,7 +204,7 @@ fn open_copy(f: &OpenFile, key: u64, end: u64) -> Res<(i32, String)> {
 fn drop_copy(c: Copy) {
     // SAFETY: the descriptor is the Copy's own, closed exactly here.
     let fd = unsafe { OwnedFd::from_raw_fd(c.fd) };
-    if c.pid != state::my_pid() {
+    if c.pid != my_pid() {
         // Inherited through fork: the flock belongs to the parent's description too.
         return;
     }
@@ -236,11 +241,11 @@ pub fn map_shared(
         return Err(Errno(libc::EACCES));
     }
     let end = (off as u64).checked_add(len as u64).ok_or(Errno(libc::EOVERFLOW))?;
-    let me = state::my_pid();
+    let me = my_pid();
     let mut reg = MAPS.lock();
     let key = {
         let mut st = e.lock();
-        let f = state::file_of(e, &mut st)?;
+        let f = file_of(e, &mut st)?;
         let key = key_of(f);
         match reg.copies.get(&(key, me)) {
             Some(c) => {
@@ -270,7 +275,7 @@ pub fn map_shared(
     // The copy lives in shared memory, so MAP_SHARED is shared by every process of the node.
     let p = crate::real!(mmap(addr, len, prot, flags, copy.fd, off): fn(*mut libc::c_void, usize, libc::c_int, libc::c_int, libc::c_int, libc::off_t) -> *mut libc::c_void);
     if p == libc::MAP_FAILED {
-        let err = crate::guard::errno();
+        let err = crate::rt::errno::errno();
         if copy.maps == 0 {
             if let Some(c) = reg.copies.remove(&(key, me)) {
                 drop_copy(c);
@@ -295,7 +300,7 @@ pub fn map_shared(
         },
     );
     NMAPS.store(reg.maps.len(), Ordering::Relaxed);
-    crate::log::debug(format_args!(
+    crate::rt::log::debug(format_args!(
         "mmap shared {} [{off}, +{len}) at {p:?}",
         e.path.display()
     ));
@@ -312,7 +317,7 @@ fn write_back(reg: &Registry, m: &Mapping, from: u64, to: u64) -> Res<()> {
         return Ok(());
     };
     let e = &m.entry;
-    let me = state::my_pid();
+    let me = my_pid();
     let own = {
         let st = e.lock();
         st.file.is_some() && st.pid == me
@@ -321,7 +326,7 @@ fn write_back(reg: &Registry, m: &Mapping, from: u64, to: u64) -> Res<()> {
     let temp = if own {
         None
     } else {
-        match state::plfs()?.open(&e.path, OpenFlags::from_posix(libc::O_RDWR)?, 0, me) {
+        match plfs()?.open(&e.path, OpenFlags::from_posix(libc::O_RDWR)?, 0, me) {
             Ok(f) => Some(f),
             Err(err) if err.is_not_found() => return Ok(()),
             Err(err) => return Err(err.into()),
@@ -446,7 +451,7 @@ fn release_copy(reg: &mut Registry, key: (u64, u32)) {
 
 fn warn_back(e: &Entry, r: Res<()>) {
     if let Err(Errno(x)) = r {
-        crate::log::warn(format_args!(
+        crate::rt::log::warn(format_args!(
             "{}: writing back a shared mapping: {}",
             e.path.display(),
             std::io::Error::from_raw_os_error(x)
@@ -457,7 +462,7 @@ fn warn_back(e: &Entry, r: Res<()>) {
 /// munmap(2) of a range that may hold shared mappings of PLFS files: writes them back, unmaps,
 /// and lets go of copies nobody here maps any more. None: not ours, the caller unmaps.
 pub fn unmap(addr: *mut libc::c_void, len: usize) -> Option<libc::c_int> {
-    if NMAPS.load(Ordering::Relaxed) == 0 || state::foreign_child() {
+    if NMAPS.load(Ordering::Relaxed) == 0 || foreign_child() {
         return None;
     }
     let mut reg = MAPS.lock();
@@ -504,7 +509,7 @@ pub fn sync(addr: *mut libc::c_void, len: usize) -> Option<Res<()>> {
 
 /// Writes back every shared mapping (of the file behind `only`, if given): the file's last
 /// descriptor is being closed, or the process execs or exits.
-pub fn write_back_all(only: Option<state::Key>) {
+pub fn write_back_all(only: Option<Key>) {
     if NMAPS.load(Ordering::Relaxed) == 0 {
         return;
     }

@@ -9,8 +9,10 @@
 //!
 //! Format of the record: `{ "LDPLFS1\n" | kind u8 ('F','D','P') | flags i32 le | path bytes }`.
 
-use crate::guard::{Errno, Res};
-use crate::state::{self, Entry, Kind};
+use crate::fd::entry::{close_file, Entry, Kind};
+use crate::fd::table;
+use crate::rt::errno::{Errno, Res};
+use crate::rt::real::sys;
 use rustix::fd::{AsRawFd, IntoRawFd};
 use rustix::fs::{MemfdFlags, Mode, OFlags, SealFlags};
 use std::ffi::OsStr;
@@ -69,16 +71,16 @@ pub fn create(kind: Kind, flags: i32, path: &Path) -> Res<(i32, Arc<Entry>)> {
         0
     };
     let wraw = wfd.into_raw_fd();
-    let r = crate::real::sys::dup3(wraw, num, cloexec);
-    let _ = crate::real::sys::close(wraw);
+    let r = sys::dup3(wraw, num, cloexec);
+    let _ = sys::close(wraw);
     if let Err(e) = r {
-        let _ = crate::real::sys::close(num);
+        let _ = sys::close(num);
         return Err(e);
     }
-    let key = match crate::real::sys::fstat_key(num) {
+    let key = match sys::fstat_key(num) {
         Ok(k) => k,
         Err(e) => {
-            let _ = crate::real::sys::close(num);
+            let _ = sys::close(num);
             return Err(e);
         }
     };
@@ -87,9 +89,11 @@ pub fn create(kind: Kind, flags: i32, path: &Path) -> Res<(i32, Arc<Entry>)> {
         kind,
         path.to_path_buf(),
         flags & !(libc::O_CREAT | libc::O_EXCL | libc::O_TRUNC | libc::O_CLOEXEC),
+        // A new description: no other process has it yet, its position is ours to keep.
+        Some(0),
     ));
-    if let Some(orphan) = state::insert_fd(num, &entry) {
-        let _ = state::close_file(&mut orphan.lock());
+    if let Some(orphan) = table::insert_fd(num, &entry) {
+        let _ = close_file(&mut orphan.lock());
     }
     Ok((num, entry))
 }
@@ -118,18 +122,19 @@ fn read_record(fd: i32) -> Option<(Kind, i32, PathBuf)> {
     decode(&buf[..n])
 }
 
-/// Constructor: re-adopts every placeholder inherited through exec.
-pub fn adopt_all() {
+/// Initialisation: re-adopts every placeholder inherited through exec. Returns the adopted
+/// descriptor numbers.
+pub fn adopt_all() -> Vec<i32> {
     let Ok(dir) = rustix::fs::open(
         "/proc/self/fd",
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     ) else {
-        return;
+        return Vec::new();
     };
     let dirfd = dir.as_raw_fd();
     let Ok(mut d) = rustix::fs::Dir::read_from(&dir) else {
-        return;
+        return Vec::new();
     };
     let mut fds = Vec::new();
     while let Some(Ok(ent)) = d.read() {
@@ -144,20 +149,20 @@ pub fn adopt_all() {
     }
     drop(d);
     drop(dir);
+    let mut adopted = Vec::new();
     for fd in fds {
         let Some((kind, flags, path)) = read_record(fd) else {
             continue;
         };
-        let Ok(key) = crate::real::sys::fstat_key(fd) else {
+        let Ok(key) = sys::fstat_key(fd) else {
             continue;
         };
-        let entry = state::entry_for_key(key).unwrap_or_else(|| Arc::new(Entry::new(key, kind, path, flags)));
-        state::insert_fd(fd, &entry);
-        crate::log::debug(format_args!("adopted fd {fd} -> {}", entry.path.display()));
-        if fd <= 2 {
-            crate::stdio::std_stream_is_plfs(fd);
-        }
+        let entry = table::entry_for_key(key).unwrap_or_else(|| Arc::new(Entry::new(key, kind, path, flags, None)));
+        table::insert_fd(fd, &entry);
+        crate::rt::log::debug(format_args!("adopted fd {fd} -> {}", entry.path.display()));
+        adopted.push(fd);
     }
+    adopted
 }
 
 #[cfg(test)]

@@ -3,10 +3,16 @@
 //! dirfd, rewinddir, telldir and seekdir; scandir is implemented for PLFS paths because glibc's
 //! calls its own internal opendir.
 
-use crate::guard::{enter, run, Errno, Res};
-use crate::io::ours;
-use crate::paths::{classify_c, follow, Followed, Target};
-use crate::state::{self, ForkMutex, Kind};
+use crate::fd::conf::plfs;
+use crate::fd::entry::Kind;
+use crate::fd::paths::{classify_c, follow, Followed, Target};
+use crate::fd::placeholder;
+use crate::fd::table::ours;
+use crate::file::close::close_plfs;
+use crate::file::init::enter;
+use crate::rt::errno::{Errno, Res};
+use crate::rt::guard::run;
+use crate::rt::sync::ForkMutex;
 use libc::{c_char, c_int, c_long, c_void, dirent64, DIR};
 use plfs_core::FileKind;
 use std::collections::BTreeSet;
@@ -15,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Addresses of our DIR objects.
-pub static DIRS: ForkMutex<BTreeSet<usize>> = ForkMutex::new(BTreeSet::new());
+static DIRS: ForkMutex<BTreeSet<usize>> = ForkMutex::new(20, BTreeSet::new());
 static NDIRS: AtomicUsize = AtomicUsize::new(0);
 
 struct Item {
@@ -43,7 +49,7 @@ fn name_ino(dir: &Path, name: &[u8]) -> u64 {
 }
 
 fn list(p: &Path) -> Res<Vec<Item>> {
-    let entries = state::plfs()?.readdir(p)?;
+    let entries = plfs()?.readdir(p)?;
     let mut items = vec![
         Item {
             name: b".".to_vec(),
@@ -105,17 +111,17 @@ fn opendir_p(p: PathBuf) -> Res<*mut DIR> {
         Followed::Real(c) => {
             let d = crate::real!(opendir(c.as_ptr()): fn(*const c_char) -> *mut DIR);
             return if d.is_null() {
-                Err(Errno(crate::guard::errno()))
+                Err(Errno(crate::rt::errno::errno()))
             } else {
                 Ok(d)
             };
         }
     };
-    let (fd, _) = crate::placeholder::create(Kind::Dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, &p)?;
+    let (fd, _) = placeholder::create(Kind::Dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, &p)?;
     match register(fd, p) {
         Ok(d) => Ok(d),
         Err(e) => {
-            let _ = crate::open::close_plfs(fd);
+            let _ = close_plfs(fd);
             Err(e)
         }
     }
@@ -240,7 +246,7 @@ pub extern "C" fn closedir(d: *mut DIR) -> c_int {
             }
             // SAFETY: `f` came from Box::into_raw in `register` and is now unregistered.
             let fd = unsafe { Box::from_raw(f) }.fd;
-            return run(|| crate::open::close_plfs(fd).map(|()| 0));
+            return run(|| close_plfs(fd).map(|()| 0));
         }
     }
     crate::real!(closedir(d): fn(*mut DIR) -> c_int)

@@ -1,17 +1,19 @@
 //! Attributes of PLFS paths and descriptors: chmod/chown/utimes families, truncate, and
 //! extended attributes (ENOTSUP: PLFS has none; listxattr reports an empty list).
 
-use crate::guard::{enter, run, Errno, Res};
-use crate::io::ours;
-use crate::ns::path_call;
-use crate::paths::{classify_c, follow, Followed, Target};
-use crate::state;
+use crate::calls::ns::path_call;
+use crate::fd::conf;
+use crate::fd::paths::{classify_c, follow, Followed, Target};
+use crate::fd::table::ours;
+use crate::file::init::enter;
+use crate::rt::errno::{Errno, Res};
+use crate::rt::guard::run;
 use libc::{c_char, c_int, c_void, gid_t, mode_t, size_t, ssize_t, uid_t};
 use plfs_core::sys::TimeSpec;
 use std::path::PathBuf;
 
 fn plfs() -> Res<&'static plfs_core::Plfs> {
-    state::plfs()
+    conf::plfs()
 }
 
 /// Follows links unless `nofollow`; a link out of the mount is an error here (rare).

@@ -1,5 +1,6 @@
 //! Diagnostics of the preload library itself, off by default: `LDPLFS_LOG=warn|debug` prints
-//! one line per event to standard error through a raw write(2).
+//! one line per event to standard error through a raw write(2). The bottom of the library: it
+//! uses nothing else of it.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -22,7 +23,9 @@ fn level() -> u8 {
 }
 
 fn emit(tag: &str, msg: std::fmt::Arguments<'_>) {
-    let line = format!("ldplfs[{}]: {tag}: {msg}\n", crate::real::sys::getpid());
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::syscall(libc::SYS_getpid) };
+    let line = format!("ldplfs[{pid}]: {tag}: {msg}\n");
     // SAFETY: writes a valid buffer to fd 2 with a raw system call.
     unsafe { libc::syscall(libc::SYS_write, 2, line.as_ptr(), line.len()) };
 }

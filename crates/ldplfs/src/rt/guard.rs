@@ -1,41 +1,16 @@
-//! Reentrancy guard and the FFI boundary: every wrapper runs its PLFS logic through [`run`],
-//! which marks the thread busy (so calls libc makes on our behalf go straight to libc), turns
-//! `Err(errno)` into `-1`/NULL plus errno, and converts a panic into EIO instead of unwinding
-//! into C.
+//! Reentrancy guard and the FFI boundary: a wrapper that acts on a call marks the thread busy
+//! ([`enter`]), so calls libc makes on our behalf go straight to libc, and runs its PLFS logic
+//! through [`run`], which turns `Err(errno)` into `-1`/NULL plus errno and converts a panic into
+//! EIO instead of unwinding into C. (The interposers enter through `file::init::enter`, which
+//! also initialises the library at the first call.)
 
-use crate::real::Fail;
+use crate::rt::errno::{errno, set_errno, Errno, Fail, Res};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 thread_local! {
     /// True while this thread is inside the library's own logic.
     static BUSY: Cell<bool> = const { Cell::new(false) };
-}
-
-/// An errno value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Errno(pub i32);
-
-impl From<plfs_core::Error> for Errno {
-    fn from(e: plfs_core::Error) -> Self {
-        crate::log::debug(format_args!("{e}"));
-        Errno(e.raw_errno())
-    }
-}
-
-/// Result of the library's internal operations.
-pub type Res<T> = Result<T, Errno>;
-
-/// Reads errno.
-pub fn errno() -> i32 {
-    // SAFETY: __errno_location always returns this thread's errno slot.
-    unsafe { *libc::__errno_location() }
-}
-
-/// Sets errno.
-pub fn set_errno(e: i32) {
-    // SAFETY: __errno_location always returns this thread's errno slot.
-    unsafe { *libc::__errno_location() = e }
 }
 
 /// Marks the thread busy until dropped.
@@ -51,10 +26,7 @@ impl Drop for Busy {
 /// which case the caller must pass the call straight to libc.
 pub fn enter() -> Option<Busy> {
     match BUSY.try_with(|b| b.replace(true)) {
-        Ok(false) => {
-            crate::state::ready();
-            Some(Busy(()))
-        }
+        Ok(false) => Some(Busy(())),
         Ok(true) => None,
         Err(_) => None,
     }
@@ -116,7 +88,7 @@ pub fn run<R: Fail>(f: impl FnOnce() -> Res<R>) -> R {
             R::fail()
         }
         Err(_) => {
-            crate::log::warn(format_args!("internal error (panic) turned into EIO"));
+            crate::rt::log::warn(format_args!("internal error (panic) turned into EIO"));
             set_errno(libc::EIO);
             R::fail()
         }

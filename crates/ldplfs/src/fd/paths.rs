@@ -11,8 +11,9 @@
 //! canonical backend back to the logical path, so `cd /plfs/dir && ls` works without creating
 //! anything at the mount point.
 
-use crate::guard::{Errno, Res};
-use crate::state;
+use crate::fd::conf::{self, plfs};
+use crate::fd::table;
+use crate::rt::errno::{Errno, Res};
 use plfs_core::config::normalize_path;
 use plfs_core::FileKind;
 use std::ffi::{CStr, CString, OsStr};
@@ -59,7 +60,7 @@ fn under(path: &[u8], mount: &[u8]) -> bool {
 /// True if `p` (absolute, normalised) is under a mount point.
 pub fn is_mounted(p: &Path) -> bool {
     let b = p.as_os_str().as_bytes();
-    state::conf().is_some_and(|c| c.mounts.iter().any(|m| under(b, m)))
+    conf::conf().is_some_and(|c| c.mounts.iter().any(|m| under(b, m)))
 }
 
 fn needs_norm(b: &[u8]) -> bool {
@@ -67,7 +68,7 @@ fn needs_norm(b: &[u8]) -> bool {
 }
 
 fn classify_abs(b: &[u8]) -> Target {
-    let Some(c) = state::conf() else { return Target::Pass };
+    let Some(c) = conf::conf() else { return Target::Pass };
     if !needs_norm(b) {
         if c.mounts.iter().any(|m| under(b, m)) {
             return Target::Plfs(PathBuf::from(OsStr::from_bytes(b)));
@@ -111,7 +112,7 @@ fn join_classify(base: &Path, rel: &[u8], base_is_plfs: bool) -> Target {
 
 /// Classifies `path` relative to `dirfd` (AT_FDCWD or a descriptor).
 pub fn classify_at(dirfd: i32, path: &[u8]) -> Target {
-    if path.is_empty() || !state::enabled() {
+    if path.is_empty() || !conf::enabled() {
         return Target::Pass;
     }
     if path[0] == b'/' {
@@ -132,7 +133,7 @@ pub fn classify_at(dirfd: i32, path: &[u8]) -> Target {
         };
         return join_classify(&base, path, is_plfs);
     }
-    match state::lookup(dirfd) {
+    match table::lookup(dirfd) {
         Some(e) => join_classify(&e.path, path, true),
         None => classify_real_dirfd(dirfd, path),
     }
@@ -148,7 +149,7 @@ fn classify_real_dirfd(dirfd: i32, path: &[u8]) -> Target {
     if dirfd < 0 {
         return Target::Pass;
     }
-    let Some(c) = state::conf() else { return Target::Pass };
+    let Some(c) = conf::conf() else { return Target::Pass };
     if !path
         .split(|&b| b == b'/')
         .any(|comp| c.mount_names.binary_search_by(|m| m.as_slice().cmp(comp)).is_ok())
@@ -189,7 +190,7 @@ pub enum Followed {
 
 /// Follows symbolic links in the final component (up to 40), as stat/open do.
 pub fn follow(mut p: PathBuf) -> Res<Followed> {
-    let plfs = state::plfs()?;
+    let plfs = plfs()?;
     for _ in 0..40 {
         let st = match plfs.stat(&p) {
             Ok(st) => st,
@@ -219,7 +220,7 @@ fn relevant(c: &Cwd) -> bool {
     let Some(r) = &c.real else { return false };
     let rb = r.as_os_str().as_bytes();
     // Inside a mount point that also exists on disk, or above one.
-    state::conf().is_some_and(|conf| conf.mounts.iter().any(|m| under(m, rb) || under(rb, m)))
+    conf::conf().is_some_and(|conf| conf.mounts.iter().any(|m| under(m, rb) || under(rb, m)))
 }
 
 /// Reads the kernel cwd at start-up; a cwd inside a canonical backend directory means a logical
@@ -230,7 +231,7 @@ pub fn init_cwd() {
     };
     let real = PathBuf::from(OsStr::from_bytes(real.as_bytes()));
     let mut logical = None;
-    if let Some(c) = state::conf() {
+    if let Some(c) = conf::conf() {
         for (backend, mount) in &c.backends {
             if let Ok(rel) = real.strip_prefix(backend) {
                 logical = Some(if rel.as_os_str().is_empty() {

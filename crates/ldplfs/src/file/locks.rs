@@ -4,9 +4,10 @@
 //! This gives real cross-process exclusion on one node (ROMIO data sieving, OMPIO); processes
 //! on different nodes do not see each other's locks (see the README).
 
-use crate::guard::{Errno, Res};
-use crate::real::sys;
-use crate::state::{file_of, Entry, Kind};
+use crate::fd::entry::{bump_epoch, file_of, Entry, Kind};
+use crate::fd::table::publish_all;
+use crate::file::{io, shm};
+use crate::rt::errno::{Errno, Res};
 use libc::c_int;
 use std::os::unix::ffi::OsStrExt;
 
@@ -26,7 +27,7 @@ fn lock_fd(e: &Entry) -> Res<c_int> {
         return Ok(st.lock_fd);
     }
     let cpath = file_of(e, &mut st)?.container_path().as_os_str().as_bytes().to_vec();
-    let dir = crate::shm::private_dir()?;
+    let dir = shm::private_dir()?;
     let path = format!("{dir}/{:016x}.lock", fnv1a(&cpath));
     let fd = rustix::fs::open(
         path.as_str(),
@@ -56,8 +57,8 @@ pub fn fcntl_lock(e: &Entry, fd: c_int, cmd: c_int, arg: *mut libc::flock) -> Re
     let mut fl = unsafe { *arg };
     let base = match fl.l_whence as c_int {
         libc::SEEK_SET => 0,
-        libc::SEEK_CUR => sys::lseek(fd, 0, libc::SEEK_CUR)?,
-        libc::SEEK_END => crate::io::size_of(e)? as i64,
+        libc::SEEK_CUR => io::tell(e, fd)?,
+        libc::SEEK_END => io::size_of(e)? as i64,
         _ => return Err(Errno(libc::EINVAL)),
     };
     fl.l_start = fl.l_start.checked_add(base).ok_or(Errno(libc::EOVERFLOW))?;
@@ -76,18 +77,18 @@ pub fn fcntl_lock(e: &Entry, fd: c_int, cmd: c_int, arg: *mut libc::flock) -> Re
         // Publish our writes before another process can take the range: those to every file,
         // not only this one (SQLite locks the `-shm` file while it writes the `-wal` file, whose
         // frames the next holder of the lock reads).
-        crate::state::publish_all()?;
+        publish_all()?;
     }
     let r = crate::real!(fcntl(lfd, cmd, &mut fl as *mut libc::flock): fn(c_int, c_int, *mut libc::flock) -> c_int);
     if r < 0 {
-        return Err(Errno(crate::guard::errno()));
+        return Err(Errno(crate::rt::errno::errno()));
     }
     if cmd == libc::F_GETLK || cmd == libc::F_OFD_GETLK {
         // SAFETY: as above.
         unsafe { *arg = fl };
     } else if !unlock {
         // We now hold the range: see what the previous holder wrote.
-        crate::state::bump_epoch();
+        bump_epoch();
     }
     Ok(r)
 }

@@ -1,10 +1,13 @@
 //! Namespace calls on PLFS paths: unlink/remove/rename/mkdir/rmdir/link/symlink/readlink and
-//! access. Attributes are in [`crate::attrs`], the working directory in [`crate::cwd`].
+//! access. Attributes are in [`crate::calls::attrs`], the working directory in
+//! [`crate::calls::cwd`].
 //!
 
-use crate::guard::{enter, run, Errno, Res};
-use crate::paths::{classify_c, follow, Followed, Target};
-use crate::state;
+use crate::fd::conf;
+use crate::fd::paths::{classify_c, follow, Followed, Target};
+use crate::file::init::enter;
+use crate::rt::errno::{Errno, Res};
+use crate::rt::guard::run;
 use libc::{c_char, c_int, c_uint, mode_t, size_t, ssize_t};
 use plfs_core::FileKind;
 use std::ffi::CStr;
@@ -12,7 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 fn plfs() -> Res<&'static plfs_core::Plfs> {
-    state::plfs()
+    conf::plfs()
 }
 
 /// Calls `$plfs` for a PLFS path, the real function (with a substituted absolute path) for a
@@ -319,7 +322,7 @@ fn access_p(p: PathBuf, mode: c_int, nofollow: bool) -> Res<c_int> {
                 // SAFETY: a valid C string.
                 return match unsafe { libc::syscall(libc::SYS_access, c.as_ptr(), mode) } {
                     0 => Ok(0),
-                    _ => Err(Errno(crate::guard::errno())),
+                    _ => Err(Errno(crate::rt::errno::errno())),
                 };
             }
         }

@@ -17,35 +17,6 @@ pub fn resolve(slot: &AtomicUsize, name: &'static str) -> usize {
     p
 }
 
-/// The value a failed call returns (-1 or NULL); errno says why.
-pub trait Fail {
-    /// The failure value.
-    fn fail() -> Self;
-}
-impl Fail for i32 {
-    fn fail() -> Self {
-        -1
-    }
-}
-impl Fail for i64 {
-    fn fail() -> Self {
-        -1
-    }
-}
-impl Fail for isize {
-    fn fail() -> Self {
-        -1
-    }
-}
-impl Fail for () {
-    fn fail() -> Self {}
-}
-impl<T> Fail for *mut T {
-    fn fail() -> Self {
-        std::ptr::null_mut()
-    }
-}
-
 /// Calls the real libc function `name` with the given C signature:
 /// `real!(read(fd, buf, n): fn(c_int, *mut c_void, size_t) -> ssize_t)`.
 /// A symbol libc lacks fails with ENOSYS.
@@ -53,10 +24,10 @@ impl<T> Fail for *mut T {
 macro_rules! real {
     ($name:ident ($($arg:expr),* $(,)?) : fn($($t:ty),* $(,)?) -> $r:ty) => {{
         static SLOT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        match $crate::real::resolve(&SLOT, concat!(stringify!($name), "\0")) {
+        match $crate::rt::real::resolve(&SLOT, concat!(stringify!($name), "\0")) {
             0 => {
-                $crate::guard::set_errno(libc::ENOSYS);
-                <$r as $crate::real::Fail>::fail()
+                $crate::rt::errno::set_errno(libc::ENOSYS);
+                <$r as $crate::rt::errno::Fail>::fail()
             }
             p => {
                 // SAFETY: `p` is glibc's definition of this symbol, whose C prototype is the
@@ -71,11 +42,11 @@ macro_rules! real {
 
 /// Raw system calls on descriptors, returning `Err(errno)` on failure.
 pub mod sys {
-    use crate::guard::Errno;
+    use crate::rt::errno::{errno, Errno};
 
     fn check(r: libc::c_long) -> Result<libc::c_long, Errno> {
         if r < 0 {
-            Err(Errno(crate::guard::errno()))
+            Err(Errno(errno()))
         } else {
             Ok(r)
         }

@@ -1,17 +1,22 @@
 //! realpath and the working directory: chdir/fchdir into a PLFS directory, getcwd reporting the
 //! logical path.
 
-use crate::guard::{enter, run, Errno, Res};
-use crate::io::ours;
-use crate::paths::{self, classify_c, follow, Followed, Target};
-use crate::state::{self, Kind};
+use crate::calls::open::opened;
+use crate::fd::conf;
+use crate::fd::entry::Kind;
+use crate::fd::paths::{self, classify_c, follow, Followed, Target};
+use crate::fd::table::ours;
+use crate::file::init::enter;
+use crate::file::open::open_plfs;
+use crate::rt::errno::{Errno, Res};
+use crate::rt::guard::run;
 use libc::{c_char, c_int, size_t};
 use plfs_core::FileKind;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 fn plfs() -> Res<&'static plfs_core::Plfs> {
-    state::plfs()
+    conf::plfs()
 }
 
 /// Copies `s` into `buf` (or a malloc'd buffer when `buf` is NULL).
@@ -45,7 +50,7 @@ fn realpath_p(p: PathBuf, buf: *mut c_char) -> Res<*mut c_char> {
         Followed::Real(c) => {
             let r = crate::real!(realpath(c.as_ptr(), buf): fn(*const c_char, *mut c_char) -> *mut c_char);
             if r.is_null() {
-                Err(Errno(crate::guard::errno()))
+                Err(Errno(crate::rt::errno::errno()))
             } else {
                 Ok(r)
             }
@@ -95,7 +100,7 @@ fn chdir_p(p: PathBuf) -> Res<c_int> {
                     paths::set_real_cwd();
                     Ok(0)
                 }
-                _ => Err(Errno(crate::guard::errno())),
+                _ => Err(Errno(crate::rt::errno::errno())),
             }
         }
     };
@@ -121,7 +126,7 @@ pub unsafe extern "C" fn chdir(path: *const c_char) -> c_int {
             Target::Real(c) => crate::real!(chdir(c.as_ptr()): fn(*const c_char) -> c_int),
             Target::Pass => crate::real!(chdir(path): fn(*const c_char) -> c_int),
         };
-        if r == 0 && state::enabled() {
+        if r == 0 && conf::enabled() {
             paths::set_real_cwd();
         }
         return r;
@@ -140,7 +145,7 @@ pub extern "C" fn fchdir(fd: c_int) -> c_int {
             return run(|| chdir_p(e.path.clone()));
         }
         let r = crate::real!(fchdir(fd): fn(c_int) -> c_int);
-        if r == 0 && state::enabled() {
+        if r == 0 && conf::enabled() {
             paths::set_real_cwd();
         }
         return r;
@@ -222,7 +227,7 @@ fn fill_template<T>(tmpl: *mut c_char, suffix: c_int, mut make: impl FnMut(PathB
 
 fn mkstemp_p(tmpl: *mut c_char, suffix: c_int, flags: c_int) -> Res<c_int> {
     let flags = (flags & !libc::O_ACCMODE) | libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
-    fill_template(tmpl, suffix, |p| crate::open::open_plfs(p, flags, 0o600))
+    fill_template(tmpl, suffix, |p| open_plfs(p, flags, 0o600))
 }
 
 /// True if a template names a PLFS path.
@@ -241,7 +246,7 @@ macro_rules! mkstemp_names {
                     return run(|| mkstemp_p(tmpl, $suffix, $flags));
                 }
             }
-            crate::real!($name(tmpl $(, $a)*): fn(*mut c_char $(, $t)*) -> c_int)
+            opened(crate::real!($name(tmpl $(, $a)*): fn(*mut c_char $(, $t)*) -> c_int))
         }
     )*};
 }
@@ -272,7 +277,7 @@ pub unsafe extern "C" fn mkdtemp(tmpl: *mut c_char) -> *mut c_char {
         if plfs_template(tmpl) {
             return run(|| {
                 fill_template(tmpl, 0, |p| {
-                    state::plfs()?.mkdir(&p, 0o700)?;
+                    conf::plfs()?.mkdir(&p, 0o700)?;
                     Ok(tmpl)
                 })
             });

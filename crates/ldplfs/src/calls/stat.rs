@@ -2,10 +2,13 @@
 //! __xstat versioned names, statx) and statfs/statvfs, which report a plain ext2-type file
 //! system so ROMIO picks its generic UFS driver.
 
-use crate::guard::{enter, run, Errno, Res};
-use crate::io::ours;
-use crate::paths::{classify_c, follow, Followed, Target};
-use crate::state::{self, file_of, Entry, Kind};
+use crate::fd::conf::plfs;
+use crate::fd::entry::{file_of, Entry, Kind};
+use crate::fd::paths::{classify_c, follow, Followed, Target};
+use crate::fd::table::ours;
+use crate::file::init::enter;
+use crate::rt::errno::{Errno, Res};
+use crate::rt::guard::run;
 use libc::{c_char, c_int, c_uint};
 use plfs_core::{FileKind, Stat};
 use std::path::Path;
@@ -74,7 +77,7 @@ fn fill_statx(s: &Stat, out: *mut libc::statx) -> Res<()> {
 
 /// Attributes of an open PLFS descriptor.
 pub fn stat_entry(e: &Entry) -> Res<Stat> {
-    let plfs = state::plfs()?;
+    let plfs = plfs()?;
     match e.kind {
         Kind::File => {
             let mut st = e.lock();
@@ -95,7 +98,7 @@ enum PathStat {
 
 fn stat_path(p: &Path, nofollow: bool) -> Res<PathStat> {
     if nofollow {
-        return Ok(PathStat::Plfs(state::plfs()?.stat(p)?));
+        return Ok(PathStat::Plfs(plfs()?.stat(p)?));
     }
     match follow(p.to_path_buf())? {
         Followed::Plfs(_, Some(st)) => Ok(PathStat::Plfs(st)),
@@ -125,7 +128,7 @@ unsafe fn fstatat_impl(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, 
                         PathStat::Plfs(s) => fill_stat(&s, buf).map(|()| 0),
                         PathStat::Real(c) => match real_fstatat(libc::AT_FDCWD, c.as_ptr(), buf, flags) {
                             0 => Ok(0),
-                            _ => Err(Errno(crate::guard::errno())),
+                            _ => Err(Errno(crate::rt::errno::errno())),
                         },
                     })
                 }
@@ -218,7 +221,7 @@ pub unsafe extern "C" fn statx(
                             match crate::real!(statx(libc::AT_FDCWD, c.as_ptr(), flags, mask, buf): fn(c_int, *const c_char, c_int, c_uint, *mut libc::statx) -> c_int)
                             {
                                 0 => Ok(0),
-                                _ => Err(Errno(crate::guard::errno())),
+                                _ => Err(Errno(crate::rt::errno::errno())),
                             }
                         }
                     })
@@ -234,7 +237,7 @@ pub unsafe extern "C" fn statx(
 }
 
 fn vfs_of(p: &Path) -> Res<rustix::fs::StatVfs> {
-    Ok(state::plfs()?.statvfs(p)?)
+    Ok(plfs()?.statvfs(p)?)
 }
 
 fn fill_statfs(v: &rustix::fs::StatVfs, out: *mut libc::statfs) -> Res<c_int> {

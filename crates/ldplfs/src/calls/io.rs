@@ -1,91 +1,14 @@
 //! Data calls on PLFS descriptors: read/write and their positional and vector forms, lseek,
-//! truncate, sync, allocation hints, mmap, and the zero-copy calls that must fail so tools fall
-//! back to read/write.
-//!
-//! The file position is the placeholder's kernel offset: each read/write takes the entry's lock,
-//! reads the offset, does the PLFS I/O and stores the new offset.
+//! truncate, sync, allocation hints, and the zero-copy calls that must fail so tools fall back
+//! to read/write. The operations themselves are in [`crate::file::io`].
 
-use crate::guard::{enter, run, Errno, Res};
-use crate::real::sys;
-use crate::state::{self, file_of, Entry, Kind};
+use crate::fd::entry::{file_of, Entry, Kind};
+use crate::fd::table::ours;
+use crate::file::init::enter;
+use crate::file::io::{read_at, seek, sync_entry, write_at};
+use crate::rt::errno::{Errno, Res};
+use crate::rt::guard::run;
 use libc::{c_int, c_uint, c_void, iovec, off64_t, off_t, size_t, ssize_t};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-/// Set once the exit handler has closed every file: a late write then closes its file again.
-pub static AFTER_EXIT: AtomicBool = AtomicBool::new(false);
-
-fn check_read(e: &Entry) -> Res<()> {
-    match e.kind {
-        Kind::Dir => Err(Errno(libc::EISDIR)),
-        Kind::Path => Err(Errno(libc::EBADF)),
-        Kind::File if e.flags() & libc::O_ACCMODE == libc::O_WRONLY => Err(Errno(libc::EBADF)),
-        Kind::File => Ok(()),
-    }
-}
-
-fn check_write(e: &Entry) -> Res<()> {
-    match e.kind {
-        Kind::File if e.flags() & libc::O_ACCMODE != libc::O_RDONLY => Ok(()),
-        _ => Err(Errno(libc::EBADF)),
-    }
-}
-
-/// Reads at `at` (None: at the file position, which advances).
-pub fn read_at(e: &Entry, fd: i32, buf: &mut [u8], at: Option<u64>) -> Res<usize> {
-    check_read(e)?;
-    let mut st = e.lock();
-    let f = file_of(e, &mut st)?;
-    let epoch = state::EPOCH.load(Ordering::Relaxed);
-    if e.seen.swap(epoch, Ordering::Relaxed) != epoch {
-        f.refresh()?;
-    }
-    let off = match at {
-        Some(o) => o,
-        None => sys::lseek(fd, 0, libc::SEEK_CUR)? as u64,
-    };
-    let mut n = f.read(buf, off)?;
-    if n < buf.len() {
-        // At the end as we know it: look for what other processes wrote since we loaded the index.
-        f.refresh()?;
-        n += f.read(&mut buf[n..], off + n as u64)?;
-    }
-    if at.is_none() {
-        sys::lseek(fd, (off + n as u64) as i64, libc::SEEK_SET)?;
-    }
-    Ok(n)
-}
-
-/// Writes at `at` (None: at the file position, or the end with O_APPEND).
-pub fn write_at(e: &Entry, fd: i32, buf: &[u8], at: Option<u64>) -> Res<usize> {
-    check_write(e)?;
-    let mut st = e.lock();
-    let f = file_of(e, &mut st)?;
-    let n = match at {
-        Some(o) => f.write(buf, o)?,
-        None if e.flags() & libc::O_APPEND != 0 => {
-            let (o, n) = f.append(buf)?;
-            sys::lseek(fd, (o + n as u64) as i64, libc::SEEK_SET)?;
-            n
-        }
-        None => {
-            let o = sys::lseek(fd, 0, libc::SEEK_CUR)? as u64;
-            let n = f.write(buf, o)?;
-            sys::lseek(fd, (o + n as u64) as i64, libc::SEEK_SET)?;
-            n
-        }
-    };
-    if AFTER_EXIT.load(Ordering::Relaxed) {
-        state::close_file(&mut st)?;
-    }
-    Ok(n)
-}
-
-/// Logical size of an open file.
-pub fn size_of(e: &Entry) -> Res<u64> {
-    let mut st = e.lock();
-    Ok(file_of(e, &mut st)?.size()?)
-}
 
 fn slice_mut<'a>(buf: *mut c_void, n: size_t) -> Res<&'a mut [u8]> {
     if n == 0 {
@@ -155,15 +78,6 @@ fn off(o: i64) -> Res<Option<u64>> {
     }
 }
 
-/// Our entry for `fd` when the current thread may act on it.
-#[inline]
-pub fn ours(fd: c_int) -> Option<Arc<Entry>> {
-    if !state::maybe_ours(fd) {
-        return None;
-    }
-    state::lookup(fd)
-}
-
 macro_rules! fd_wrapper {
     ($(#[$m:meta])* fn $name:ident($fd:ident: c_int $(, $a:ident: $t:ty)*) -> $r:ty, |$e:ident| $body:expr) => {
         $(#[$m])*
@@ -226,44 +140,6 @@ fd_wrapper!(/// pwritev64v2.
     fn pwritev64v2(fd: c_int, v: *const iovec, c: c_int, o: off64_t, _fl: c_int) -> ssize_t,
     |e| Ok(writev_at(&e, fd, iovs(v, c)?, if o == -1 { None } else { off(o)? })? as ssize_t));
 
-/// lseek on a PLFS descriptor: SEEK_SET/SEEK_CUR move the placeholder offset; SEEK_END,
-/// SEEK_DATA and SEEK_HOLE use the logical size (the whole file is data).
-pub fn seek(e: &Entry, fd: i32, o: i64, whence: c_int) -> Res<i64> {
-    if e.kind == Kind::Path {
-        return Err(Errno(libc::EBADF));
-    }
-    let size = || -> Res<i64> {
-        if e.kind == Kind::Dir {
-            Ok(0)
-        } else {
-            Ok(size_of(e)? as i64)
-        }
-    };
-    let target = match whence {
-        libc::SEEK_SET | libc::SEEK_CUR => return sys::lseek(fd, o, whence),
-        libc::SEEK_END => size()?.checked_add(o).ok_or(Errno(libc::EOVERFLOW))?,
-        libc::SEEK_DATA | libc::SEEK_HOLE => {
-            let s = size()?;
-            if o < 0 {
-                return Err(Errno(libc::EINVAL));
-            }
-            if o >= s {
-                return Err(Errno(libc::ENXIO));
-            }
-            if whence == libc::SEEK_DATA {
-                o
-            } else {
-                s
-            }
-        }
-        _ => return Err(Errno(libc::EINVAL)),
-    };
-    if target < 0 {
-        return Err(Errno(libc::EINVAL));
-    }
-    sys::lseek(fd, target, libc::SEEK_SET)
-}
-
 fd_wrapper!(/// lseek(2).
     fn lseek(fd: c_int, o: off_t, w: c_int) -> off_t, |e| seek(&e, fd, o, w));
 fd_wrapper!(/// lseek64.
@@ -285,18 +161,6 @@ fd_wrapper!(/// ftruncate(2).
     fn ftruncate(fd: c_int, len: off_t) -> c_int, |e| ftrunc(&e, len));
 fd_wrapper!(/// ftruncate64.
     fn ftruncate64(fd: c_int, len: off64_t) -> c_int, |e| ftrunc(&e, len));
-
-/// fsync of an open PLFS file: data, then index records, are durable.
-pub fn sync_entry(e: &Entry) -> Res<c_int> {
-    if e.kind != Kind::File {
-        return Ok(0);
-    }
-    let mut st = e.lock();
-    file_of(e, &mut st)?.sync()?;
-    // A sync point (MPI_File_sync): later reads look for other processes' writes.
-    state::bump_epoch();
-    Ok(0)
-}
 
 fd_wrapper!(/// fsync(2): data then index records are durable.
     fn fsync(fd: c_int) -> c_int, |e| sync_entry(&e));
@@ -433,116 +297,4 @@ pub unsafe extern "C" fn tee(fi: c_int, fo: c_int, len: size_t, flags: c_uint) -
         }
     }
     crate::real!(tee(fi, fo, len, flags): fn(c_int, c_int, size_t, c_uint) -> ssize_t)
-}
-
-fn map_plfs(e: &Arc<Entry>, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, o: i64) -> Res<*mut c_void> {
-    if e.kind != Kind::File || o < 0 || len == 0 {
-        return Err(Errno(if e.kind == Kind::File {
-            libc::EINVAL
-        } else {
-            libc::ENODEV
-        }));
-    }
-    if flags & libc::MAP_SHARED != 0 {
-        // MAP_SHARED and MAP_SHARED_VALIDATE: the node's shared copy of the file.
-        return crate::shm::map_shared(e, addr, len, prot, flags, o);
-    }
-    check_read(e)?;
-    let anon = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | (flags & libc::MAP_FIXED);
-    // SAFETY: an anonymous private mapping; `addr` is honoured only with MAP_FIXED as the caller asked.
-    let p = unsafe { libc::mmap(addr, len, libc::PROT_READ | libc::PROT_WRITE, anon, -1, 0) };
-    if p == libc::MAP_FAILED {
-        return Err(Errno(crate::guard::errno()));
-    }
-    // SAFETY: `p` is a fresh writable mapping of `len` bytes.
-    let buf = unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) };
-    let mut st = e.lock();
-    let f = file_of(e, &mut st)?;
-    f.read(buf, o as u64)?;
-    // SAFETY: changes the protection of the mapping created above.
-    unsafe { libc::mprotect(p, len, prot) };
-    Ok(p)
-}
-
-/// mmap(2): a PLFS file maps as a private copy filled by read (MAP_PRIVATE), or as the node's
-/// shared copy of the file (MAP_SHARED, see [`crate::shm`]).
-#[no_mangle]
-pub unsafe extern "C" fn mmap(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    o: off_t,
-) -> *mut c_void {
-    if fd >= 0 {
-        if let Some(_busy) = enter() {
-            if let Some(e) = ours(fd) {
-                return match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    map_plfs(&e, addr, len, prot, flags, o)
-                })) {
-                    Ok(Ok(p)) => p,
-                    Ok(Err(Errno(x))) => {
-                        crate::guard::set_errno(x);
-                        libc::MAP_FAILED
-                    }
-                    Err(_) => {
-                        crate::guard::set_errno(libc::EIO);
-                        libc::MAP_FAILED
-                    }
-                };
-            }
-        }
-    }
-    crate::real!(mmap(addr, len, prot, flags, fd, o): fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void)
-}
-
-/// mmap64.
-#[no_mangle]
-pub unsafe extern "C" fn mmap64(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    o: off64_t,
-) -> *mut c_void {
-    // SAFETY: same contract as mmap (off_t is 64-bit on the supported targets).
-    unsafe { mmap(addr, len, prot, flags, fd, o) }
-}
-
-/// munmap(2): shared mappings of PLFS files are written back first.
-#[no_mangle]
-pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
-    if crate::shm::active() {
-        if let Some(_busy) = enter() {
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::shm::unmap(addr, len))) {
-                Ok(Some(r)) => return r,
-                Ok(None) => {}
-                Err(_) => crate::log::warn(format_args!("internal error (panic) in munmap")),
-            }
-        }
-    }
-    crate::real!(munmap(addr, len): fn(*mut c_void, size_t) -> c_int)
-}
-
-/// msync(2): shared mappings of PLFS files are written back to PLFS.
-#[no_mangle]
-pub unsafe extern "C" fn msync(addr: *mut c_void, len: size_t, flags: c_int) -> c_int {
-    if crate::shm::active() {
-        if let Some(_busy) = enter() {
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| crate::shm::sync(addr, len))) {
-                Ok(Some(Err(Errno(x)))) => {
-                    crate::guard::set_errno(x);
-                    return -1;
-                }
-                Ok(_) => {}
-                Err(_) => {
-                    crate::guard::set_errno(libc::EIO);
-                    return -1;
-                }
-            }
-        }
-    }
-    crate::real!(msync(addr, len, flags): fn(*mut c_void, size_t, c_int) -> c_int)
 }

@@ -1,0 +1,373 @@
+//! Process boundaries: exec (close this image's files so their droppings are written; the new
+//! image re-adopts inherited placeholders), posix_spawn/system/popen (make our writes visible
+//! to the child first), and exit (close everything, also on `_exit` after fork).
+
+use crate::fd::conf::{enabled, foreign_child};
+use crate::fd::{entry, table};
+use crate::file::init::enter;
+use crate::file::{io, shm};
+use libc::{c_char, c_int, pid_t};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Before an exec: a vfork child only flushes (its memory is the parent's); a process of its own
+/// closes its files, which the new image reopens through the inherited placeholders.
+fn before_exec() {
+    if let Some(_busy) = enter() {
+        if !enabled() {
+            return;
+        }
+        let _ = std::panic::catch_unwind(|| {
+            // The new image reads the file positions from the kernel offsets.
+            table::share_positions();
+            if foreign_child() {
+                table::flush_all();
+            } else {
+                // Mappings vanish at exec: what they hold goes to PLFS first.
+                shm::write_back_all(None);
+                table::close_all();
+            }
+        });
+    }
+}
+
+/// Before starting a child that shares nothing but descriptors: make our writes visible to it.
+fn before_spawn() {
+    if let Some(_busy) = enter() {
+        if enabled() {
+            let _ = std::panic::catch_unwind(table::flush_all);
+            // The child shares the open file descriptions.
+            let _ = std::panic::catch_unwind(table::share_positions);
+        }
+    }
+}
+
+type Argv = *const *const c_char;
+
+/// execve(2).
+#[no_mangle]
+pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    before_exec();
+    crate::real!(execve(path, argv, envp): fn(*const c_char, Argv, Argv) -> c_int)
+}
+/// execv(3).
+#[no_mangle]
+pub unsafe extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
+    before_exec();
+    crate::real!(execv(path, argv): fn(*const c_char, Argv) -> c_int)
+}
+/// execvp(3).
+#[no_mangle]
+pub unsafe extern "C" fn execvp(file: *const c_char, argv: Argv) -> c_int {
+    before_exec();
+    crate::real!(execvp(file, argv): fn(*const c_char, Argv) -> c_int)
+}
+/// execvpe(3).
+#[no_mangle]
+pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
+    before_exec();
+    crate::real!(execvpe(file, argv, envp): fn(*const c_char, Argv, Argv) -> c_int)
+}
+/// fexecve(3).
+#[no_mangle]
+pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
+    before_exec();
+    crate::real!(fexecve(fd, argv, envp): fn(c_int, Argv, Argv) -> c_int)
+}
+/// execveat(2).
+#[no_mangle]
+pub unsafe extern "C" fn execveat(dirfd: c_int, path: *const c_char, argv: Argv, envp: Argv, flags: c_int) -> c_int {
+    before_exec();
+    crate::real!(execveat(dirfd, path, argv, envp, flags): fn(c_int, *const c_char, Argv, Argv, c_int) -> c_int)
+}
+
+// ---------------------------------------------------------------- the variadic exec calls
+
+/// The real function behind execl (0), execle (1) or execlp (2), after [`before_exec`]; a
+/// function failing with ENOSYS if libc lacks it.
+extern "C" fn variadic_exec(which: usize) -> usize {
+    before_exec();
+    static SLOTS: [AtomicUsize; 3] = [const { AtomicUsize::new(0) }; 3];
+    const NAMES: [&str; 3] = ["execl\0", "execle\0", "execlp\0"];
+    match crate::rt::real::resolve(&SLOTS[which % 3], NAMES[which % 3]) {
+        0 => no_such_function as *const () as usize,
+        p => p,
+    }
+}
+
+extern "C" fn no_such_function() -> c_int {
+    crate::rt::errno::set_errno(libc::ENOSYS);
+    -1
+}
+
+/// Defines a variadic exec call as a trampoline: stable Rust cannot define a C-variadic
+/// function, and glibc builds the argument vector and calls its internal execve, which no
+/// interposer sees. The trampoline saves the argument registers, calls [`variadic_exec`]
+/// (which runs [`before_exec`] and returns the real function), restores them and jumps to the
+/// real function; the arguments passed on the stack are never touched, so any number of them
+/// reaches it.
+macro_rules! variadic_exec {
+    ($(#[$m:meta])* $name:ident = $which:literal) => {
+        $(#[$m])*
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char, arg0: *const c_char) -> c_int {
+            // x86_64: six integer argument registers, and %al (vector registers used by a
+            // variadic call). Seven pushes keep the stack 16-byte aligned for the call.
+            #[cfg(target_arch = "x86_64")]
+            std::arch::naked_asm!(
+                "push rdi", "push rsi", "push rdx", "push rcx", "push r8", "push r9", "push rax",
+                "mov edi, {which}",
+                "call {hook}",
+                "mov r11, rax",
+                "pop rax", "pop r9", "pop r8", "pop rcx", "pop rdx", "pop rsi", "pop rdi",
+                "jmp r11",
+                which = const $which,
+                hook = sym variadic_exec,
+            );
+            // aarch64: eight argument registers, the frame pointer and the link register.
+            #[cfg(target_arch = "aarch64")]
+            std::arch::naked_asm!(
+                "stp x29, x30, [sp, #-80]!",
+                "mov x29, sp",
+                "stp x0, x1, [sp, #16]",
+                "stp x2, x3, [sp, #32]",
+                "stp x4, x5, [sp, #48]",
+                "stp x6, x7, [sp, #64]",
+                "mov x0, #{which}",
+                "bl {hook}",
+                "mov x16, x0",
+                "ldp x0, x1, [sp, #16]",
+                "ldp x2, x3, [sp, #32]",
+                "ldp x4, x5, [sp, #48]",
+                "ldp x6, x7, [sp, #64]",
+                "ldp x29, x30, [sp], #80",
+                "br x16",
+                which = const $which,
+                hook = sym variadic_exec,
+            );
+        }
+    };
+}
+
+variadic_exec!(/// execl(3): `execl(path, arg0, ..., NULL)`.
+    execl = 0);
+variadic_exec!(/// execle(3): `execle(path, arg0, ..., NULL, envp)`.
+    execle = 1);
+variadic_exec!(/// execlp(3): `execlp(file, arg0, ..., NULL)`.
+    execlp = 2);
+
+/// The real vfork (or `__vfork`, `which` 1) after the positions kept in this process were
+/// written to the kernel offsets: the child shares the open file descriptions, and what it
+/// execs reads the positions from them. (In the child itself nothing can be fixed: it may have
+/// closed the descriptor we know and kept only a dup2 of it, which it does not tell us about.)
+extern "C" fn before_vfork(which: usize) -> usize {
+    if let Some(_busy) = enter() {
+        if enabled() {
+            let _ = std::panic::catch_unwind(table::share_positions);
+        }
+    }
+    static SLOTS: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+    const NAMES: [&str; 2] = ["vfork\0", "__vfork\0"];
+    match crate::rt::real::resolve(&SLOTS[which % 2], NAMES[which % 2]) {
+        0 => no_such_function as *const () as usize,
+        p => p,
+    }
+}
+
+/// Defines vfork as a trampoline: a wrapper cannot call the real vfork and return (the child
+/// would run on, and the parent then return through, one stack frame), so it calls
+/// [`before_vfork`] and jumps to the real vfork, which returns straight to the caller, twice.
+macro_rules! vfork_trampoline {
+    ($(#[$m:meta])* $name:ident = $which:literal) => {
+        $(#[$m])*
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name() -> pid_t {
+            #[cfg(target_arch = "x86_64")]
+            std::arch::naked_asm!(
+                "sub rsp, 8",
+                "mov edi, {which}",
+                "call {hook}",
+                "add rsp, 8",
+                "jmp rax",
+                which = const $which,
+                hook = sym before_vfork,
+            );
+            #[cfg(target_arch = "aarch64")]
+            std::arch::naked_asm!(
+                "stp x29, x30, [sp, #-16]!",
+                "mov x29, sp",
+                "mov x0, #{which}",
+                "bl {hook}",
+                "mov x16, x0",
+                "ldp x29, x30, [sp], #16",
+                "br x16",
+                which = const $which,
+                hook = sym before_vfork,
+            );
+        }
+    };
+}
+
+vfork_trampoline!(/// vfork(2).
+    vfork = 0);
+vfork_trampoline!(/// glibc alias of vfork.
+    __vfork = 1);
+
+/// posix_spawn(3).
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawn(
+    pid: *mut pid_t,
+    path: *const c_char,
+    fa: *const libc::posix_spawn_file_actions_t,
+    attr: *const libc::posix_spawnattr_t,
+    argv: Argv,
+    envp: Argv,
+) -> c_int {
+    before_spawn();
+    crate::real!(posix_spawn(pid, path, fa, attr, argv, envp): fn(*mut pid_t, *const c_char, *const libc::posix_spawn_file_actions_t, *const libc::posix_spawnattr_t, Argv, Argv) -> c_int)
+}
+/// posix_spawnp(3).
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawnp(
+    pid: *mut pid_t,
+    file: *const c_char,
+    fa: *const libc::posix_spawn_file_actions_t,
+    attr: *const libc::posix_spawnattr_t,
+    argv: Argv,
+    envp: Argv,
+) -> c_int {
+    before_spawn();
+    crate::real!(posix_spawnp(pid, file, fa, attr, argv, envp): fn(*mut pid_t, *const c_char, *const libc::posix_spawn_file_actions_t, *const libc::posix_spawnattr_t, Argv, Argv) -> c_int)
+}
+/// system(3).
+#[no_mangle]
+pub unsafe extern "C" fn system(cmd: *const c_char) -> c_int {
+    before_spawn();
+    crate::real!(system(cmd): fn(*const c_char) -> c_int)
+}
+/// popen(3).
+#[no_mangle]
+pub unsafe extern "C" fn popen(cmd: *const c_char, mode: *const c_char) -> *mut libc::FILE {
+    before_spawn();
+    crate::real!(popen(cmd, mode): fn(*const c_char, *const c_char) -> *mut libc::FILE)
+}
+
+/// Closes every file of this process at exit; later writes reopen and close again.
+pub fn at_exit() {
+    if let Some(_busy) = enter() {
+        if !enabled() || foreign_child() {
+            return;
+        }
+        let _ = std::panic::catch_unwind(|| {
+            // Streams first: their buffers may hold data for PLFS files.
+            // SAFETY: flushing every stream is always valid.
+            unsafe { libc::fflush(std::ptr::null_mut()) };
+            shm::write_back_all(None);
+            table::close_all();
+            io::AFTER_EXIT.store(true, Ordering::Relaxed);
+        });
+    }
+}
+
+/// _exit(2): a forked child often leaves this way; its writes must still be recorded.
+#[no_mangle]
+pub extern "C" fn _exit(status: c_int) -> ! {
+    at_exit_raw();
+    crate::real!(_exit(status): fn(c_int) -> ());
+    // SAFETY: terminates the process.
+    unsafe { libc::syscall(libc::SYS_exit_group, status) };
+    unreachable!("exit_group returned")
+}
+
+/// _Exit(2).
+#[no_mangle]
+pub extern "C" fn _Exit(status: c_int) -> ! {
+    _exit(status)
+}
+
+/// Like [`at_exit`] without flushing stdio (`_exit` must not flush streams).
+fn at_exit_raw() {
+    if let Some(_busy) = enter() {
+        if !enabled() || foreign_child() {
+            return;
+        }
+        let _ = std::panic::catch_unwind(|| {
+            shm::write_back_all(None);
+            table::close_all();
+        });
+    }
+}
+
+macro_rules! wait_wrapper {
+    ($($(#[$m:meta])* fn $name:ident($($a:ident: $t:ty),*) -> $r:ty;)*) => {$(
+        $(#[$m])*
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> $r {
+            let r = crate::real!($name($($a),*): fn($($t),*) -> $r);
+            // A child finished: its writes must be visible to our next reads.
+            entry::bump_epoch();
+            r
+        }
+    )*};
+}
+
+wait_wrapper! {
+    /// wait(2).
+    fn wait(st: *mut c_int) -> pid_t;
+    /// waitpid(2).
+    fn waitpid(pid: pid_t, st: *mut c_int, o: c_int) -> pid_t;
+    /// wait3(2).
+    fn wait3(st: *mut c_int, o: c_int, ru: *mut libc::rusage) -> pid_t;
+    /// wait4(2).
+    fn wait4(pid: pid_t, st: *mut c_int, o: c_int, ru: *mut libc::rusage) -> pid_t;
+    /// waitid(2).
+    fn waitid(t: libc::idtype_t, id: libc::id_t, info: *mut libc::siginfo_t, o: c_int) -> c_int;
+}
+
+/// daemon(3): glibc dup2s /dev/null onto 0, 1 and 2 with internal calls that do not reach our
+/// dup2, so the table doubts its descriptors afterwards (each is checked at its next use).
+#[no_mangle]
+pub extern "C" fn daemon(nochdir: c_int, noclose: c_int) -> c_int {
+    let r = crate::real!(daemon(nochdir, noclose): fn(c_int, c_int) -> c_int);
+    table::doubt();
+    r
+}
+
+/// login_tty(3): dup2s the terminal onto 0, 1 and 2 internally (see [`daemon`]).
+#[no_mangle]
+pub extern "C" fn login_tty(fd: c_int) -> c_int {
+    let r = crate::real!(login_tty(fd): fn(c_int) -> c_int);
+    table::doubt();
+    r
+}
+
+/// forkpty(3): the child runs login_tty internally (see [`daemon`]).
+#[no_mangle]
+pub unsafe extern "C" fn forkpty(
+    master: *mut c_int,
+    name: *mut c_char,
+    termp: *const libc::termios,
+    winp: *const libc::winsize,
+) -> pid_t {
+    let r = crate::real!(forkpty(master, name, termp, winp): fn(*mut c_int, *mut c_char, *const libc::termios, *const libc::winsize) -> pid_t);
+    table::doubt();
+    r
+}
+
+extern "C" fn constructor() {
+    // Initialises (configuration, adoption of inherited placeholders, cwd) before main.
+    let _busy = enter();
+}
+
+extern "C" fn destructor() {
+    at_exit();
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = constructor;
+
+#[used]
+#[link_section = ".fini_array"]
+static DESTRUCTOR: extern "C" fn() = destructor;

@@ -1,0 +1,12 @@
+//! The descriptor table: which descriptors and paths are PLFS's. [`conf`] (the configuration,
+//! the PLFS instance, the pid), [`entry`] (one open PLFS file), [`table`] (descriptor numbers to
+//! entries), [`placeholder`] (the memfd behind each PLFS descriptor, adoption after exec),
+//! [`paths`] (which paths are under a mount point; the working directory), [`fork`] (the
+//! pthread_atfork handlers). Uses only `rt`.
+
+pub mod conf;
+pub mod entry;
+pub mod fork;
+pub mod paths;
+pub mod placeholder;
+pub mod table;

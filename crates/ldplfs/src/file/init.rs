@@ -1,0 +1,40 @@
+//! Initialisation, and the entry of every interposer: [`enter`] marks the thread busy (the
+//! reentrancy guard) and initialises the library at the first call, whichever comes first: the
+//! constructor or an interposed call made before it (by another library's constructor).
+
+use crate::fd::{conf, fork, paths, placeholder};
+use crate::file::streams::std_stream_is_plfs;
+use crate::rt::guard::{self, Busy};
+use std::sync::Once;
+
+static INIT: Once = Once::new();
+
+/// One-time initialisation: pid, configuration, fork handlers, working directory, and the
+/// placeholders inherited through exec (standard streams on them become cookie streams).
+fn ready() {
+    INIT.call_once(|| {
+        conf::set_pid();
+        // A panic here must neither unwind into C nor poison the Once (every later call would
+        // panic): the library then simply knows less (no adoption, no cwd).
+        let _ = std::panic::catch_unwind(|| {
+            if conf::conf().is_none() {
+                return;
+            }
+            fork::install();
+            paths::init_cwd();
+            for fd in placeholder::adopt_all() {
+                if fd <= 2 {
+                    std_stream_is_plfs(fd);
+                }
+            }
+        });
+    });
+}
+
+/// Enters the library: None when this thread is already inside it (or is being torn down), in
+/// which case the caller must pass the call straight to libc.
+pub fn enter() -> Option<Busy> {
+    let busy = guard::enter()?;
+    ready();
+    Some(busy)
+}

@@ -1,0 +1,101 @@
+//! Opening PLFS files and the bookkeeping of new descriptors: a placeholder for each open,
+//! dups registered for the entry they copy, and the standard streams pointed at a cookie stream
+//! when descriptor 0, 1 or 2 becomes a PLFS file.
+
+use crate::fd::conf::{foreign_child, my_pid, plfs};
+use crate::fd::entry::Kind;
+use crate::fd::paths::{follow, Followed};
+use crate::fd::placeholder;
+use crate::fd::table::{self, ours};
+use crate::file::close::{forget, kernel_gave, release};
+use crate::file::streams::std_stream_is_plfs;
+use crate::rt::errno::{Errno, Res};
+use libc::{c_char, c_int, c_uint};
+use plfs_core::{FileKind, OpenFlags};
+use std::path::PathBuf;
+
+/// Opens a logical path (already classified as PLFS). Returns the placeholder descriptor.
+pub fn open_plfs(p: PathBuf, flags: c_int, mode: c_uint) -> Res<c_int> {
+    if flags & libc::O_TMPFILE == libc::O_TMPFILE {
+        return Err(Errno(libc::EOPNOTSUPP));
+    }
+    let plfs = plfs()?;
+    let (p, st) = if flags & libc::O_NOFOLLOW != 0 {
+        match plfs.stat(&p) {
+            Ok(st) if st.kind == FileKind::Symlink && flags & libc::O_PATH == 0 => return Err(Errno(libc::ELOOP)),
+            Ok(st) => (p, Some(st)),
+            Err(e) if e.is_not_found() => (p, None),
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        match follow(p)? {
+            Followed::Plfs(p, st) => (p, st),
+            Followed::Real(c) => {
+                let fd = crate::real!(open(c.as_ptr(), flags, mode): fn(*const c_char, c_int, c_uint) -> c_int);
+                if fd < 0 {
+                    return Err(Errno(crate::rt::errno::errno()));
+                }
+                kernel_gave(fd);
+                return Ok(fd);
+            }
+        }
+    };
+    let acc = flags & libc::O_ACCMODE;
+    let excl = flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0;
+    let kind = match st.map(|s| s.kind) {
+        None if flags & libc::O_CREAT == 0 => return Err(Errno(libc::ENOENT)),
+        None if flags & libc::O_DIRECTORY != 0 => return Err(Errno(libc::EINVAL)),
+        None => Kind::File,
+        Some(_) if excl => return Err(Errno(libc::EEXIST)),
+        Some(FileKind::Dir) => {
+            if acc != libc::O_RDONLY && flags & libc::O_PATH == 0 {
+                return Err(Errno(libc::EISDIR));
+            }
+            Kind::Dir
+        }
+        Some(_) if flags & libc::O_DIRECTORY != 0 => return Err(Errno(libc::ENOTDIR)),
+        Some(_) if flags & libc::O_PATH != 0 => Kind::Path,
+        Some(FileKind::Symlink) => return Err(Errno(libc::ELOOP)),
+        Some(FileKind::File) => Kind::File,
+    };
+    let file = if kind == Kind::File {
+        let of = OpenFlags::from_posix(flags)?;
+        Some(plfs.open(&p, of, mode & 0o7777, my_pid())?)
+    } else {
+        None
+    };
+    let (fd, entry) = placeholder::create(kind, flags, &p)?;
+    if let Some(f) = file {
+        let mut st = entry.lock();
+        st.file = Some(f);
+        st.pid = my_pid();
+    }
+    if fd <= 2 {
+        std_stream_is_plfs(fd);
+    }
+    crate::rt::log::debug(format_args!("open {} flags {flags:#o} -> fd {fd}", p.display()));
+    Ok(fd)
+}
+
+/// Bookkeeping after the kernel made `new` a copy of `old`: `onto` for dup2/dup3 (which closed
+/// what `new` was), false for dup/F_DUPFD (the kernel chose a free number).
+pub fn dup_done(old: c_int, new: c_int, onto: bool) {
+    if foreign_child() {
+        return;
+    }
+    if onto {
+        if table::maybe_ours(new) {
+            let _ = forget(new);
+        }
+    } else {
+        kernel_gave(new);
+    }
+    if let Some(e) = ours(old) {
+        if let Some(orphan) = table::insert_fd(new, &e) {
+            let _ = release(orphan);
+        }
+        if new <= 2 {
+            std_stream_is_plfs(new);
+        }
+    }
+}

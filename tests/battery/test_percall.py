@@ -1,0 +1,95 @@
+"""Per-call cost of the preload (issue 14), asserted as system-call counts: a count per operation
+does not move with the machine's load, unlike a time. `strace -f -c` counts every system call of
+a command (start-up included) into a plain file and into a PLFS file, both under the preload;
+the PLFS run may make at most a fixed factor more. The data written and read is checked against
+the plain copy. Also checked here: the file position, kept in the process while nobody else
+shares the descriptor, behaves as the kernel's would (dups, lseek errors, exec through the
+variadic execl family, descriptors closed behind the library's back)."""
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import md5_plain
+
+BLOCKS = 2000
+
+
+def syscalls(fs, argv):
+    """(total, {name: count}, stdout) of the system calls of `argv` and its children, run under
+    the preload (strace itself runs without it)."""
+    assert shutil.which("strace"), "strace is needed (scripts/install-deps.sh installs it)"
+    env = {k: v for k, v in fs.env.items() if k != "LD_PRELOAD"}
+    with tempfile.NamedTemporaryFile(prefix="strace-", dir=fs.root) as out:
+        r = subprocess.run(
+            ["strace", "-f", "-c", "-o", out.name, "-E", f"LD_PRELOAD={fs.env['LD_PRELOAD']}"] + [str(a) for a in argv],
+            env=env, check=True, capture_output=True,
+        )
+        text = Path(out.name).read_text()
+    total, table = None, {}
+    for line in text.splitlines():
+        f = line.split()
+        # "% time  seconds  usecs/call  calls  [errors]  syscall"
+        if len(f) >= 5 and f[0].replace(".", "").isdigit() and f[3].isdigit():
+            if f[-1] == "total":
+                total = int(f[3])
+            else:
+                table[f[-1]] = int(f[3])
+    assert total, text
+    return total, table, r.stdout.decode()
+
+
+@pytest.mark.parametrize("method", ["preload"])
+def test_dd_4k_write_within_125_percent_of_plain(fs):
+    dd = ["dd", "if=/dev/zero", "bs=4k", f"count={BLOCKS}", "status=none"]
+    plain, _, _ = syscalls(fs, dd + [f"of={fs.plain}/dd.bin"])
+    plfs, calls, _ = syscalls(fs, dd + [f"of={fs.mount}/dd.bin"])
+    print(f"dd bs=4k count={BLOCKS}: {plain} system calls into a plain file, {plfs} into PLFS")
+    assert plfs <= 1.25 * plain, f"{plfs} system calls into PLFS vs {plain} into a plain file: {calls}"
+    # Nothing per write but the data: no position or validation call per block.
+    for name in ("lseek", "fstat", "newfstatat", "statx"):
+        assert calls.get(name, 0) < BLOCKS // 10, f"{calls.get(name)} {name} calls for {BLOCKS} writes"
+    assert fs.md5(fs.mount / "dd.bin") == md5_plain(fs.plain / "dd.bin")
+    assert fs.backend_files("dd.bin/**/data.*"), "the writes did not reach a PLFS data log"
+
+
+@pytest.mark.parametrize("method", ["preload"])
+def test_cat_within_150_percent_of_plain(fs):
+    # 80 MB written in 4 KiB records (20,000 index records), read back by cat.
+    fs.sh(f"dd if=/dev/urandom of={fs.plain}/src.bin bs=4k count=20000 status=none")
+    fs.sh(f"dd if={fs.plain}/src.bin of={fs.mount}/src.bin bs=4k status=none")
+    # Into a pipe (a plain file as the output would let cat use copy_file_range from a plain
+    # input, which a PLFS file refuses: read/write is what is compared).
+    plain, _, want = syscalls(fs, ["sh", "-c", f"cat {fs.plain}/src.bin | md5sum"])
+    plfs, calls, got = syscalls(fs, ["sh", "-c", f"cat {fs.mount}/src.bin | md5sum"])
+    print(f"cat of 80 MB into md5sum: {plain} system calls from a plain file, {plfs} from PLFS")
+    assert plfs <= 1.5 * plain, f"{plfs} system calls from PLFS vs {plain} from a plain file: {calls}"
+    assert got == want and want.split()[0] == md5_plain(fs.plain / "src.bin")
+
+
+@pytest.mark.parametrize("method", ["preload"])
+def test_positions_exec_chain_and_descriptors_closed_behind_our_back(fs, progs):
+    (fs.plain / "ref").mkdir()
+    (fs.plain / "real").mkdir()
+    r = subprocess.run([progs["positions"], fs.plain / "ref", fs.plain / "real"], capture_output=True, text=True)
+    assert r.stdout == "OK\n", r.stdout + r.stderr
+    fs.sh(f"mkdir {fs.mount}/pos")
+    r = fs.run([progs["positions"], fs.mount / "pos", fs.plain / "real"], check=False, text=True)
+    assert r.returncode == 0 and r.stdout == "OK\n", r.stdout + r.stderr
+    for name in ("pos.bin", "chain.bin", "raw1.bin", "raw2.bin"):
+        assert fs.md5(fs.mount / "pos" / name) == md5_plain(fs.plain / "ref" / name), name
+    assert fs.backend_files("pos/chain.bin/**/data.*"), "the exec chain did not write PLFS"
+
+
+@pytest.mark.parametrize("method", ["preload"])
+def test_shared_descriptor_position_across_processes(fs):
+    # One description shared by the shell and its children (adopted after exec): every reader
+    # continues where the previous one stopped, short reads at the end give the rest back.
+    fs.sh(f"seq 1 20000 > {fs.plain}/in.txt; cp {fs.plain}/in.txt {fs.mount}/in.txt")
+    script = "{{ read -r a; head -c 7; echo \"[$a]\"; cat; head -c 5; echo end; }} < {d}/in.txt > {o}/out.txt"
+    fs.sh(script.format(d=fs.plain, o=fs.plain))
+    fs.sh(script.format(d=fs.mount, o=fs.mount))
+    assert fs.md5(fs.mount / "out.txt") == md5_plain(fs.plain / "out.txt")
