@@ -8,7 +8,7 @@ CARGO ?= cargo
 PYTHON ?= python3
 RELEASE_DIR := target/release
 
-.PHONY: all build demo test test-rust test-battery test-python check fmt install uninstall bench deps clean
+.PHONY: all build demo test test-rust test-battery test-python test-glusterfs check fmt install uninstall bench deps clean
 
 all: build
 
@@ -28,6 +28,12 @@ test: deps build
 	$(CARGO) test --release --workspace
 	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
 	$(MAKE) test-python
+	$(MAKE) test-glusterfs
+
+# The concurrency, crash, repair and real-tool tests again with the backends on a live 3-brick
+# GlusterFS volume started (and stopped) on this machine: needs root, /dev/fuse, netns.
+test-glusterfs: build
+	scripts/test-glusterfs.sh
 
 test-rust:
 	$(CARGO) test --release --workspace
@@ -48,6 +54,7 @@ check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) fmt --manifest-path python/Cargo.toml -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(PYTHON) scripts/check-architecture.py
 
 fmt:
 	$(CARGO) fmt --all

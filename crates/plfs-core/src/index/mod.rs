@@ -278,9 +278,20 @@ impl IndexState {
                 _ => None,
             })
             .collect();
+        let mut retiring: Option<HashSet<u64>> = None;
         for d in &meta {
             if let MetaDropping::Close { writer_id, bytes, .. } = d {
                 if *bytes > 0 && !found.iter().any(|f| f.info.writer_id == *writer_id) {
+                    // A compaction's roll-forward deletes the index logs it retires before their
+                    // close droppings (docs/design.md, "Compaction"): a writer its journal
+                    // retires was compacted into the new log, not lost.
+                    let retiring = match &mut retiring {
+                        Some(r) => r,
+                        None => retiring.insert(retired_writers(c)?),
+                    };
+                    if retiring.contains(writer_id) {
+                        continue;
+                    }
                     return Err(Error::corrupt(
                         c.sub(&format!("{}/{}", format::META_DIR, d.name())),
                         format!("writer {writer_id:016x} closed with {bytes} bytes, but its index log is missing"),
@@ -419,15 +430,16 @@ impl IndexState {
             }
             self.logs.insert(f.path.clone(), new_consumed);
         }
-        // Every write of a writer that closed must be in its index log.
+        // Every write of a writer that closed must be in its index log (one without a log was
+        // retired by a compaction, checked above).
         for d in &meta {
             if let MetaDropping::Close { writer_id, bytes, .. } = d {
                 let got = self.written.get(writer_id).copied().unwrap_or(0);
-                if got != *bytes {
-                    let log = found
-                        .iter()
-                        .find(|f| f.info.writer_id == *writer_id)
-                        .map(|f| f.path.clone());
+                let log = found
+                    .iter()
+                    .find(|f| f.info.writer_id == *writer_id)
+                    .map(|f| f.path.clone());
+                if got != *bytes && log.is_some() {
                     return Err(Error::corrupt(
                         log.unwrap_or_else(|| c.sub(format::META_DIR)),
                         format!(
@@ -548,4 +560,17 @@ fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::Decoded
         Err(e) => return Err(e),
     };
     Ok((consumed, dec, data_len))
+}
+
+/// Writers whose logs the container's compaction journal retires (none without a journal).
+fn retired_writers(c: &Container) -> Result<HashSet<u64>> {
+    use crate::format::compact::{Journal, E_RETIRED, JOURNAL_NAME};
+    let Some(f) = c.dir.open_file_opt(JOURNAL_NAME, crate::sys::Access::Read)? else {
+        return Ok(HashSet::new());
+    };
+    let j = Journal::decode(&c.sub(JOURNAL_NAME), &f.read_to_end_from(0, 4096)?)?;
+    Ok(j.names(E_RETIRED)
+        .filter_map(format::parse_log_name)
+        .map(|l| l.writer_id)
+        .collect())
 }
