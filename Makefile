@@ -85,10 +85,16 @@ bench: build
 	bench/install-deps.sh
 	$(MAKE) -C bench quick
 
-.PHONY: bench-full
+.PHONY: bench-full bench-glusterfs
 bench-full: build
 	bench/install-deps.sh
 	$(MAKE) -C bench full
+
+# The bandwidth and metadata sections on a live GlusterFS volume (started and stopped here).
+bench-glusterfs: build
+	bench/install-deps.sh
+	$(MAKE) -C bench programs
+	scripts/bench-glusterfs.sh --bin $(CURDIR)/target/bench --release $(CURDIR)/$(RELEASE_DIR)
 
 clean:
 	$(CARGO) clean

@@ -39,6 +39,17 @@ PROFILES = {
         "meta_writers": [1, 4], "meta_records": 4, "meta_reps": 3, "creates": 100,
         "index_writers": [1, 4], "index_records": 4096, "timeout": 120,
     },
+    # `make bench-glusterfs`: the work area on a live GlusterFS volume (scripts/bench-glusterfs.sh);
+    # the bandwidth and metadata sections, files small enough for a volume on one disk, medians of
+    # 5 alternated repetitions.
+    "glusterfs": {
+        "reps": 5, "nprocs": [1, 2, 4], "records": [4096, 47008, MiB], "per_proc": 8 * MiB,
+        "mpiio_per_proc": {"mpi-ind": 4 * MiB, "mpi-coll": 1 * MiB}, "mpiio_nprocs": [1, 2],
+        "tools_size": 64 * MiB, "tools_reps": 3, "seq_size": 64 * MiB, "seq_reps": 3,
+        "meta_writers": [1, 4, 16], "meta_records": 16, "meta_reps": 5,
+        "creates": 300, "index_writers": [1, 4, 16], "index_records": 16384,
+        "timeout": 900,
+    },
     # `make bench-full`: bigger files, more repetitions, 8 processes, 8 MiB records, fsync,
     # and a read-back with a different process count.
     "full": {

@@ -135,6 +135,19 @@ fn verify_exit_codes() {
     assert_eq!(code(&o), 4);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("MISMATCH") && out.contains(&*d.to_string_lossy()), "{out}");
+    // A torn record at the end of the index log of a writer that closed: damage, as a reader
+    // reports it, even where no checksum is stored.
+    e.import("g", &[7u8; 5000], 0o644);
+    let g = e.file("g");
+    assert_eq!(code(&e.run(&["verify", &g])), 0);
+    let ix = e.logs("g", "index.").remove(0);
+    let mut b = std::fs::read(&ix).unwrap();
+    b.extend_from_slice(&[1, 0, 40, 0, 9, 9]);
+    std::fs::write(&ix, &b).unwrap();
+    let o = e.run(&["verify", &g]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(code(&o), 4, "{out}");
+    assert!(out.contains("UNREADABLE") && out.contains("torn record"), "{out}");
 }
 
 fn setpriv_nobody(e: &Env, args: &[&str]) -> Option<Output> {
@@ -178,6 +191,41 @@ fn another_user_cannot_read_a_private_file() {
     let o = setpriv_nobody(&e, &["cat", &e.file("public")]).unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(o.stdout, b"public data");
+    // fsck by a user who may not read the container says so (permission denied, the operational
+    // exit code), never that it is damaged.
+    let o = setpriv_nobody(&e, &["fsck", &e.file("private"), "--json"]).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stderr)
+        .unwrap_or_else(|_| panic!("fsck --json: {}", String::from_utf8_lossy(&o.stderr)));
+    assert_eq!(code(&o), 8, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("ermission denied"), "{v}");
+    // A container whose directory this user may list but whose marker it may not read (as
+    // containers of 0600 files were made before their directories got the file's mode): one
+    // `unreadable` finding, no marker rewrite proposed, no missing cid.
+    let c = e.dir.join("b1").join("private");
+    std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = setpriv_nobody(&e, &["fsck", &e.file("private"), "--json"]).unwrap();
+    std::fs::set_permissions(&c, std::fs::Permissions::from_mode(0o711)).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("fsck --json: {}", String::from_utf8_lossy(&o.stderr)));
+    let kinds: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unreadable"], "{v}");
+    assert_eq!(code(&o), 4, "{v}");
+    let o = setpriv_nobody(&e, &["map", &e.file("private")]).unwrap();
+    assert!(
+        !o.status.success(),
+        "map by nobody: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("ermission denied"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // The logs carry the logical file's mode: nobody cannot read the private data directly either.
     for l in e.logs("private", "data.") {
         let mode = std::fs::metadata(&l).unwrap().permissions().mode() & 0o777;

@@ -18,6 +18,9 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
+/// What [`check`] returns for a container whose id this user may not read.
+pub(super) const UNREADABLE: u128 = u128::MAX;
+
 /// Checks the container in directory `dir` without requiring a `cid` dropping (which fsck may
 /// have to restore).
 pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options, rep: &mut Report) -> Result<u128> {
@@ -30,6 +33,20 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
     };
     let marker_path = dir.sub(format::MARKER_NAME);
     let marker = crate::container::read_marker(&dir);
+    if let Err(e) = &marker {
+        if is_denied(e) {
+            // Not damage: this user may not read the container. Nothing in it can be checked,
+            // and rewriting its marker would be wrong.
+            rep.push(
+                Kind::Unreadable,
+                true,
+                &marker_path,
+                e.to_string(),
+                Repair::Manual("check permissions (run fsck as the file's owner or root)".into()),
+            );
+            return Ok(UNREADABLE);
+        }
+    }
     let meta_dir = dir.sub(format::META_DIR);
     let meta_names = match dir
         .open_dir_opt(format::META_DIR)
@@ -481,4 +498,12 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
         opts,
         rep,
     );
+}
+
+/// A permission error (EACCES, EPERM): the reader may not look, which is not damage.
+fn is_denied(e: &crate::error::Error) -> bool {
+    use rustix::io::Errno;
+    [Errno::ACCESS, Errno::PERM]
+        .iter()
+        .any(|x| x.raw_os_error() == e.raw_errno())
 }

@@ -76,6 +76,20 @@ pub fn verify(plfs: &Plfs, path: &Path) -> Result<VerifyReport> {
             }
         }
     }
+    // What a reader would say of the whole file: a torn tail in the log of a writer that
+    // closed, a closed writer's missing log, records past the end of their data log.
+    if rep.unreadable.is_empty() {
+        let flags = crate::OpenFlags {
+            read: true,
+            ..Default::default()
+        };
+        let loaded = plfs
+            .open(path, flags, 0, std::process::id())
+            .and_then(|f| f.index_stats().and_then(|_| f.close()));
+        if let Err(e) = loaded {
+            rep.unreadable.push((path.to_path_buf(), e.to_string()));
+        }
+    }
     Ok(rep)
 }
 

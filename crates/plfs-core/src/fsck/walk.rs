@@ -137,6 +137,10 @@ fn walk_dir(
 
 /// Shadow directories under every shadow backend's `.plfs_shadow/` whose cid no container has.
 fn orphan_shadows(mount: &Arc<Mount>, cids: &HashSet<u128>, opts: &Options, rep: &mut Report) -> Result<()> {
+    if cids.contains(&container::UNREADABLE) {
+        // A container this user may not read has an unknown id: any shadow directory may be its.
+        return Ok(());
+    }
     for s in &mount.shadows {
         let Some(root) = s.dir_opt(Path::new(format::SHADOW_ROOT))? else {
             continue;
