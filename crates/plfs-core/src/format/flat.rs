@@ -259,6 +259,63 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
+    /// docs/format.md section 6 gives the same layout: read from the document, not restated.
+    #[test]
+    fn layout_matches_format_md() {
+        let doc = include_str!("../../../../docs/format.md");
+        let start = doc.find("## 6. Flattened index").expect("format.md has section 6");
+        let sec = &doc[start..start + doc[start..].find("\n## 7.").expect("section 7 follows")];
+        for needle in [
+            "magic [8] = \"PLFSFLT\\0\"",
+            "nchunks u32 | ntruncs u32 | npatterns u32 | npieces u64",
+            "chunk{nchunks} | trunc{ntruncs} | piece{npieces} | pattern{npatterns} | crc32c u32",
+            &format!("({FLAT_PIECE_LEN} bytes)"),
+            &format!("({FLAT_PATTERN_LEN} bytes)"),
+            &format!("The header is {FLAT_HEADER_LEN} bytes"),
+        ] {
+            assert!(sec.contains(needle), "format.md section 6 lacks {needle:?}");
+        }
+        assert_eq!(&FLAT_MAGIC, b"PLFSFLT\0");
+        // Field widths in the document add up to the constants.
+        let width = |fields: &str| -> usize {
+            fields
+                .split('|')
+                .map(|f| match f.split_whitespace().nth(1) {
+                    Some("u64") => 8,
+                    Some("u32") => 4,
+                    _ => panic!("field {f:?}"),
+                })
+                .sum()
+        };
+        let flat: String = sec.split_whitespace().collect::<Vec<_>>().join(" ");
+        let body = |name: &str| -> String {
+            let key = format!("\n{name}: {{");
+            let key = key.trim_start();
+            let i = flat.find(&format!(" {key}")).unwrap_or_else(|| panic!("{name} record"));
+            let rest = &flat[i + key.len() + 1..];
+            rest[..rest.find('}').unwrap()]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(width(&body("piece")), FLAT_PIECE_LEN);
+        assert_eq!(width(&body("pattern")), FLAT_PATTERN_LEN);
+        assert_eq!(width(&body("trunc")), 24);
+        // And the encoder writes what they say: header, one piece, one pattern, the crc.
+        let f = Flat {
+            signature: 1,
+            logical: "".into(),
+            chunks: vec![],
+            truncs: vec![],
+            pieces: vec![(0, 1, 0, 1, 1, 0)],
+            patterns: vec![(0, 1, 2, 8, 0, 1, 2, 1, 0)],
+        };
+        assert_eq!(
+            f.encode().len(),
+            FLAT_HEADER_LEN + FLAT_PIECE_LEN + FLAT_PATTERN_LEN + 4
+        );
+    }
+
     #[test]
     fn roundtrip_and_corruption() {
         let f = Flat {
