@@ -22,7 +22,7 @@ def record(i):
 @pytest.mark.parametrize("method", ["preload"])
 def test_sigkill_keeps_every_fsynced_record(fs, progs):
     rnd = random.Random(8)
-    killed = acked_total = 0
+    killed = acked_total = unopened = 0
     for trial in range(TRIALS):
         target = fs.mount / f"ckpt{trial}"
         p = subprocess.Popen([str(progs["crashwriter"]), str(target)], env=fs.env, stdout=subprocess.PIPE)
@@ -34,6 +34,12 @@ def test_sigkill_keeps_every_fsynced_record(fs, progs):
         acks = [int(line.split()[1]) for line in out.decode().splitlines() if line.startswith("ACK ")]
         acked = acks[-1] if acks else 0
         acked_total += acked
+        opened = "OPEN" in out.decode().split()
+        # A writer killed inside its open (a create takes milliseconds on a network file
+        # system) may leave no file; one whose open returned must leave it.
+        if not opened and not fs.sh(f"test -e '{target}' && echo yes || true").strip():
+            unopened += 1
+            continue
         # Read the debris back through the preload (stat, then the whole file with cat).
         size = int(fs.sh(f"stat -c %s '{target}'"))
         data = fs.run(["cat", str(target)]).stdout
@@ -47,4 +53,5 @@ def test_sigkill_keeps_every_fsynced_record(fs, progs):
             else:
                 assert got == want or got == bytes(len(got)), f"trial {trial}: record {i} holds invented bytes"
     assert fs.backend_files("data.*"), "no PLFS data log on the backend: the writes bypassed PLFS"
-    print(f"{killed} writers killed with SIGKILL under ldplfs, {acked_total} fsynced records all intact")
+    assert unopened < TRIALS // 2, f"{unopened} of {TRIALS} writers were killed before their open returned"
+    print(f"{killed} writers killed with SIGKILL under ldplfs ({unopened} inside open), {acked_total} fsynced records all intact")

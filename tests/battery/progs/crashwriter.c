@@ -16,6 +16,8 @@ int main(int argc, char **argv) {
         perror("open");
         return 1;
     }
+    printf("OPEN\n");
+    fflush(stdout);
     char buf[4096];
     for (long i = 0;; i++) {
         for (int j = 0; j < 4096; j++) buf[j] = (char)((i * 31 + j) % 251);
