@@ -64,7 +64,8 @@ pub fn open_plfs(p: PathBuf, flags: c_int, mode: c_uint) -> Res<c_int> {
     } else {
         None
     };
-    let (fd, entry) = placeholder::create(kind, flags, &p)?;
+    let ident = file.as_ref().and_then(|f| f.ident());
+    let (fd, entry) = placeholder::create(kind, flags, ident, &p)?;
     if let Some(f) = file {
         let mut st = entry.lock();
         st.file = Some(f);
