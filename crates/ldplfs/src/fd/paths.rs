@@ -323,9 +323,10 @@ pub fn cstring(p: &Path) -> Res<CString> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn descriptor_links() {
-        use super::fd_link;
         assert_eq!(fd_link(b"/dev/fd/3"), Some(3));
         assert_eq!(fd_link(b"/proc/self/fd/12"), Some(12));
         assert_eq!(fd_link(b"/proc/thread-self/fd/0"), Some(0));
@@ -336,8 +337,6 @@ mod tests {
         assert_eq!(fd_link(b"/proc/1/fd/3x"), None);
         assert_eq!(fd_link(b"/dev/fdx/3"), None);
     }
-
-    use super::*;
 
     #[test]
     fn prefix_is_component_wise() {
