@@ -117,7 +117,12 @@ fn opendir_p(p: PathBuf) -> Res<*mut DIR> {
             };
         }
     };
-    let (fd, _) = placeholder::create(Kind::Dir, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, &p)?;
+    let (fd, _) = placeholder::create(
+        Kind::Dir,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        None,
+        &p,
+    )?;
     match register(fd, p) {
         Ok(d) => Ok(d),
         Err(e) => {

@@ -6,11 +6,11 @@
 //! functions, and a cdylib does not export symbols of linked C objects).
 
 use crate::fd::conf::{enabled, plfs};
-use crate::fd::paths::{self, classify_c, Target};
+use crate::fd::paths::{self, classify_c, fd_link_c, Target};
 use crate::fd::table::{self, ours};
 use crate::file::close;
 use crate::file::init::enter;
-use crate::file::open::open_plfs;
+use crate::file::open::{open_entry, open_plfs};
 use crate::rt::errno::{set_errno, Errno, Res};
 use crate::rt::guard::run;
 use crate::rt::real::sys;
@@ -24,6 +24,12 @@ compile_error!("ldplfs reads variadic arguments as named ones: supported on x86_
 
 unsafe fn openat_impl(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
     if let Some(_busy) = enter() {
+        if flags & libc::O_NOFOLLOW == 0 {
+            // SAFETY: `path` is the caller's C string.
+            if let Some(e) = unsafe { fd_link_c(path) } {
+                return run(|| open_entry(&e, flags, mode));
+            }
+        }
         // SAFETY: `path` is the caller's C string.
         match unsafe { classify_c(dirfd, path) } {
             Target::Plfs(p) => return run(|| open_plfs(p, flags, mode)),

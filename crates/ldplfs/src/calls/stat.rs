@@ -4,7 +4,7 @@
 
 use crate::fd::conf::plfs;
 use crate::fd::entry::{file_of, Entry, Kind};
-use crate::fd::paths::{classify_c, follow, Followed, Target};
+use crate::fd::paths::{classify_c, fd_link_c, follow, Followed, Target};
 use crate::fd::table::ours;
 use crate::file::init::enter;
 use crate::rt::errno::{Errno, Res};
@@ -120,6 +120,15 @@ unsafe fn fstatat_impl(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, 
             if let Some(e) = ours(dirfd) {
                 return run(|| stat_entry(&e).and_then(|s| fill_stat(&s, buf)).map(|()| 0));
             }
+        } else if let Some(e) = (flags & libc::AT_SYMLINK_NOFOLLOW == 0)
+            .then(|| {
+                // SAFETY: as above.
+                unsafe { fd_link_c(path) }
+            })
+            .flatten()
+        {
+            // `/dev/fd/N` of a PLFS descriptor, followed: the PLFS file (an unlinked one too).
+            return run(|| stat_entry(&e).and_then(|s| fill_stat(&s, buf)).map(|()| 0));
         } else {
             // SAFETY: as above.
             match unsafe { classify_c(dirfd, path) } {
@@ -211,6 +220,15 @@ pub unsafe extern "C" fn statx(
             if let Some(e) = ours(dirfd) {
                 return run(|| stat_entry(&e).and_then(|s| fill_statx(&s, buf)).map(|()| 0));
             }
+        } else if let Some(e) = (flags & libc::AT_SYMLINK_NOFOLLOW == 0)
+            .then(|| {
+                // SAFETY: as above.
+                unsafe { fd_link_c(path) }
+            })
+            .flatten()
+        {
+            // `/dev/fd/N` of a PLFS descriptor, followed: the PLFS file (an unlinked one too).
+            return run(|| stat_entry(&e).and_then(|s| fill_statx(&s, buf)).map(|()| 0));
         } else {
             // SAFETY: as above.
             match unsafe { classify_c(dirfd, path) } {

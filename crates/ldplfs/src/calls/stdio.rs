@@ -2,11 +2,11 @@
 //! ([`crate::file::streams`]); fileno returns the placeholder descriptor.
 
 use crate::calls::open::opened;
-use crate::fd::paths::{classify_c, Target};
+use crate::fd::paths::{classify_c, fd_link_c, Target};
 use crate::fd::table::{self, ours};
 use crate::file::close::close_plfs;
 use crate::file::init::enter;
-use crate::file::open::{dup_done, open_plfs};
+use crate::file::open::{dup_done, open_entry, open_plfs};
 use crate::file::streams::{make_stream, std_stream_is_plfs, std_var, stream_fd, unregister};
 use crate::rt::errno::{Errno, Res};
 use crate::rt::guard::run;
@@ -47,10 +47,22 @@ fn fopen_p(p: std::path::PathBuf, mode: *const c_char) -> Res<*mut FILE> {
     })
 }
 
+/// fopen of `/dev/fd/N` where N is a PLFS descriptor: a new open of its file.
+fn fopen_entry(e: &crate::fd::entry::Entry, mode: *const c_char) -> Res<*mut FILE> {
+    let fd = open_entry(e, mode_flags(mode)?, 0o666)?;
+    make_stream(fd, mode, true).inspect_err(|_| {
+        let _ = close_plfs(fd);
+    })
+}
+
 /// fopen(3).
 #[no_mangle]
 pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
     if let Some(_busy) = enter() {
+        // SAFETY: the caller's C string.
+        if let Some(e) = unsafe { fd_link_c(path) } {
+            return run(|| fopen_entry(&e, mode));
+        }
         // SAFETY: the caller's C string.
         match unsafe { classify_c(libc::AT_FDCWD, path) } {
             Target::Plfs(p) => return run(|| fopen_p(p, mode)),

@@ -55,6 +55,10 @@ impl Kind {
 /// Kernel identity of a placeholder: (st_dev, st_ino).
 pub type Key = (u64, u64);
 
+/// Identity of an open PLFS file (`OpenFile::ident`): an inherited or forked description opens
+/// the same file by it again, even after an unlink.
+pub type Ident = (u64, u64);
+
 /// Per-process state of an open file that changes under I/O.
 #[derive(Debug, Default)]
 pub struct FileState {
@@ -78,6 +82,8 @@ pub struct Entry {
     pub kind: Kind,
     /// Normalised logical path.
     pub path: PathBuf,
+    /// Identity of the file it opened, if it has one (reopened by it, not by `path` alone).
+    pub ident: Option<Ident>,
     /// open(2) flags: access mode and status flags (F_SETFL changes O_APPEND/O_NONBLOCK).
     pub flags: AtomicI32,
     /// I/O state; held across read/write so the offset update is atomic per description.
@@ -100,11 +106,12 @@ impl Entry {
     /// A new entry without an open file. `pos`: the position kept in this process (a new open:
     /// `Some(0)`), or None when the kernel offset is the position (a description inherited
     /// through exec or fork, which other processes may share).
-    pub fn new(key: Key, kind: Kind, path: PathBuf, flags: i32, pos: Option<u64>) -> Entry {
+    pub fn new(key: Key, kind: Kind, path: PathBuf, ident: Option<Ident>, flags: i32, pos: Option<u64>) -> Entry {
         Entry {
             key,
             kind,
             path,
+            ident,
             flags: AtomicI32::new(flags),
             state: Mutex::new(FileState {
                 file: None,
@@ -141,12 +148,22 @@ pub fn file_of<'a>(e: &Entry, st: &'a mut FileState) -> Res<&'a OpenFile> {
             return Err(Errno(libc::EISDIR));
         }
         let fl = e.flags() & (libc::O_ACCMODE | libc::O_APPEND);
-        let flags = OpenFlags::from_posix(fl)?;
-        let f = plfs()?.open(&e.path, flags, 0, me)?;
+        let f = open_again(e, OpenFlags::from_posix(fl)?, me)?;
         st.file = Some(f);
         st.pid = me;
     }
     Ok(st.file.as_ref().expect("opened above"))
+}
+
+/// Opens the file of `e` again in this process (after fork or exec): by its identity where the
+/// first open recorded one, so an unlinked file is found where it went and a file that took its
+/// name is never opened in its place; else by its path.
+pub fn open_again(e: &Entry, flags: OpenFlags, pid: u32) -> Res<OpenFile> {
+    let plfs = plfs()?;
+    Ok(match e.ident {
+        Some(id) => plfs.reopen(&e.path, flags, pid, id)?,
+        None => plfs.open(&e.path, flags, 0, pid)?,
+    })
 }
 
 /// Closes the open file of an entry (last descriptor gone, exec, exit). Errors are returned.

@@ -180,6 +180,43 @@ pub unsafe fn classify_c(dirfd: i32, path: *const libc::c_char) -> Target {
     classify_at(dirfd, unsafe { CStr::from_ptr(path) }.to_bytes())
 }
 
+/// The PLFS descriptor of this process that `path` names through the kernel's descriptor links
+/// (`/dev/fd/N`, `/proc/self/fd/N`, `/proc/thread-self/fd/N`, `/proc/<own pid>/fd/N`):
+/// following such a link reaches the descriptor's own file, which for a PLFS descriptor is the
+/// PLFS file, not its placeholder. Costs two prefix compares for other paths.
+///
+/// # Safety
+/// `path` must be NULL or a NUL-terminated string.
+pub unsafe fn fd_link_c(path: *const libc::c_char) -> Option<std::sync::Arc<crate::fd::entry::Entry>> {
+    if path.is_null() {
+        return None;
+    }
+    // SAFETY: the caller guarantees a NUL-terminated string.
+    fd_link(unsafe { CStr::from_ptr(path) }.to_bytes()).and_then(table::ours)
+}
+
+/// The descriptor number a descriptor link names (see [`fd_link_c`]).
+fn fd_link(b: &[u8]) -> Option<i32> {
+    let num = if let Some(r) = b.strip_prefix(b"/dev/fd/") {
+        r
+    } else {
+        let r = b.strip_prefix(b"/proc/")?;
+        let slash = r.iter().position(|&c| c == b'/')?;
+        let who = &r[..slash];
+        let mine = who == b"self"
+            || who == b"thread-self"
+            || std::str::from_utf8(who).ok().and_then(|w| w.parse::<u32>().ok()) == Some(conf::my_pid());
+        if !mine {
+            return None;
+        }
+        r[slash + 1..].strip_prefix(b"fd/")?
+    };
+    if num.is_empty() || num.len() > 9 || !num.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(num).ok()?.parse().ok()
+}
+
 /// Where a path leads after following symbolic links inside the mount.
 pub enum Followed {
     /// A PLFS object and its attributes (None: it does not exist; the path is where it would be).
@@ -287,6 +324,19 @@ pub fn cstring(p: &Path) -> Res<CString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descriptor_links() {
+        assert_eq!(fd_link(b"/dev/fd/3"), Some(3));
+        assert_eq!(fd_link(b"/proc/self/fd/12"), Some(12));
+        assert_eq!(fd_link(b"/proc/thread-self/fd/0"), Some(0));
+        assert_eq!(fd_link(b"/dev/fd/"), None);
+        assert_eq!(fd_link(b"/dev/fd/3/x"), None);
+        assert_eq!(fd_link(b"/dev/fd/-1"), None);
+        assert_eq!(fd_link(b"/proc/self/fdinfo/3"), None);
+        assert_eq!(fd_link(b"/proc/1/fd/3x"), None);
+        assert_eq!(fd_link(b"/dev/fdx/3"), None);
+    }
 
     #[test]
     fn prefix_is_component_wise() {

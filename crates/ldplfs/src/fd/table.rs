@@ -304,7 +304,7 @@ pub fn renew_in_child() {
         let old = std::mem::take(&mut t.entries);
         for (key, (e, n)) in old {
             let lock_fd = e.state.try_lock().map(|s| s.lock_fd).unwrap_or(-1);
-            let fresh = Arc::new(Entry::new(key, e.kind, e.path.clone(), e.flags(), None));
+            let fresh = Arc::new(Entry::new(key, e.kind, e.path.clone(), e.ident, e.flags(), None));
             fresh.lock().lock_fd = lock_fd;
             std::mem::forget(e);
             t.entries.insert(key, (fresh, n));

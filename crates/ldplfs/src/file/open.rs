@@ -3,7 +3,7 @@
 //! when descriptor 0, 1 or 2 becomes a PLFS file.
 
 use crate::fd::conf::{foreign_child, my_pid, plfs};
-use crate::fd::entry::Kind;
+use crate::fd::entry::{open_again, Entry, Kind};
 use crate::fd::paths::{follow, Followed};
 use crate::fd::placeholder;
 use crate::fd::table::{self, ours};
@@ -11,7 +11,7 @@ use crate::file::close::{forget, kernel_gave, release};
 use crate::file::streams::std_stream_is_plfs;
 use crate::rt::errno::{Errno, Res};
 use libc::{c_char, c_int, c_uint};
-use plfs_core::{FileKind, OpenFlags};
+use plfs_core::{FileKind, OpenFile, OpenFlags};
 use std::path::PathBuf;
 
 /// Opens a logical path (already classified as PLFS). Returns the placeholder descriptor.
@@ -64,7 +64,38 @@ pub fn open_plfs(p: PathBuf, flags: c_int, mode: c_uint) -> Res<c_int> {
     } else {
         None
     };
-    let (fd, entry) = placeholder::create(kind, flags, &p)?;
+    publish(kind, flags, p, file)
+}
+
+/// open of `/dev/fd/N` (or `/proc/self/fd/N`) where N is the PLFS descriptor of entry `e`: as
+/// the kernel does for a real file, a new open of the same file (its own position and flags),
+/// never the placeholder (whose record it would read). A file with an identity is opened by it,
+/// so this works after an unlink too.
+pub fn open_entry(e: &Entry, flags: c_int, mode: c_uint) -> Res<c_int> {
+    if e.kind != Kind::File {
+        return open_plfs(e.path.clone(), flags, mode);
+    }
+    if flags & libc::O_CREAT != 0 && flags & libc::O_EXCL != 0 {
+        return Err(Errno(libc::EEXIST));
+    }
+    if flags & libc::O_DIRECTORY != 0 {
+        return Err(Errno(libc::ENOTDIR));
+    }
+    if flags & libc::O_PATH != 0 {
+        return publish(Kind::Path, flags, e.path.clone(), None);
+    }
+    let of = OpenFlags::from_posix(flags & !(libc::O_CREAT | libc::O_EXCL))?;
+    let f = open_again(e, of, my_pid())?;
+    if of.trunc && of.write {
+        f.truncate(0)?;
+    }
+    publish(Kind::File, flags, e.path.clone(), Some(f))
+}
+
+/// A placeholder for a new open of `p` (`file`: the open PLFS file, for a regular file).
+fn publish(kind: Kind, flags: c_int, p: PathBuf, file: Option<OpenFile>) -> Res<c_int> {
+    let ident = file.as_ref().and_then(|f| f.ident());
+    let (fd, entry) = placeholder::create(kind, flags, ident, &p)?;
     if let Some(f) = file {
         let mut st = entry.lock();
         st.file = Some(f);

@@ -20,8 +20,8 @@
 //! another process writes the file with write(2) while the copy exists (a new copy, made when
 //! nobody maps the file any more, sees them).
 
-use crate::fd::conf::{foreign_child, my_pid, plfs};
-use crate::fd::entry::{file_of, Entry, Key, Kind};
+use crate::fd::conf::{foreign_child, my_pid};
+use crate::fd::entry::{file_of, open_again, Entry, Key, Kind};
 use crate::rt::errno::{Errno, Res};
 use crate::rt::sync::ForkMutex;
 use plfs_core::{OpenFile, OpenFlags};
@@ -326,10 +326,10 @@ fn write_back(reg: &Registry, m: &Mapping, from: u64, to: u64) -> Res<()> {
     let temp = if own {
         None
     } else {
-        match plfs()?.open(&e.path, OpenFlags::from_posix(libc::O_RDWR)?, 0, me) {
+        match open_again(e, OpenFlags::from_posix(libc::O_RDWR)?, me) {
             Ok(f) => Some(f),
-            Err(err) if err.is_not_found() => return Ok(()),
-            Err(err) => return Err(err.into()),
+            Err(Errno(libc::ENOENT)) => return Ok(()),
+            Err(err) => return Err(err),
         }
     };
     let st = e.lock();

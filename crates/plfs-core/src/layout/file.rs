@@ -105,6 +105,11 @@ pub trait Node: std::fmt::Debug {
     fn usage(&self) -> Option<Result<Usage>> {
         None
     }
+    /// The identity an open of it reports ([`OpenFile::ident`]), known from the look-up; `None`
+    /// for files that have none.
+    fn ident(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// An open file's operations.
@@ -135,6 +140,10 @@ pub trait Handle: Send + Sync + std::fmt::Debug {
     fn close(&self) -> Result<()>;
     /// The backend path behind it (the container, plain file, or packed store).
     fn backend_path(&self) -> PathBuf;
+    /// The file's identity (see [`OpenFile::ident`]); `None` where there is none.
+    fn ident(&self) -> Option<(u64, u64)> {
+        None
+    }
     /// Statistics of the merged index (zeros where there is none).
     fn index_stats(&self) -> Result<IndexStats> {
         Ok(IndexStats::default())
@@ -199,6 +208,13 @@ impl OpenFile {
     /// small-file store (1-N).
     pub fn container_path(&self) -> PathBuf {
         self.handle.backend_path()
+    }
+
+    /// The identity of the file behind it, `(st_dev, st_ino)` as [`OpenFile::stat`] reports them,
+    /// for an N-1 container (its marker's); `None` for N-N and 1-N files. Costs no system call.
+    /// [`crate::Plfs::reopen`] opens the same file by it, even after an unlink.
+    pub fn ident(&self) -> Option<(u64, u64)> {
+        self.handle.ident()
     }
 
     /// Writes `buf` at logical offset `off` as the handle's own pid.

@@ -5,6 +5,7 @@
 
 mod dirs;
 mod rename;
+mod reopen;
 
 use crate::config::{Config, Workload};
 use crate::container::Container;

@@ -5,6 +5,7 @@ pub(crate) mod compact;
 pub(crate) mod journal;
 mod rewrite;
 mod shared;
+mod trashed;
 mod writer;
 
 use crate::container::{self, Container};
@@ -21,6 +22,8 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use writer::Writer;
+
+pub(crate) use trashed::open_trashed;
 
 /// The containers this process has open, by identity, so every handle on one container shares
 /// its writers and merged index.
@@ -396,6 +399,10 @@ impl Node for ContainerNode {
     fn usage(&self) -> Option<Result<crate::layout::compaction::Usage>> {
         Some(self.shared().and_then(|s| compact::usage(&s)))
     }
+
+    fn ident(&self) -> Option<(u64, u64)> {
+        Some((self.st.st_dev, self.st.st_ino))
+    }
 }
 
 /// An open N-1 file.
@@ -511,6 +518,10 @@ impl Handle for ContainerHandle {
 
     fn backend_path(&self) -> PathBuf {
         self.shared.c.path().to_path_buf()
+    }
+
+    fn ident(&self) -> Option<(u64, u64)> {
+        Some(self.shared.c.ident)
     }
 
     fn getxattr(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
