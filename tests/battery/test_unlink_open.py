@@ -2,9 +2,23 @@
 readable and writable through the descriptors that have it open, `fstat` reports st_nlink 0, and
 close succeeds; once the last descriptor is closed, its data is gone from the backend."""
 
+import time
+
 import pytest
 
 from conftest import make_data, md5_plain
+
+
+def _settled(fs, pattern):
+    """Backend files matching `pattern` once the deletion by the last close has happened. A FUSE
+    daemon gets RELEASE asynchronously after the closing process moved on, so wait for it, at
+    most 10 s; through the preload the close itself deletes."""
+    deadline = time.monotonic() + 10
+    while True:
+        left = [p for p in fs.backend.rglob(pattern) if pattern != "*" or p.is_file()]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
 
 
 def test_unlinked_file_stays_usable_while_open(fs):
@@ -28,7 +42,7 @@ def test_unlinked_file_stays_usable_while_open(fs):
     )
     assert md5_plain(fs.plain / "got") == md5_plain(src)
     assert out.split() == ["0", str(700_000 + 4), "closed"]
-    left = [p for p in fs.backend.rglob("*") if p.is_file()]
+    left = _settled(fs, "*")
     assert left == [], left
 
 
@@ -55,7 +69,7 @@ def test_inherited_descriptor_keeps_the_file_a_rename_replaced(fs):
     assert md5_plain(fs.plain / "got") == md5_plain(old)
     assert md5_plain(fs.plain / "now") == md5_plain(new)
     assert out.split() == ["0", "closed"]
-    trash = [p for p in fs.backend.rglob(".plfstmp*")]
+    trash = _settled(fs, ".plfstmp*")
     assert trash == [], trash
 
 
@@ -111,5 +125,5 @@ def test_heir_alone_keeps_an_unlinked_file(fs, method, request):
         """
     )
     assert md5_plain(fs.plain / "got") == md5_plain(src)
-    left = [p for p in fs.backend.rglob("*") if p.is_file()]
+    left = _settled(fs, "*")
     assert left == [], left

@@ -218,6 +218,9 @@ fn drop_copy(c: Copy) {
             }
         }
     }
+    // Our shared flock goes before the lock that serialises droppers: a dropper waiting for it
+    // must find us gone, or each of the last two would see the other and neither delete.
+    let _ = rustix::fs::flock(&fd, FlockOperation::Unlock);
     let _ = rustix::fs::fcntl_lock(&fd, FlockOperation::Unlock);
 }
 
