@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""Counts the backend system calls of basic file operations, through ldplfs vs a plain directory.
+"""Metadata cost per file (issue 11, item 4): the system calls of basic file operations through
+ldplfs on an N-1 mount against the same command on a plain directory with the preload loaded
+(so process start-up counts the same on both sides).
 
-Each scenario runs under `strace -f -qq -e trace=all` and we count (a) every system call and (b) the
-metadata operations by class (mkdir, create, open, rename, unlink, stat, readdir, utimes, other)."""
+Each scenario runs under `strace -f -qq` and we count (a) every system call and (b) the metadata
+operations by class (mkdir, create, open, rename, unlink, stat, readdir, utimes). Counts, not
+times: noise cannot move them. Run by `make bench` after the suite, or on its own:
+
+    python3 bench/metaops.py [target/release/libldplfs.so]
+"""
 import os, subprocess, sys, tempfile, re, collections, json
 
 META = {
