@@ -379,3 +379,29 @@ fn bad_marker_magic() {
     assert!(err.to_string().contains(".plfscontainer"), "{err}");
     assert_eq!(err.raw_errno(), 5, "EIO");
 }
+
+/// Sizes in dropping names are not trusted (issue [2/7] item 5): a close dropping whose end of
+/// file is beyond any file size does not make stat report it (the index decides), and a truncate
+/// dropping to such a size is damage, named, not a file of 2^64 - 1 bytes.
+#[test]
+fn sizes_in_dropping_names_beyond_off_t() {
+    let fx = setup("corrupt-name-size");
+    let meta = fx.container_dir("f").join("meta");
+    let closes: Vec<String> = std::fs::read_dir(&meta)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("close."))
+        .collect();
+    assert_eq!(closes.len(), 2, "{closes:?}");
+    let mut f: Vec<&str> = closes[0].split('.').collect();
+    f[4] = "18446744073709551615";
+    std::fs::rename(meta.join(&closes[0]), meta.join(f.join("."))).unwrap();
+    let d = dump(&fx);
+    assert_eq!(d.stat, Ok(1500), "stat must come from the index, not the name");
+    assert_data(&d, &expected(10, 5));
+    let trunc = format!("trunc.1.{}.{:016x}", u64::MAX, 7);
+    std::fs::write(meta.join(&trunc), b"").unwrap();
+    let d = dump(&fx);
+    assert_eio(&d, &meta.join(&trunc));
+    assert!(d.stat != Ok(u64::MAX), "{:?}", d.stat);
+}

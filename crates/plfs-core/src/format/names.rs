@@ -165,12 +165,15 @@ pub fn hash_str(s: &str) -> u64 {
 
 /// Size and mtime of a closed container from its droppings (the fast stat path, §5). `None`
 /// when the droppings cannot decide (a writer is open, or a writer's session straddles a
-/// truncate).
+/// truncate), or when a size in a name is beyond any file size (`off_t`): names are not trusted,
+/// the index decides.
 pub fn fast_size(droppings: &[MetaDropping]) -> Option<(u64, u64)> {
+    const MAX: u64 = i64::MAX as u64;
     let mut last_trunc: Option<(u64, u64)> = None;
     for d in droppings {
         match d {
             MetaDropping::Open { .. } => return None,
+            MetaDropping::Trunc { size, .. } | MetaDropping::Close { eof: size, .. } if *size > MAX => return None,
             MetaDropping::Trunc { ts, size, .. } => {
                 if last_trunc.is_none_or(|(t, _)| *ts > t) {
                     last_trunc = Some((*ts, *size));

@@ -319,6 +319,12 @@ impl IndexState {
         }
         for d in &meta {
             if let MetaDropping::Trunc { ts, size, writer_id } = *d {
+                if size > i64::MAX as u64 {
+                    return Err(Error::corrupt(
+                        c.sub(&format!("{}/{}", format::META_DIR, d.name())),
+                        format!("a truncate to {size} bytes, beyond any file size"),
+                    ));
+                }
                 if self.truncs.insert((ts, size, writer_id)) {
                     self.map.insert_trunc(size, Key { ts, writer: writer_id });
                 }
