@@ -405,3 +405,42 @@ fn sizes_in_dropping_names_beyond_off_t() {
     assert_eio(&d, &meta.join(&trunc));
     assert!(d.stat != Ok(u64::MAX), "{:?}", d.stat);
 }
+
+/// Symbolic links planted in a container are never followed (issue [2/7] item 2): a data log
+/// swapped for a link to another file (a root-only secret), or a hostdir swapped for a link to a
+/// directory holding a look-alike log, is damage (EIO naming it), and not one byte of the
+/// link's target is returned.
+#[test]
+fn symlinks_planted_in_a_container_are_not_followed() {
+    use std::os::unix::fs::symlink;
+    let secret = vec![0x5au8; 4000];
+    // A data log replaced by a link to a secret file as long as the real log.
+    let fx = setup("c-symlink-data");
+    let data = fx.log_of_pid("f", "data", W1);
+    let len = std::fs::metadata(&data).unwrap().len();
+    let target = fx.dir.path().join("secret");
+    std::fs::write(&target, &secret[..len as usize]).unwrap();
+    std::fs::remove_file(&data).unwrap();
+    symlink(&target, &data).unwrap();
+    let d = dump(&fx);
+    assert_eio(&d, &data);
+    // A hostdir replaced by a link to a copy of itself elsewhere, its data log swapped for the
+    // secret: the copy is never read.
+    let fx = setup("c-symlink-hostdir");
+    let data = fx.log_of_pid("f", "data", W1);
+    let hostdir = data.parent().unwrap().to_path_buf();
+    let elsewhere = fx.dir.path().join("elsewhere");
+    std::fs::rename(&hostdir, &elsewhere).unwrap();
+    let moved_data = elsewhere.join(data.file_name().unwrap());
+    let len = std::fs::metadata(&moved_data).unwrap().len();
+    std::fs::write(&moved_data, &secret[..len as usize]).unwrap();
+    symlink(&elsewhere, &hostdir).unwrap();
+    let d = dump(&fx);
+    if let Ok(v) = &d.data {
+        assert!(
+            !v.windows(64).any(|w| w.iter().all(|&b| b == 0x5a)),
+            "secret bytes were served"
+        );
+        panic!("read {} bytes through a symlinked hostdir", v.len());
+    }
+}

@@ -470,7 +470,14 @@ impl IndexState {
             .chunks
             .get(chunk as usize)
             .ok_or_else(|| Error::InvalidArgument(format!("unknown chunk {chunk}")))?;
-        let fd = Arc::new(self.dirs[c.dir].open_file(&c.name, Access::Read)?.kept());
+        let fd = Arc::new(
+            no_link(
+                self.dirs[c.dir].open_file(&c.name, Access::Read),
+                &self.dirs[c.dir],
+                &c.name,
+            )?
+            .kept(),
+        );
         if self.fds.len() >= self.max_fds {
             if let Some(&lru) = self.fds.iter().min_by_key(|(_, (_, used))| *used).map(|(c, _)| c) {
                 self.fds.remove(&lru);
@@ -500,7 +507,7 @@ fn past_end(f: &FoundLog, logical: u64, data_len: u64) -> Error {
 /// Reads an index log from byte `start`, returning (bytes now consumed, decoded records, size of
 /// the matching data log). A data log missing while its index log has records is damage.
 fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::DecodedRecords, u64)> {
-    let file = dir.open_file(&f.name, Access::Read)?;
+    let file = no_link(dir.open_file(&f.name, Access::Read), dir, &f.name)?;
     let size = file.size()?;
     if size < start {
         return Ok((size, format::DecodedRecords::default(), 0));
@@ -545,7 +552,7 @@ fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::Decoded
                 .max()
                 .unwrap_or(0);
             if end > len && end > 0 {
-                let data = dir.open_file(&data_name, Access::Read)?;
+                let data = no_link(dir.open_file(&data_name, Access::Read), dir, &data_name)?;
                 let mut b = [0u8; 1];
                 if data.pread_full(&mut b, end - 1)? == 1 {
                     end
@@ -566,6 +573,18 @@ fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::Decoded
         Err(e) => return Err(e),
     };
     Ok((consumed, dec, data_len))
+}
+
+/// A log opened without following links (`O_NOFOLLOW`) that turned out to be a symbolic link:
+/// something planted in the container, which is damage (EIO), not a path to follow.
+fn no_link<T>(r: Result<T>, dir: &Dir, name: impl AsRef<std::ffi::OsStr>) -> Result<T> {
+    r.map_err(|e| {
+        if e.raw_errno() == rustix::io::Errno::LOOP.raw_os_error() {
+            Error::corrupt(dir.sub(name), "a symbolic link where a log should be (not followed)")
+        } else {
+            e
+        }
+    })
 }
 
 /// Writers whose logs the container's compaction journal retires (none without a journal).
