@@ -86,8 +86,13 @@ pub fn verify(plfs: &Plfs, path: &Path) -> Result<VerifyReport> {
         let loaded = plfs
             .open(path, flags, 0, std::process::id())
             .and_then(|f| f.index_stats().and_then(|_| f.close()));
-        if let Err(e) = loaded {
-            rep.unreadable.push((path.to_path_buf(), e.to_string()));
+        match loaded {
+            // Under the damaged file's own name, as the per-log checks report theirs.
+            Err(crate::Error::Corruption { path: file, what }) => {
+                rep.unreadable.push((file, format!("corrupt: {what}")))
+            }
+            Err(e) => rep.unreadable.push((path.to_path_buf(), e.to_string())),
+            Ok(()) => {}
         }
     }
     Ok(rep)

@@ -337,28 +337,31 @@ impl IndexState {
             .map(|f| self.logs.get(&f.path).copied().unwrap_or(0))
             .collect();
         let dirs = &self.dirs;
-        let results: Vec<Result<(u64, format::DecodedRecords, u64)>> = std::thread::scope(|scope| {
-            let chunk = found.len().div_ceil(threads).max(1);
-            let handles: Vec<_> = found
-                .chunks(chunk)
-                .zip(starts.chunks(chunk))
-                .map(|(fs, ss)| {
-                    scope.spawn(move || {
-                        fs.iter()
-                            .zip(ss)
-                            .map(|(f, &s)| read_log(&dirs[f.dir], f, s))
-                            .collect::<Vec<_>>()
+        let read_all = |fs: &[FoundLog], ss: &[u64]| -> Vec<Result<(u64, format::DecodedRecords, u64)>> {
+            fs.iter().zip(ss).map(|(f, &s)| read_log(&dirs[f.dir], f, s)).collect()
+        };
+        // One log (a refresh of one writer's file: what every fstat or lseek(SEEK_END) of an
+        // open file costs) is read on this thread; no thread is started for it.
+        let results: Vec<Result<(u64, format::DecodedRecords, u64)>> = if threads <= 1 {
+            read_all(&found, &starts)
+        } else {
+            std::thread::scope(|scope| {
+                let chunk = found.len().div_ceil(threads).max(1);
+                let handles: Vec<_> = found
+                    .chunks(chunk)
+                    .zip(starts.chunks(chunk))
+                    .map(|(fs, ss)| scope.spawn(move || read_all(fs, ss)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            vec![Err(Error::InvalidArgument("index reader thread panicked".into()))]
+                        })
                     })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| vec![Err(Error::InvalidArgument("index reader thread panicked".into()))])
-                })
-                .collect()
-        });
+                    .collect()
+            })
+        };
         for (f, r) in found.iter().zip(results) {
             let (new_consumed, mut dec, data_len) = match r {
                 Ok(v) => v,
