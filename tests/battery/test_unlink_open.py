@@ -15,9 +15,14 @@ def _settled(fs, pattern):
     most 10 s; through the preload the close itself deletes."""
     deadline = time.monotonic() + 10
     while True:
-        left = [p for p in fs.backend.rglob(pattern) if pattern != "*" or p.is_file()]
-        if not left or time.monotonic() > deadline:
+        try:
+            left = [p for p in fs.backend.rglob(pattern) if pattern != "*" or p.is_file()]
+        except FileNotFoundError:
+            left = None  # a directory vanished while it was listed: the deletion is under way
+        if left == [] or (left is not None and time.monotonic() > deadline):
             return left
+        if left is None and time.monotonic() > deadline + 5:
+            raise AssertionError("the backend kept changing under the listing for 15 s")
         time.sleep(0.05)
 
 
