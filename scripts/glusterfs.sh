@@ -7,6 +7,8 @@
 #   scripts/glusterfs.sh env          shell assignments: eval "$(scripts/glusterfs.sh env)"
 #   scripts/glusterfs.sh mount DIR    an extra FUSE client of the volume at DIR (unmounted by stop)
 #   scripts/glusterfs.sh umount DIR   unmount such an extra client
+#   scripts/glusterfs.sh run CMD...   CMD with the `env` variables exported; starts the volume
+#                                     first when none runs, and then (only then) stops it after
 #
 # `start` gives a fresh, empty volume; on a running one it only remounts clients that stopped
 # answering (the data stays); with glusterd or a brick gone it stops everything and starts anew.
@@ -441,8 +443,27 @@ do_env() {
     fi
 }
 
+# `run CMD...`: what make test-glusterfs and make bench-glusterfs use. A volume started here is
+# stopped when CMD ends, however it ends; one that was running is left running.
+do_run() {
+    local state=0 rc=0
+    do_status >/dev/null 2>&1 || state=$?
+    if ((state != 0)); then
+        trap 'rc=$?; do_stop || rc=1; exit $rc' EXIT
+        do_start
+    fi
+    eval "$(do_env)"
+    "$@" || rc=$?
+    return $rc
+}
+
 case "${1:-}" in
 start) do_start ;;
+run)
+    shift
+    (($# > 0)) || die "usage: $0 run CMD [ARG...]"
+    do_run "$@"
+    ;;
 stop) do_stop ;;
 status) do_status ;;
 env) do_env ;;
@@ -462,7 +483,7 @@ umount)
     umount_client "$(realpath -m "$2")"
     ;;
 *)
-    echo "usage: $0 start|stop|status|env|mount DIR|umount DIR" >&2
+    echo "usage: $0 start|stop|status|env|mount DIR|umount DIR|run CMD..." >&2
     exit 2
     ;;
 esac

@@ -8,35 +8,18 @@
 #
 #   scripts/test-glusterfs.sh            (make test-glusterfs; part of make test)
 #
-# Starts the volume when none runs and stops exactly what it started; on a volume that already
-# runs (scripts/glusterfs.sh start by hand) it leaves it running. Needs root, /dev/fuse and network
-# namespaces; installs glusterfs-server and glusterfs-client when missing. Expects a release build
-# (make build).
+# Runs under `scripts/glusterfs.sh run`: starts the volume when none runs and stops exactly what
+# it started; a volume already running (scripts/glusterfs.sh start, then eval "$(... env)") is
+# used and left running. Needs root, /dev/fuse and network namespaces; glusterfs.sh installs
+# glusterfs-server and glusterfs-client when missing. Expects a release build (make build).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-scripts/install-deps.sh glusterfs-server glusterfs-client
-
-started=""
-cleanup() {
-    local rc=$?
-    if [ -n "${ROOT:-}" ] && [ -d "$ROOT" ]; then
-        rm -rf "$ROOT" || true
-    fi
-    if [ -n "$started" ]; then
-        scripts/glusterfs.sh stop || rc=1
-    fi
-    exit $rc
-}
-trap cleanup EXIT
-
-status=0
-scripts/glusterfs.sh status >/dev/null 2>&1 || status=$?
-if [ "$status" -ne 0 ]; then
-    started=1
-    scripts/glusterfs.sh start
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
+if [ -z "${PLFS_GLUSTER_MOUNT:-}" ]; then
+    exec scripts/glusterfs.sh run "$self" "$@"
 fi
-eval "$(scripts/glusterfs.sh env)"
 ROOT=$PLFS_GLUSTER_MOUNT/plfs-tests.$$
+trap 'rm -rf "$ROOT" || true' EXIT
 mkdir -p "$ROOT"
 chmod 755 "$ROOT"
 export PLFS_TEST_ROOT=$ROOT
