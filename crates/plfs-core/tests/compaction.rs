@@ -307,6 +307,60 @@ enum Step {
     Compact,
 }
 
+/// A writer that stays open checks the thresholds every `compaction_min_bytes / 2` it writes. Its
+/// check must count what other writers wrote and closed since its last check: with a merged index
+/// cached from before, their bytes looked dead and a file written once, without one overwrite,
+/// was compacted (seen as `multiprocess::scenario_a` finding one process's logs only).
+#[test]
+fn a_file_written_once_by_several_writers_is_not_compacted() {
+    let fx = Fixture::simple("cmp-once");
+    let path = fx.path("once");
+    let mut m = Model::default();
+    let chunk = 64 << 10;
+    let a = fx.plfs();
+    let fa = a.open(&path, rw(), 0o644, 1).unwrap();
+    let write_a = |m: &mut Model, from: u64, n: u64| {
+        for k in from..from + n {
+            let d = data(k, k * chunk, chunk as usize);
+            fa.write(&d, k * chunk).unwrap();
+            m.write(k * chunk, &d);
+        }
+    };
+    // 1.5 MiB: past compaction_min_bytes, so the open writer's checks read the index.
+    write_a(&mut m, 0, 24);
+    fa.flush().unwrap();
+    let logs_a = fx.logs("once", "index.");
+    // Another process writes 4 MiB elsewhere in the file and closes.
+    {
+        let b = fx.plfs();
+        let fb = b.open(&path, rw(), 0o644, 2).unwrap();
+        for k in 100..164u64 {
+            let d = data(k, k * chunk, chunk as usize);
+            fb.write(&d, k * chunk).unwrap();
+            m.write(k * chunk, &d);
+        }
+        fb.close().unwrap();
+    }
+    let logs_b: Vec<PathBuf> = fx
+        .logs("once", "index.")
+        .into_iter()
+        .filter(|l| !logs_a.contains(l))
+        .collect();
+    assert_eq!(logs_b.len(), 1);
+    // 1 MiB more by the open writer: two more checks.
+    write_a(&mut m, 24, 16);
+    fa.close().unwrap();
+    drop(a);
+    check(&fx, &path, &m, "after both writers closed");
+    let logs = fx.logs("once", "index.");
+    assert!(
+        logs_a.iter().chain(&logs_b).all(|l| logs.contains(l)) && logs.len() == 2,
+        "both writers' logs are kept, nothing in this file being dead: {logs_a:?} + {logs_b:?} -> {logs:?}"
+    );
+    let u = compact::usage(&fx.plfs(), &path).unwrap().unwrap();
+    assert_eq!(u.dead(), 0, "{u:?}");
+}
+
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         6 => (0usize..3, 0u64..40_000, 1usize..6000).prop_map(|(w, off, len)| Step::Write { w, off, len }),

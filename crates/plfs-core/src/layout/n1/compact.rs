@@ -542,7 +542,9 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
             }
         }
     }
-    let live = sh.with_index(false, |s| Ok(s.map.live_bytes()))?;
+    // Refreshed: a merged index cached by an earlier check holds this process's writes but not
+    // what other writers wrote since, whose bytes would count as dead.
+    let live = sh.with_index(true, |s| Ok(s.map.live_bytes()))?;
     if !worth_it(
         written,
         live,
