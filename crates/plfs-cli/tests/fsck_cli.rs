@@ -135,6 +135,12 @@ fn verify_exit_codes() {
     assert_eq!(code(&o), 4);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("MISMATCH") && out.contains(&*d.to_string_lossy()), "{out}");
+    // A read checks the checksums too: `plfs cat` fails instead of printing the damaged bytes.
+    let o = e.run(&["cat", &f]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(code(&o), 0, "cat of damaged data succeeded");
+    assert!(o.stdout.len() < 100_000, "cat printed {} bytes", o.stdout.len());
+    assert!(err.contains("logical offset 0"), "{err}");
     // A torn record at the end of the index log of a writer that closed: damage, as a reader
     // reports it, even where no checksum is stored.
     e.import("g", &[7u8; 5000], 0o644);

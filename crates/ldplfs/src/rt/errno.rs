@@ -7,7 +7,11 @@ pub struct Errno(pub i32);
 
 impl From<plfs_core::Error> for Errno {
     fn from(e: plfs_core::Error) -> Self {
-        crate::rt::log::debug(format_args!("{e}"));
+        if matches!(e, plfs_core::Error::Corruption { .. }) {
+            crate::rt::log::damage(format_args!("{e}"));
+        } else {
+            crate::rt::log::debug(format_args!("{e}"));
+        }
         Errno(e.raw_errno())
     }
 }

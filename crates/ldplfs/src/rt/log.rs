@@ -1,6 +1,6 @@
-//! Diagnostics of the preload library itself, off by default: `LDPLFS_LOG=warn|debug` prints
-//! one line per event to standard error through a raw write(2). The bottom of the library: it
-//! uses nothing else of it.
+//! Diagnostics of the preload library itself, off by default (except damage found in a
+//! container): `LDPLFS_LOG=warn|debug` prints one line per event to standard error through a
+//! raw write(2). The bottom of the library: it uses nothing else of it.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -34,6 +34,14 @@ fn emit(tag: &str, msg: std::fmt::Arguments<'_>) {
 pub fn warn(msg: std::fmt::Arguments<'_>) {
     if level() >= 2 {
         emit("warning", msg);
+    }
+}
+
+/// Logs damage found in a container: the program sees only EIO, so this is printed unless
+/// logging is switched off explicitly (`LDPLFS_LOG=off`).
+pub fn damage(msg: std::fmt::Arguments<'_>) {
+    if level() >= 2 || std::env::var_os("LDPLFS_LOG").is_none() {
+        emit("error", msg);
     }
 }
 

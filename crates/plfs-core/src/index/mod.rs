@@ -12,6 +12,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod sums;
+pub use sums::{SumCheck, Sums};
+
 /// A data log the map points into.
 #[derive(Debug, Clone)]
 pub struct Chunk {
@@ -51,6 +54,8 @@ pub struct IndexState {
     written: HashMap<u64, u64>,
     /// Set when the state was loaded from a flattened index with this signature.
     flat_sig: Option<u64>,
+    /// The data checksums of the logs written with them.
+    pub sums: Sums,
 }
 
 /// An index log found while listing hostdirs.
@@ -78,6 +83,7 @@ impl IndexState {
             records_read: 0,
             written: HashMap::new(),
             flat_sig: None,
+            sums: Sums::default(),
         }
     }
 
@@ -102,10 +108,14 @@ impl IndexState {
 
     fn load_once(c: &Container, logical: &Path) -> Result<Self> {
         let mut s = IndexState::empty(c.mount.global.max_open_data_logs as usize);
-        match s.load_flat(c, logical) {
-            Ok(true) => return Ok(s),
-            Ok(false) => {}
-            Err(e) => crate::warn!("{e}; ignoring the flattened index"),
+        // The flattened index carries no data checksums: a reader that checks them
+        // (`data_checksums: true`) reads the index logs.
+        if !c.mount.global.data_checksums {
+            match s.load_flat(c, logical) {
+                Ok(true) => return Ok(s),
+                Ok(false) => {}
+                Err(e) => crate::warn!("{e}; ignoring the flattened index"),
+            }
         }
         s = IndexState::empty(c.mount.global.max_open_data_logs as usize);
         s.refresh(c)?;
@@ -337,12 +347,12 @@ impl IndexState {
             .map(|f| self.logs.get(&f.path).copied().unwrap_or(0))
             .collect();
         let dirs = &self.dirs;
-        let read_all = |fs: &[FoundLog], ss: &[u64]| -> Vec<Result<(u64, format::DecodedRecords, u64)>> {
+        let read_all = |fs: &[FoundLog], ss: &[u64]| -> Vec<Result<LogRead>> {
             fs.iter().zip(ss).map(|(f, &s)| read_log(&dirs[f.dir], f, s)).collect()
         };
         // One log (a refresh of one writer's file: what every fstat or lseek(SEEK_END) of an
         // open file costs) is read on this thread; no thread is started for it.
-        let results: Vec<Result<(u64, format::DecodedRecords, u64)>> = if threads <= 1 {
+        let results: Vec<Result<LogRead>> = if threads <= 1 {
             read_all(&found, &starts)
         } else {
             std::thread::scope(|scope| {
@@ -363,7 +373,12 @@ impl IndexState {
             })
         };
         for (f, r) in found.iter().zip(results) {
-            let (new_consumed, mut dec, data_len) = match r {
+            let LogRead {
+                consumed: new_consumed,
+                mut dec,
+                data_len,
+                sums,
+            } = match r {
                 Ok(v) => v,
                 // Listed, then gone: a compaction retired it, after publishing the log that
                 // replaces it, which a new listing finds.
@@ -399,6 +414,9 @@ impl IndexState {
                 ));
             }
             let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
+            if sums == Some(true) {
+                self.sums.enable(chunk);
+            }
             let (patterns, records) = (std::mem::take(&mut dec.patterns), std::mem::take(&mut dec.records));
             for pr in patterns {
                 let n = pr.ts.len() as u64;
@@ -436,6 +454,8 @@ impl IndexState {
                         writer: f.info.writer_id,
                     },
                 );
+                self.sums
+                    .add(chunk, r.physical_off, r.length, r.logical_off, r.data_crc);
             }
             self.logs.insert(f.path.clone(), new_consumed);
         }
@@ -507,22 +527,40 @@ fn past_end(f: &FoundLog, logical: u64, data_len: u64) -> Error {
     )
 }
 
-/// Reads an index log from byte `start`, returning (bytes now consumed, decoded records, size of
-/// the matching data log). A data log missing while its index log has records is damage.
-fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::DecodedRecords, u64)> {
+/// What [`read_log`] read of an index log.
+struct LogRead {
+    /// Bytes of the log consumed so far (header included).
+    consumed: u64,
+    dec: format::DecodedRecords,
+    /// Size of the matching data log.
+    data_len: u64,
+    /// Whether its records carry data checksums, when the header was read (from byte 0).
+    sums: Option<bool>,
+}
+
+/// Reads an index log from byte `start`. A data log missing while its index log has records is
+/// damage.
+fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<LogRead> {
     let file = no_link(dir.open_file(&f.name, Access::Read), dir, &f.name)?;
     let size = file.size()?;
+    let nothing = |consumed| LogRead {
+        consumed,
+        dec: format::DecodedRecords::default(),
+        data_len: 0,
+        sums: None,
+    };
     if size < start {
-        return Ok((size, format::DecodedRecords::default(), 0));
+        return Ok(nothing(size));
     }
     // Read to the end of the file, not to the size fstat reported: a network file system may
     // report a size that lags behind what another client appended (GlusterFS: about a second).
     let buf = file.read_to_end_from(start, size - start)?;
     let mut body_start = 0usize;
+    let mut sums = None;
     if start == 0 {
         if buf.len() < format::INDEX_HEADER_LEN {
             // Header not (fully) written yet: nothing to consume.
-            return Ok((0, format::DecodedRecords::default(), 0));
+            return Ok(nothing(0));
         }
         let h = format::LogHeader::decode(&f.path, &buf, format::INDEX_MAGIC)?;
         if h.writer_id != f.info.writer_id {
@@ -535,6 +573,7 @@ fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::Decoded
             ));
         }
         body_start = format::INDEX_HEADER_LEN;
+        sums = Some(h.flags & format::LOG_FLAG_DATA_CRC != 0);
     }
     let dec = format::decode_records(&buf[body_start..]);
     let consumed = start + (body_start + dec.valid_len) as u64;
@@ -575,7 +614,12 @@ fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<(u64, format::Decoded
         }
         Err(e) => return Err(e),
     };
-    Ok((consumed, dec, data_len))
+    Ok(LogRead {
+        consumed,
+        dec,
+        data_len,
+        sums,
+    })
 }
 
 /// A log opened without following links (`O_NOFOLLOW`) that turned out to be a symbolic link:

@@ -9,8 +9,8 @@ use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::extent::{Key, Segment};
 use crate::format::{MetaDropping, WriteRecord};
-use crate::index::IndexState;
-use crate::sys::TimeSpec;
+use crate::index::{IndexState, SumCheck};
+use crate::sys::{File, TimeSpec};
 use rustix::io::Errno;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -213,6 +213,11 @@ impl Shared {
             let chunk = s.chunk_for(d, id, pid, &host);
             s.map
                 .insert_write(off, buf.len() as u64, chunk, phys, Key { ts, writer: id });
+            if self.data_crc() {
+                // The writer's logs were created with checksums too.
+                s.sums.enable(chunk);
+                s.sums.add(chunk, phys, buf.len() as u64, off, data_crc);
+            }
         }
         Ok(buf.len())
     }
@@ -309,25 +314,41 @@ impl Shared {
         self.with_index(true, |s| Ok(s.map.size()))
     }
 
+    /// Reads through the merged index. Data from logs written with checksums
+    /// (`data_checksums: true`) is checked: each write it belongs to is read whole, once per
+    /// process, and one that does not match its checksum is damage (EIO), not data.
     pub(crate) fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        let (mut checks, mut sums) = (Vec::new(), Vec::new());
         let plan = self.with_index(false, |s| {
             let segs = s.map.lookup(off, buf.len() as u64);
             let mut plan = Vec::with_capacity(segs.len());
             for seg in segs {
                 match seg {
                     Segment::Hole { len } => plan.push((len, None)),
-                    Segment::Data { len, chunk, phys } => plan.push((len, Some((s.data_fd(chunk)?, phys)))),
+                    Segment::Data { len, chunk, phys } => {
+                        let f = s.data_fd(chunk)?;
+                        sums.clear();
+                        s.sums.to_check(chunk, phys, len, &mut sums);
+                        checks.extend(sums.drain(..).map(|sum| Check {
+                            sum,
+                            seg: plan.len(),
+                            file: f.clone(),
+                        }));
+                        plan.push((len, Some((f, phys))))
+                    }
                 }
             }
             Ok(plan)
         })?;
         let mut pos = 0usize;
-        for (len, src) in plan {
-            let dst = &mut buf[pos..pos + len as usize];
+        let mut at = Vec::with_capacity(plan.len());
+        for (len, src) in &plan {
+            at.push(pos);
+            let dst = &mut buf[pos..pos + *len as usize];
             match src {
                 None => dst.fill(0),
                 Some((f, phys)) => {
-                    let n = f.pread_full(dst, phys)?;
+                    let n = f.pread_full(dst, *phys)?;
                     if n < dst.len() {
                         return Err(Error::corrupt(
                             f.path(),
@@ -340,8 +361,66 @@ impl Shared {
                     }
                 }
             }
-            pos += len as usize;
+            pos += *len as usize;
+        }
+        if !checks.is_empty() {
+            for Check { sum: c, seg, file: f } in &checks {
+                let (len, src) = &plan[*seg];
+                let seg_phys = src.as_ref().map_or(0, |s| s.1);
+                // Read whole by this read: checked from the buffer; else from the log.
+                let inside = c.phys >= seg_phys && c.phys + c.len <= seg_phys + len;
+                let got = if inside {
+                    let s = at[*seg] + (c.phys - seg_phys) as usize;
+                    Some(crc32c::crc32c(&buf[s..s + c.len as usize]))
+                } else {
+                    crc_of(f, c)?
+                };
+                if got != Some(c.crc) {
+                    return Err(Error::corrupt(
+                        f.path(),
+                        format!(
+                            "{}: the write of {} bytes at logical offset {} (bytes {}..{} of this data log) {}, the index says crc32c {:08x}",
+                            self.logical.display(),
+                            c.len,
+                            c.logical,
+                            c.phys,
+                            c.phys + c.len,
+                            got.map_or("is cut short".to_string(), |g| format!("has crc32c {g:08x}")),
+                            c.crc
+                        ),
+                    ));
+                }
+            }
+            let mut g = lock(&self.index);
+            if let Some(s) = g.as_mut() {
+                for c in &checks {
+                    s.sums.checked(c.sum.chunk, c.sum.phys);
+                }
+            }
         }
         Ok(pos)
     }
+}
+
+/// A write a read returns part of, to check: in plan segment `seg`, from `file`.
+struct Check {
+    sum: SumCheck,
+    seg: usize,
+    file: Arc<File>,
+}
+
+/// The crc32c of a write's data read from its data log, or `None` when the log ends before it.
+fn crc_of(f: &File, c: &SumCheck) -> Result<Option<u32>> {
+    let mut b = vec![0u8; c.len.min(1 << 20) as usize];
+    let (mut crc, mut done) = (0u32, 0u64);
+    while done < c.len {
+        let want = (c.len - done).min(b.len() as u64) as usize;
+        let n = f.pread_full(&mut b[..want], c.phys + done)?;
+        if n < want {
+            return Ok(None);
+        }
+        crc = crc32c::crc32c_append(crc, &b[..n]);
+        done += n as u64;
+    }
+    Ok(Some(crc))
 }
