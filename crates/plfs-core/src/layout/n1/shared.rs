@@ -329,8 +329,10 @@ impl Shared {
                         let f = s.data_fd(chunk)?;
                         sums.clear();
                         s.sums.to_check(chunk, phys, len, &mut sums);
+                        let writer = s.chunks[chunk as usize].writer_id;
                         checks.extend(sums.drain(..).map(|sum| Check {
                             sum,
+                            writer,
                             seg: plan.len(),
                             file: f.clone(),
                         }));
@@ -364,7 +366,10 @@ impl Shared {
             pos += *len as usize;
         }
         if !checks.is_empty() {
-            for Check { sum: c, seg, file: f } in &checks {
+            for Check {
+                sum: c, seg, file: f, ..
+            } in &checks
+            {
                 let (len, src) = &plan[*seg];
                 let seg_phys = src.as_ref().map_or(0, |s| s.1);
                 // Read whole by this read: checked from the buffer; else from the log.
@@ -391,10 +396,13 @@ impl Shared {
                     ));
                 }
             }
+            // Into the same merged index only: a reloaded one numbers its chunks anew.
             let mut g = lock(&self.index);
             if let Some(s) = g.as_mut() {
                 for c in &checks {
-                    s.sums.checked(c.sum.chunk, c.sum.phys);
+                    if s.chunks.get(c.sum.chunk as usize).map(|ch| ch.writer_id) == Some(c.writer) {
+                        s.sums.checked(c.sum.chunk, c.sum.phys);
+                    }
                 }
             }
         }
@@ -402,9 +410,11 @@ impl Shared {
     }
 }
 
-/// A write a read returns part of, to check: in plan segment `seg`, from `file`.
+/// A write a read returns part of, to check: in plan segment `seg`, from `file`, the data log
+/// of `writer`.
 struct Check {
     sum: SumCheck,
+    writer: u64,
     seg: usize,
     file: Arc<File>,
 }
