@@ -189,6 +189,22 @@ impl Dir {
         Ok(self.child(fd, p))
     }
 
+    /// This directory opened again (`.`): a new open file description, which holds flock(2)
+    /// locks of its own, unlike a dup ([`Dir::try_clone`]).
+    pub fn reopen(&self) -> Result<Dir> {
+        hit("sys::open", "open", &self.path)?;
+        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
+            .map_err(|e| Error::io(&self.path, "open", e))?;
+        Ok(self.child(fd, self.path.clone()))
+    }
+
+    /// The descriptor number (for a front end that hands a container's lock to another
+    /// process image: see `Plfs::container_locks`).
+    pub fn raw_fd(&self) -> i32 {
+        use rustix::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+
     /// [`Dir::open_dir`], `Ok(None)` when nothing is there.
     pub fn open_dir_opt(&self, name: impl AsRef<OsStr>) -> Result<Option<Dir>> {
         match self.open_dir(name) {
