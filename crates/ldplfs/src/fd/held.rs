@@ -83,19 +83,21 @@ pub fn forget_range(lo: u32, hi: u32) {
     count(&h);
 }
 
+/// Takes the locks held for file `ident` out of the list.
+fn take(ident: Ident) -> Vec<Held> {
+    let mut h = held();
+    let (gone, keep) = std::mem::take(&mut *h).into_iter().partition(|x| x.ident == ident);
+    *h = keep;
+    count(&h);
+    gone
+}
+
 /// This process opened the file itself and holds its own lock: the inherited one goes.
 pub fn take_over(ident: Ident) {
     if !any() {
         return;
     }
-    let gone: Vec<Held> = {
-        let mut h = held();
-        let (gone, keep) = std::mem::take(&mut *h).into_iter().partition(|x| x.ident == ident);
-        *h = keep;
-        count(&h);
-        gone
-    };
-    for x in gone {
+    for x in take(ident) {
         let _ = sys::close(x.fd);
     }
 }
@@ -107,14 +109,7 @@ pub fn release(ident: Ident) {
     if !any() {
         return;
     }
-    let gone: Vec<Held> = {
-        let mut h = held();
-        let (gone, keep) = std::mem::take(&mut *h).into_iter().partition(|x| x.ident == ident);
-        *h = keep;
-        count(&h);
-        gone
-    };
-    let_go(gone);
+    let_go(take(ident));
 }
 
 /// [`release`] of every lock held here (exit).
