@@ -404,12 +404,15 @@ impl Dir {
     /// directory is recognisably a container until it is empty.
     pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> Result<()> {
         let name = name.as_ref();
-        let Some(st) = self.stat_opt(name)? else {
-            return Ok(());
-        };
-        if !is_dir(&st) {
-            self.unlink_opt(name)?;
-            return Ok(());
+        // Most entries of a container are files: unlink first (a link is removed, never
+        // followed); a directory answers EISDIR (Linux, whatever the file system).
+        match self.unlink(name) {
+            Ok(()) => return Ok(()),
+            Err(e) if is_missing(&e) => return Ok(()),
+            Err(Error::Io {
+                errno: Errno::ISDIR, ..
+            }) => {}
+            Err(e) => return Err(e),
         }
         if let Some(sub) = self.open_dir_opt(name)? {
             let mut names = sub.list()?;
@@ -472,8 +475,11 @@ impl Dir {
     /// (some backends report `DT_UNKNOWN`).
     pub fn list(&self) -> Result<Vec<OsString>> {
         hit("sys::readdir", "readdir", &self.path)?;
-        // Dir::read_from reopens the directory, so this descriptor's position is left untouched.
-        let dir = fs::Dir::read_from(&self.fd).map_err(|e| Error::io(&self.path, "opendir", e))?;
+        // Read through a new description of the directory, so this descriptor's position is left
+        // untouched (what Dir::read_from does, less its fcntl(F_GETFL)).
+        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
+            .map_err(|e| Error::io(&self.path, "opendir", e))?;
+        let dir = fs::Dir::new(fd).map_err(|e| Error::io(&self.path, "opendir", e))?;
         let mut out = Vec::new();
         for ent in dir {
             let ent = ent.map_err(|e| Error::io(&self.path, "readdir", e))?;
