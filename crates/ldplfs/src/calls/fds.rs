@@ -32,6 +32,11 @@ fn close_impl(fd: c_int) -> c_int {
                 r.map(|()| 0)
             });
         }
+        if !foreign_child() && crate::fd::held::contains(fd) {
+            // A lock held for a file this process inherited (`fd::held`), not the program's.
+            crate::rt::log::debug(format_args!("close({fd}) of a held lock descriptor ignored"));
+            return 0;
+        }
         if table::core_fd(fd) && !foreign_child() {
             // Not the program's descriptor (it never opened this number): leave it to the core.
             crate::rt::log::debug(format_args!("close({fd}) of a core descriptor ignored"));
@@ -62,6 +67,7 @@ pub extern "C" fn close_range(lo: c_uint, hi: c_uint, flags: c_int) -> c_int {
     if r == 0 && flags & (libc::CLOSE_RANGE_CLOEXEC as c_int) == 0 {
         if let Some(_busy) = enter() {
             if !foreign_child() {
+                crate::fd::held::forget_range(lo, hi);
                 for e in table::remove_range(lo, hi) {
                     let _ = release(e);
                 }
@@ -78,6 +84,7 @@ pub extern "C" fn closefrom(lo: c_int) {
     crate::real!(closefrom(lo): fn(c_int) -> ());
     if let Some(_busy) = enter() {
         if !foreign_child() && lo >= 0 {
+            crate::fd::held::forget_range(lo as u32, u32::MAX);
             for e in table::remove_range(lo as u32, u32::MAX) {
                 let _ = release(e);
             }
@@ -107,6 +114,14 @@ fn dup3_impl(old: c_int, new: c_int, flags: c_int, two: bool) -> c_int {
             "dup2 onto core descriptor {new}: closing open files first"
         ));
         release_core_fds();
+    }
+    if old != new && new >= 0 {
+        if let Some(_busy) = enter() {
+            if !foreign_child() {
+                // The kernel closes a held lock descriptor there.
+                crate::fd::held::forget_range(new as u32, new as u32);
+            }
+        }
     }
     let r = if two {
         crate::real!(dup2(old, new): fn(c_int, c_int) -> c_int)

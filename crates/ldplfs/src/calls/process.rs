@@ -3,7 +3,7 @@
 //! to the child first), and exit (close everything, also on `_exit` after fork).
 
 use crate::fd::conf::{enabled, foreign_child};
-use crate::fd::{entry, table};
+use crate::fd::{entry, held, table};
 use crate::file::init::enter;
 use crate::file::{io, shm};
 use libc::{c_char, c_int, pid_t};
@@ -19,6 +19,9 @@ fn before_exec() {
         let _ = std::panic::catch_unwind(|| {
             // The new image reads the file positions from the kernel offsets.
             table::share_positions();
+            // It holds the locks of the files it inherits until it opens them (`fd::held`);
+            // taken before our own go below.
+            held::dup_for_exec(&table::surviving_files(), !foreign_child());
             if foreign_child() {
                 table::flush_all();
             } else {
@@ -30,14 +33,25 @@ fn before_exec() {
     }
 }
 
-/// Before starting a child that shares nothing but descriptors: make our writes visible to it.
-fn before_spawn() {
+/// Before starting a child that shares nothing but descriptors: make our writes visible to it,
+/// and hand it the locks of the files it inherits (dups, returned for [`after_spawn`]).
+fn before_spawn() -> Vec<i32> {
     if let Some(_busy) = enter() {
         if enabled() {
             let _ = std::panic::catch_unwind(table::flush_all);
             // The child shares the open file descriptions.
             let _ = std::panic::catch_unwind(table::share_positions);
+            return std::panic::catch_unwind(|| held::dup_for_exec(&table::surviving_files(), false))
+                .unwrap_or_default();
         }
+    }
+    Vec::new()
+}
+
+/// After the child started (it has its copies of the dups by now, or failed): ours go.
+fn after_spawn(dups: Vec<i32>) {
+    for fd in dups {
+        let _ = crate::rt::real::sys::close(fd);
     }
 }
 
@@ -224,8 +238,10 @@ pub unsafe extern "C" fn posix_spawn(
     argv: Argv,
     envp: Argv,
 ) -> c_int {
-    before_spawn();
-    crate::real!(posix_spawn(pid, path, fa, attr, argv, envp): fn(*mut pid_t, *const c_char, *const libc::posix_spawn_file_actions_t, *const libc::posix_spawnattr_t, Argv, Argv) -> c_int)
+    let dups = before_spawn();
+    let r = crate::real!(posix_spawn(pid, path, fa, attr, argv, envp): fn(*mut pid_t, *const c_char, *const libc::posix_spawn_file_actions_t, *const libc::posix_spawnattr_t, Argv, Argv) -> c_int);
+    after_spawn(dups);
+    r
 }
 /// posix_spawnp(3).
 #[no_mangle]
@@ -237,20 +253,26 @@ pub unsafe extern "C" fn posix_spawnp(
     argv: Argv,
     envp: Argv,
 ) -> c_int {
-    before_spawn();
-    crate::real!(posix_spawnp(pid, file, fa, attr, argv, envp): fn(*mut pid_t, *const c_char, *const libc::posix_spawn_file_actions_t, *const libc::posix_spawnattr_t, Argv, Argv) -> c_int)
+    let dups = before_spawn();
+    let r = crate::real!(posix_spawnp(pid, file, fa, attr, argv, envp): fn(*mut pid_t, *const c_char, *const libc::posix_spawn_file_actions_t, *const libc::posix_spawnattr_t, Argv, Argv) -> c_int);
+    after_spawn(dups);
+    r
 }
 /// system(3).
 #[no_mangle]
 pub unsafe extern "C" fn system(cmd: *const c_char) -> c_int {
-    before_spawn();
-    crate::real!(system(cmd): fn(*const c_char) -> c_int)
+    let dups = before_spawn();
+    let r = crate::real!(system(cmd): fn(*const c_char) -> c_int);
+    after_spawn(dups);
+    r
 }
 /// popen(3).
 #[no_mangle]
 pub unsafe extern "C" fn popen(cmd: *const c_char, mode: *const c_char) -> *mut libc::FILE {
-    before_spawn();
-    crate::real!(popen(cmd, mode): fn(*const c_char, *const c_char) -> *mut libc::FILE)
+    let dups = before_spawn();
+    let r = crate::real!(popen(cmd, mode): fn(*const c_char, *const c_char) -> *mut libc::FILE);
+    after_spawn(dups);
+    r
 }
 
 /// Closes every file of this process at exit; later writes reopen and close again.
@@ -265,6 +287,7 @@ pub fn at_exit() {
             unsafe { libc::fflush(std::ptr::null_mut()) };
             shm::write_back_all(None);
             table::close_all();
+            held::release_all();
             io::AFTER_EXIT.store(true, Ordering::Relaxed);
         });
     }
@@ -295,6 +318,7 @@ fn at_exit_raw() {
         let _ = std::panic::catch_unwind(|| {
             shm::write_back_all(None);
             table::close_all();
+            held::release_all();
         });
     }
 }

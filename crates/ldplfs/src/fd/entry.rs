@@ -151,6 +151,10 @@ pub fn file_of<'a>(e: &Entry, st: &'a mut FileState) -> Res<&'a OpenFile> {
         let f = open_again(e, OpenFlags::from_posix(fl)?, me)?;
         st.file = Some(f);
         st.pid = me;
+        if let Some(id) = e.ident {
+            // It holds a lock of its own now: one inherited with the descriptor can go.
+            crate::fd::held::take_over(id);
+        }
     }
     Ok(st.file.as_ref().expect("opened above"))
 }

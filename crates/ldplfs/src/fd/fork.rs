@@ -8,7 +8,7 @@
 //! built at first need) and every table entry is renewed without an open file, so the child's
 //! first access opens the file again as its own writer.
 
-use crate::fd::{conf, entry, table};
+use crate::fd::{conf, entry, held, table};
 use crate::rt::sync;
 
 /// Registers the handlers (once, at initialisation).
@@ -23,11 +23,14 @@ extern "C" fn prepare() {
     let _ = std::panic::catch_unwind(table::flush_all);
     // Parent and child share the open file descriptions from now on.
     let _ = std::panic::catch_unwind(table::share_positions);
+    // The child holds this process's container locks until it opens those files itself.
+    let _ = std::panic::catch_unwind(held::before_fork);
     sync::hold_all();
 }
 
 extern "C" fn parent() {
     entry::bump_epoch();
+    held::in_parent();
     sync::release_all();
 }
 
@@ -35,5 +38,6 @@ extern "C" fn child() {
     conf::set_pid();
     conf::forget_instance();
     table::renew_in_child();
+    held::in_child();
     sync::release_all();
 }

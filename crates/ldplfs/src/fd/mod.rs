@@ -2,11 +2,13 @@
 //! the PLFS instance, the pid), [`entry`] (one open PLFS file), [`table`] (descriptor numbers to
 //! entries), [`placeholder`] (the memfd behind each PLFS descriptor, adoption after exec),
 //! [`paths`] (which paths are under a mount point; the working directory), [`fork`] (the
-//! pthread_atfork handlers). Uses only `rt`.
+//! pthread_atfork handlers), [`held`] (container locks held for another process image). Uses
+//! only `rt`.
 
 pub mod conf;
 pub mod entry;
 pub mod fork;
+pub mod held;
 pub mod paths;
 pub mod placeholder;
 pub mod table;

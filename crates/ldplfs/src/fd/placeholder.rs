@@ -178,7 +178,8 @@ pub fn adopt_all() -> Vec<i32> {
     drop(d);
     drop(dir);
     let mut adopted = Vec::new();
-    for fd in fds {
+    let mut files = Vec::new();
+    for &fd in &fds {
         let Some((kind, flags, ident, path)) = read_record(fd) else {
             continue;
         };
@@ -189,8 +190,13 @@ pub fn adopt_all() -> Vec<i32> {
             table::entry_for_key(key).unwrap_or_else(|| Arc::new(Entry::new(key, kind, path, ident, flags, None)));
         table::insert_fd(fd, &entry);
         crate::rt::log::debug(format_args!("adopted fd {fd} -> {}", entry.path.display()));
+        if let Some(id) = entry.ident {
+            files.push((id, entry.path.clone()));
+        }
         adopted.push(fd);
     }
+    // The locks handed over with them (see `fd::held`).
+    crate::fd::held::adopt(&fds, &files);
     adopted
 }
 

@@ -19,11 +19,12 @@
 //!   65536; a set bit is confirmed through the table.
 
 use crate::fd::conf::{conf, my_pid, plfs_active};
-use crate::fd::entry::{close_file, Entry, Key, Kind};
+use crate::fd::entry::{close_file, Entry, Ident, Key, Kind};
 use crate::rt::errno::Res;
 use crate::rt::real::sys;
 use crate::rt::sync::ForkMutex;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, MutexGuard};
 
@@ -205,6 +206,34 @@ pub fn entry_for_key(key: Key) -> Option<Arc<Entry>> {
 /// Every entry (for flush and close at fork, exec and exit).
 pub fn all_entries() -> Vec<Arc<Entry>> {
     table().entries.values().map(|(e, _)| e.clone()).collect()
+}
+
+/// The files (identity, path) that a new image inherits descriptors of at exec: those with a
+/// descriptor without close-on-exec.
+pub fn surviving_files() -> Vec<(Ident, PathBuf)> {
+    if NFDS.load(Ordering::Relaxed) == 0 {
+        return Vec::new();
+    }
+    let t = table();
+    let mut out: Vec<(Ident, PathBuf)> = Vec::new();
+    for (fd, slot) in &t.fds {
+        let Some((e, _)) = t.entries.get(&slot.key) else {
+            continue;
+        };
+        let Some(id) = e.ident else { continue };
+        if out.iter().any(|(i, _)| *i == id) {
+            continue;
+        }
+        if sys::fcntl_int(*fd, libc::F_GETFD, 0).is_ok_and(|f| f & libc::FD_CLOEXEC == 0) {
+            out.push((id, e.path.clone()));
+        }
+    }
+    out
+}
+
+/// True if an entry of the table is a file of identity `id`.
+pub fn has_ident(id: Ident) -> bool {
+    table().entries.values().any(|(e, _)| e.ident == Some(id))
 }
 
 /// Descriptor numbers registered for `key`.

@@ -4,7 +4,7 @@
 
 use crate::fd::conf::{foreign_child, plfs_active};
 use crate::fd::entry::{close_file, Entry};
-use crate::fd::table;
+use crate::fd::{held, table};
 use crate::rt::errno::Res;
 use crate::rt::real::sys;
 use std::sync::Arc;
@@ -18,7 +18,16 @@ pub fn release(e: Arc<Entry>) -> Res<()> {
         let _ = sys::close(st.lock_fd);
         st.lock_fd = -1;
     }
-    close_file(&mut st)
+    let r = close_file(&mut st);
+    drop(st);
+    // The last descriptor of a file this process never opened itself: the lock inherited for
+    // it goes (and an unlinked file is deleted if nobody else holds it).
+    if let Some(id) = e.ident {
+        if held::any() && !foreign_child() && !table::has_ident(id) {
+            held::release(id);
+        }
+    }
+    r
 }
 
 /// Drops `fd` from the table after the kernel closed it.

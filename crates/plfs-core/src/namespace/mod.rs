@@ -76,6 +76,16 @@ impl Plfs {
         Ok(Plfs { config, mounts, reg })
     }
 
+    /// The descriptors holding this process's shared locks on the N-1 files it has open, with
+    /// each file's identity ([`OpenFile::ident`]) and logical path. A file unlinked while open
+    /// is deleted by the last process holding such a lock when it lets go (design.md,
+    /// "Unlink"): a front end that hands an open file to another process image (fork, exec)
+    /// passes the image one of these descriptors, a dup, so the file lasts until that image has
+    /// opened it itself. The descriptors stay this instance's: never close them.
+    pub fn container_locks(&self) -> Vec<(i32, (u64, u64), PathBuf)> {
+        self.reg.locks()
+    }
+
     /// Loads the configuration from the environment ([`Config::load`]) and builds an instance.
     pub fn from_env() -> Result<Plfs> {
         Plfs::new(Config::load()?)

@@ -189,6 +189,22 @@ impl Dir {
         Ok(self.child(fd, p))
     }
 
+    /// This directory opened again (`.`): a new open file description, which holds flock(2)
+    /// locks of its own, unlike a dup ([`Dir::try_clone`]).
+    pub fn reopen(&self) -> Result<Dir> {
+        hit("sys::open", "open", &self.path)?;
+        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
+            .map_err(|e| Error::io(&self.path, "open", e))?;
+        Ok(self.child(fd, self.path.clone()))
+    }
+
+    /// The descriptor number (for a front end that hands a container's lock to another
+    /// process image: see `Plfs::container_locks`).
+    pub fn raw_fd(&self) -> i32 {
+        use rustix::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+
     /// [`Dir::open_dir`], `Ok(None)` when nothing is there.
     pub fn open_dir_opt(&self, name: impl AsRef<OsStr>) -> Result<Option<Dir>> {
         match self.open_dir(name) {
@@ -388,12 +404,15 @@ impl Dir {
     /// directory is recognisably a container until it is empty.
     pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> Result<()> {
         let name = name.as_ref();
-        let Some(st) = self.stat_opt(name)? else {
-            return Ok(());
-        };
-        if !is_dir(&st) {
-            self.unlink_opt(name)?;
-            return Ok(());
+        // Most entries of a container are files: unlink first (a link is removed, never
+        // followed); a directory answers EISDIR (Linux, whatever the file system).
+        match self.unlink(name) {
+            Ok(()) => return Ok(()),
+            Err(e) if is_missing(&e) => return Ok(()),
+            Err(Error::Io {
+                errno: Errno::ISDIR, ..
+            }) => {}
+            Err(e) => return Err(e),
         }
         if let Some(sub) = self.open_dir_opt(name)? {
             let mut names = sub.list()?;
@@ -456,8 +475,11 @@ impl Dir {
     /// (some backends report `DT_UNKNOWN`).
     pub fn list(&self) -> Result<Vec<OsString>> {
         hit("sys::readdir", "readdir", &self.path)?;
-        // Dir::read_from reopens the directory, so this descriptor's position is left untouched.
-        let dir = fs::Dir::read_from(&self.fd).map_err(|e| Error::io(&self.path, "opendir", e))?;
+        // Read through a new description of the directory, so this descriptor's position is left
+        // untouched (what Dir::read_from does, less its fcntl(F_GETFL)).
+        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
+            .map_err(|e| Error::io(&self.path, "opendir", e))?;
+        let dir = fs::Dir::new(fd).map_err(|e| Error::io(&self.path, "opendir", e))?;
         let mut out = Vec::new();
         for ent in dir {
             let ent = ent.map_err(|e| Error::io(&self.path, "readdir", e))?;

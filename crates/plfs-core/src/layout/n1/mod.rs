@@ -37,6 +37,15 @@ impl Registry {
         lock(&self.open).get(&ident).and_then(Weak::upgrade)
     }
 
+    /// The shared lock of every container this process has open: the descriptor that holds
+    /// it, the file's identity and logical path.
+    pub(crate) fn locks(&self) -> Vec<(i32, (u64, u64), PathBuf)> {
+        let all: Vec<Arc<Shared>> = lock(&self.open).values().filter_map(Weak::upgrade).collect();
+        all.iter()
+            .map(|s| (s.c.dir.raw_fd(), s.c.ident, s.logical.clone()))
+            .collect()
+    }
+
     /// The containers this process has open at or under logical path `logical`.
     fn under(&self, logical: &std::path::Path) -> Vec<Arc<Shared>> {
         let all: Vec<Arc<Shared>> = lock(&self.open).values().filter_map(Weak::upgrade).collect();

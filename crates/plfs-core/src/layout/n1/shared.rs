@@ -43,10 +43,20 @@ pub(crate) struct Doomed {
 
 impl Drop for Shared {
     /// The last handle of this process on the container is gone. If nobody else holds it open
-    /// (this process's shared flock converts to an exclusive one) and it was unlinked, by this
-    /// process or another, it is deleted now.
+    /// and it was unlinked, by this process or another, it is deleted now.
     fn drop(&mut self) {
         let doomed = self.doomed.get_mut().map(Option::take).unwrap_or_default();
+        // The exclusive lock is tried on a new open file description of the container, after
+        // letting go of this process's own: a forked child, or an image this process hands the
+        // file to (exec), may share that description and with it the shared lock, which a
+        // conversion of it to an exclusive lock would not see (design.md, "Unlink").
+        match self.c.dir.reopen() {
+            Ok(d) => drop(std::mem::replace(&mut self.c.dir, d)),
+            Err(e) => {
+                crate::warn!("{e}: could not remove an unlinked file's data");
+                return;
+            }
+        }
         // Take the lock first, then look at the name: an unlink renames first, then tries the
         // lock, so one of the two sees the other (design.md, "Unlink").
         match self.c.dir.try_lock_exclusive() {
