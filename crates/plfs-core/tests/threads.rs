@@ -115,3 +115,56 @@ fn threads_with_own_handles_small_index_buffer() {
         "thr-own",
     );
 }
+
+/// A refresh reads the index logs of a file on several threads once there are many of them
+/// (one thread per 8 logs, up to `threadpool_size`): 40 writers, each with its own logs,
+/// interleaved and overwriting each other, read back through a fresh instance, whole and in
+/// pieces, against a model.
+#[test]
+fn many_logs_are_read_on_several_threads() {
+    let fx = Fixture::new(
+        "thr-manylogs",
+        2,
+        1,
+        GlobalParams {
+            threadpool_size: 4,
+            ..GlobalParams::default()
+        },
+    );
+    let path = fx.path("m");
+    let p = fx.plfs();
+    let mut model = vec![0u8; 0];
+    for w in 0..40u64 {
+        let f = p.open(&path, common::rw_create(), 0o644, 100 + w as u32).unwrap();
+        for i in 0..5u64 {
+            // Strided by writer, and every fifth record overwrites the previous writer's.
+            let off = if i == 4 && w > 0 {
+                ((w - 1) * 5 + 2) * 997
+            } else {
+                (w * 5 + i) * 997
+            };
+            let d = pattern(SEED + w, off, 997);
+            f.write(&d, off).unwrap();
+            let end = (off + 997) as usize;
+            if model.len() < end {
+                model.resize(end, 0);
+            }
+            model[off as usize..end].copy_from_slice(&d);
+        }
+        f.close().unwrap();
+    }
+    drop(p);
+    assert!(fx.logs("m", "index.").len() >= 40, "one index log per writer");
+    let q = fx.plfs();
+    let g = q.open(&path, common::ro(), 0, 1).unwrap();
+    let mut all = vec![0u8; model.len() + 10];
+    let n = g.read(&mut all, 0).unwrap();
+    common::assert_bytes_eq(&all[..n], &model, "whole file");
+    for off in (0..model.len() as u64).step_by(1234) {
+        let mut b = vec![0u8; 3000];
+        let n = g.read(&mut b, off).unwrap();
+        let want = &model[off as usize..(off as usize + 3000).min(model.len())];
+        common::assert_bytes_eq(&b[..n], want, &format!("read at {off}"));
+    }
+    g.close().unwrap();
+}

@@ -58,6 +58,9 @@ pub struct IndexState {
     pub sums: Sums,
 }
 
+/// Logs read per thread of a refresh (fewer are read on the calling thread).
+const LOGS_PER_THREAD: usize = 8;
+
 /// An index log found while listing hostdirs.
 struct FoundLog {
     dir: usize,
@@ -340,8 +343,10 @@ impl IndexState {
                 }
             }
         }
-        // Read the new parts of every log on a pool of threads, then merge in one place.
-        let threads = (c.mount.global.threadpool_size as usize).clamp(1, found.len().max(1));
+        // Read the new parts of every log on a pool of threads, then merge in one place. A thread
+        // costs more than reading a few small logs (a refresh is what every fstat of an open file
+        // does): one thread per LOGS_PER_THREAD logs, up to `threadpool_size`.
+        let threads = (found.len() / LOGS_PER_THREAD).clamp(1, (c.mount.global.threadpool_size as usize).max(1));
         let starts: Vec<u64> = found
             .iter()
             .map(|f| self.logs.get(&f.path).copied().unwrap_or(0))
@@ -350,8 +355,7 @@ impl IndexState {
         let read_all = |fs: &[FoundLog], ss: &[u64]| -> Vec<Result<LogRead>> {
             fs.iter().zip(ss).map(|(f, &s)| read_log(&dirs[f.dir], f, s)).collect()
         };
-        // One log (a refresh of one writer's file: what every fstat or lseek(SEEK_END) of an
-        // open file costs) is read on this thread; no thread is started for it.
+        // Few logs (a refresh of a file with a handful of writers) are read on this thread.
         let results: Vec<Result<LogRead>> = if threads <= 1 {
             read_all(&found, &starts)
         } else {
