@@ -545,8 +545,7 @@ struct LogRead {
 /// Reads an index log from byte `start`. A data log missing while its index log has records is
 /// damage.
 fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<LogRead> {
-    let file = no_link(dir.open_file(&f.name, Access::Read), dir, &f.name)?;
-    let size = file.size()?;
+    let (file, size) = no_link(dir.open_file_sized(&f.name, Access::Read), dir, &f.name)?;
     let nothing = |consumed| LogRead {
         consumed,
         dec: format::DecodedRecords::default(),
@@ -582,6 +581,15 @@ fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<LogRead> {
     let dec = format::decode_records(&buf[body_start..]);
     let consumed = start + (body_start + dec.valid_len) as u64;
     let data_name = format::data_log_name(f.info.writer_id, f.info.pid, &f.info.host);
+    // The data log's size bounds the new records; with none, it is not needed.
+    if dec.records.is_empty() && dec.patterns.is_empty() {
+        return Ok(LogRead {
+            consumed,
+            dec,
+            data_len: 0,
+            sums,
+        });
+    }
     let data_len = match dir.stat(&data_name) {
         Ok(st) => {
             // A size that lags (see above) is checked against the data itself before the
@@ -609,7 +617,6 @@ fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<LogRead> {
                 len
             }
         }
-        Err(e) if crate::sys::is_missing(&e) && dec.records.is_empty() && dec.patterns.is_empty() => 0,
         Err(e) if crate::sys::is_missing(&e) => {
             return Err(Error::corrupt(
                 dir.sub(&data_name),

@@ -279,6 +279,12 @@ impl Dir {
     /// a regular file is corruption (`EIO`), so a FIFO or device planted in a container is never
     /// read. Returns the file with the stat taken at open.
     pub fn open_file(&self, name: impl AsRef<OsStr>, access: Access) -> Result<File> {
+        self.open_file_sized(name, access).map(|(f, _)| f)
+    }
+
+    /// [`Dir::open_file`], with the file's size when it was opened (from the fstat that checks
+    /// its type: no second one).
+    pub fn open_file_sized(&self, name: impl AsRef<OsStr>, access: Access) -> Result<(File, u64)> {
         let name = name.as_ref();
         component(&self.path, name)?;
         let p = self.sub(name);
@@ -289,7 +295,7 @@ impl Dir {
         if !is_file(&st) {
             return Err(Error::corrupt(&p, "not a regular file"));
         }
-        Ok(File::new(fd, p))
+        Ok((File::new(fd, p), st.st_size.max(0) as u64))
     }
 
     /// [`Dir::open_file`], `Ok(None)` when nothing is there.
