@@ -189,8 +189,7 @@ impl Dir {
         Ok(self.child(fd, p))
     }
 
-    /// This directory opened again (`.`): a new open file description, which holds flock(2)
-    /// locks of its own, unlike a dup ([`Dir::try_clone`]).
+    /// This directory opened again: a new open file description, with flock(2) locks of its own.
     pub fn reopen(&self) -> Result<Dir> {
         hit("sys::open", "open", &self.path)?;
         let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
@@ -198,8 +197,7 @@ impl Dir {
         Ok(self.child(fd, self.path.clone()))
     }
 
-    /// The descriptor number (for a front end that hands a container's lock to another
-    /// process image: see `Plfs::container_locks`).
+    /// The descriptor number (a container's lock, handed on by `Plfs::container_locks`).
     pub fn raw_fd(&self) -> i32 {
         use rustix::fd::AsRawFd;
         self.fd.as_raw_fd()
@@ -282,8 +280,7 @@ impl Dir {
         self.open_file_sized(name, access).map(|(f, _)| f)
     }
 
-    /// [`Dir::open_file`], with the file's size when it was opened (from the fstat that checks
-    /// its type: no second one).
+    /// [`Dir::open_file`], with the file's size from the fstat that checks its type.
     pub fn open_file_sized(&self, name: impl AsRef<OsStr>, access: Access) -> Result<(File, u64)> {
         let name = name.as_ref();
         component(&self.path, name)?;
