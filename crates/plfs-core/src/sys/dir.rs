@@ -223,8 +223,7 @@ impl Dir {
         self
     }
 
-    /// The same directory with its descriptor moved to the high range, for descriptors kept
-    /// open for long (see [`super::HIGH_FD`]).
+    /// The same directory, its descriptor moved to the high range ([`super::HIGH_FD`]).
     pub fn kept(mut self) -> Dir {
         self.fd = high(self.fd);
         self
@@ -251,7 +250,9 @@ impl Dir {
                 Err(Errno::NOSYS) | Err(Errno::PERM) if OPENAT2.load(Ordering::Relaxed) == 0 => {
                     OPENAT2.store(2, Ordering::Relaxed);
                 }
-                Err(Errno::AGAIN) => {} // a concurrent rename beneath: walk instead
+                // A concurrent rename beneath (EAGAIN, or EXDEV from the kernel's final
+                // "still beneath" check; `rel` has only normal components): walk instead.
+                Err(Errno::AGAIN) | Err(Errno::XDEV) => {}
                 Err(e) => return Err(Error::io(&p, "open", e)),
             }
         }
