@@ -384,6 +384,42 @@ fn injected_errors_at_every_backend_call() {
     assert!(injected > 100);
 }
 
+/// The kernel's `openat2` refuses a lookup that a concurrent rename moved (EXDEV from its final
+/// "still beneath" check, EAGAIN from its rename sequence check). The backend layer then walks the
+/// path one `O_NOFOLLOW` open at a time: files open and read as before, and a symbolic link in
+/// the namespace is refused as with `openat2` (CI met the EXDEV once, under a rename-over loop).
+#[test]
+fn a_lookup_refused_by_openat2_walks_and_still_refuses_links() {
+    let _g = serial();
+    let fx = Fixture::simple("f-openat2");
+    let p = fx.plfs();
+    p.mkdir(&fx.path("d"), 0o755).unwrap();
+    p.mkdir(&fx.path("d/e"), 0o755).unwrap();
+    let want = pattern(5, 0, 70_000);
+    common::put(&p, &fx.path("d/e/f"), &want);
+    let elsewhere = fx.dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, fx.canonical[0].join("d/link")).unwrap();
+    let refused = p.create(&fx.path("d/link/x"), 0o644, true).unwrap_err().raw_errno();
+    assert!(
+        [Errno::LOOP, Errno::NOTDIR].iter().any(|e| e.raw_os_error() == refused),
+        "{refused}"
+    );
+    for errno in [Errno::XDEV, Errno::AGAIN] {
+        failpoint::fail("sys::openat2", errno, 0);
+        let p = fx.plfs();
+        assert_eq!(common::get(&p, &fx.path("d/e/f")), want, "{errno:?}");
+        let e = p.create(&fx.path("d/link/x"), 0o644, true).unwrap_err();
+        assert_eq!(e.raw_errno(), refused, "{errno:?}: {e}");
+        assert!(
+            std::fs::read_dir(&elsewhere).unwrap().next().is_none(),
+            "created through a link"
+        );
+        assert!(failpoint::hits("sys::openat2") > 0, "the lookups never asked openat2");
+        failpoint::clear();
+    }
+}
+
 // ---- Corrupt input: proptest fuzzing of every decoder and of readers over damaged files -------
 
 mod fuzz {

@@ -242,7 +242,8 @@ impl Dir {
         }
         if OPENAT2.load(Ordering::Relaxed) != 2 {
             let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-            match fresh(|| fs::openat2(&self.fd, rel, DIR_FLAGS, Mode::empty(), how)) {
+            let kernel = super::failpoint::answer("sys::openat2", &p).map(Err);
+            match kernel.unwrap_or_else(|| fresh(|| fs::openat2(&self.fd, rel, DIR_FLAGS, Mode::empty(), how))) {
                 Ok(fd) => {
                     OPENAT2.store(1, Ordering::Relaxed);
                     return Ok(self.child(fd, p));
@@ -250,8 +251,7 @@ impl Dir {
                 Err(Errno::NOSYS) | Err(Errno::PERM) if OPENAT2.load(Ordering::Relaxed) == 0 => {
                     OPENAT2.store(2, Ordering::Relaxed);
                 }
-                // A concurrent rename beneath (EAGAIN, or EXDEV from the kernel's final
-                // "still beneath" check; `rel` has only normal components): walk instead.
+                // A rename beneath during the lookup (EXDEV: the final "still beneath" check): walk.
                 Err(Errno::AGAIN) | Err(Errno::XDEV) => {}
                 Err(e) => return Err(Error::io(&p, "open", e)),
             }

@@ -4,7 +4,8 @@
 //! Always compiled in. When no failpoint is configured, [`hit`] costs one relaxed atomic load (the
 //! table is only consulted once [`set`] or `$PLFS_FAILPOINTS` armed it), so production builds keep
 //! the hooks. Points are named `module::function`: `sys::pwrite_all`, `sys::fsync`, `sys::create`
-//! (an open with `O_CREAT`), `sys::mkdir`, `sys::rename`, `sys::unlink`, `sys::ftruncate`.
+//! (an open with `O_CREAT`), `sys::mkdir`, `sys::rename`, `sys::unlink`, `sys::ftruncate`, and
+//! `sys::openat2`, whose errno stands for the kernel's answer to `openat2` (see [`answer`]).
 //!
 //! Configuration, in-process ([`set`], [`Spec`]) or through the environment for processes that
 //! cannot be driven through the API (ldplfs, FUSE, the CLI), read at the first hit:
@@ -76,6 +77,15 @@ pub fn hit(name: &'static str, op: &'static str, path: &Path) -> Result<()> {
         }
         _ => hit_slow(name, op, path),
     }
+}
+
+/// For a point that stands for a kernel's answer rather than a failed call (`sys::openat2`):
+/// the errno an armed point injects, so that the caller handles it as if the kernel gave it.
+#[inline]
+pub fn answer(name: &'static str, path: &Path) -> Option<Errno> {
+    hit(name, "", path)
+        .err()
+        .map(|e| Errno::from_raw_os_error(e.raw_errno()))
 }
 
 #[cold]
@@ -230,6 +240,8 @@ pub fn errno_by_name(name: &str) -> Option<Errno> {
         "ENOENT" => Errno::NOENT,
         "EEXIST" => Errno::EXIST,
         "EINTR" => Errno::INTR,
+        "EXDEV" => Errno::XDEV,
+        "EAGAIN" => Errno::AGAIN,
         _ => return None,
     })
 }
