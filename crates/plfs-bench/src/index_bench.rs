@@ -1,6 +1,8 @@
 //! Index at scale: builds containers of N strided writes by W writers (raw index, pattern-
-//! compressed index, flattened index) and of N random-offset writes (for contrast), then measures,
-//! each in a fresh process, the time of open + stat + first read and the memory of the merged index.
+//! compressed index, flattened index) and of N random-offset writes (for contrast; merged and
+//! flattened), then measures, each in a fresh process, the time of open + stat + first read, the
+//! memory of the merged index and the process's peak resident memory, and the lookups of small
+//! reads: up to 100,000 reads of one record each, in file order.
 //!
 //! Usage: `plfs-index-bench [--writes N] [--writers W] [--record B] [--dir DIR] [--csv FILE]`
 //! (defaults: 1,000,000 writes, 4 writers, 64-byte records). Prints a table; medians of 5 runs.
@@ -77,7 +79,8 @@ fn config(dir: &Path, compression: bool) -> Config {
     }
 }
 
-/// Writes the container for `variant` ("raw", "compressed", "flattened", "irregular").
+/// Writes the container for `variant` ("raw", "compressed", "flattened", "irregular",
+/// "irregular-flat").
 fn build(a: &Args, variant: &str) -> Result<(), String> {
     let dir = a.dir.join(variant);
     let p = Plfs::new(config(&dir, variant != "raw")).map_err(|e| e.to_string())?;
@@ -96,7 +99,7 @@ fn build(a: &Args, variant: &str) -> Result<(), String> {
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     for i in 0..per {
         for (w, h) in hs.iter().enumerate() {
-            let slot = if variant == "irregular" {
+            let slot = if variant.starts_with("irregular") {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
@@ -110,7 +113,7 @@ fn build(a: &Args, variant: &str) -> Result<(), String> {
     for h in hs {
         h.close().map_err(|e| e.to_string())?;
     }
-    if variant == "flattened" {
+    if variant.ends_with("flat") || variant == "flattened" {
         plfs_core::tools::flatten(&p, f).map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -137,9 +140,22 @@ fn measure(a: &Args, variant: &str, dir: &str) -> Result<(), String> {
     h.read(&mut b, st.size / 2).map_err(|e| e.to_string())?;
     let secs = t.elapsed().as_secs_f64();
     let s = h.index_stats().map_err(|e| e.to_string())?;
-    let _ = a;
+    // Small reads, one record each in file order: the index lookup dominates their cost.
+    let n = (st.size / a.record).min(100_000);
+    let mut rec = vec![0u8; a.record as usize];
+    let t = Instant::now();
+    for i in 0..n {
+        h.read(&mut rec, i * a.record).map_err(|e| e.to_string())?;
+    }
+    let lookup = t.elapsed().as_secs_f64();
+    // The process's peak resident memory (kernel's VmHWM), in KiB.
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|t| t.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_string))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+        .unwrap_or(0);
     println!(
-        "{secs:.6} {} {} {} {} {}",
+        "{secs:.6} {} {} {} {} {} {lookup:.6} {n} {peak}",
         s.mem_bytes, s.pieces, s.patterns, s.records_read, st.size
     );
     Ok(())
@@ -181,11 +197,19 @@ fn main() {
         a.writes, a.record, a.writers
     );
     println!(
-        "{:<11} {:>13} {:>14} {:>12} {:>9} {:>9} {:>12}",
-        "index", "open+stat+1st", "index memory", "index bytes", "pieces", "patterns", "records"
+        "{:<14} {:>13} {:>14} {:>12} {:>9} {:>9} {:>12} {:>14} {:>11}",
+        "index",
+        "open+stat+1st",
+        "index memory",
+        "index bytes",
+        "pieces",
+        "patterns",
+        "records",
+        "small reads/s",
+        "peak RSS"
     );
-    let mut csv = String::from("variant,writes,writers,record_bytes,open_stat_read_ms,index_mem_bytes,index_log_bytes,pieces,patterns,records\n");
-    for variant in ["raw", "compressed", "flattened", "irregular"] {
+    let mut csv = String::from("variant,writes,writers,record_bytes,open_stat_read_ms,index_mem_bytes,index_log_bytes,pieces,patterns,records,reads,reads_per_s,peak_rss_kib\n");
+    for variant in ["raw", "compressed", "flattened", "irregular", "irregular-flat"] {
         if let Err(e) = build(&a, variant) {
             eprintln!("plfs-index-bench: building {variant}: {e}");
             std::process::exit(1);
@@ -212,14 +236,26 @@ fn main() {
         let med = &runs[2].1;
         let f: Vec<&str> = med.split(' ').collect();
         let (ms, mem, pieces, patterns, records) = (runs[2].0 * 1e3, f[1], f[2], f[3], f[4]);
+        let num = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+        // The median of the lookup times (the runs were sorted by open time).
+        let mut lk: Vec<f64> = runs
+            .iter()
+            .filter_map(|(_, l)| l.split(' ').nth(6).and_then(|x| x.parse().ok()))
+            .collect();
+        lk.sort_by(f64::total_cmp);
+        let (reads, peak) = (num(7), num(8));
+        let per_s = lk
+            .get(lk.len() / 2)
+            .map_or(0.0, |t| if *t > 0.0 { reads / t } else { 0.0 });
         let idx = dir_bytes(&dir, "index.") + dir_bytes(&dir, "flat.");
         println!(
-            "{variant:<11} {ms:>10.2} ms {:>11.1} KiB {:>9.1} KiB {pieces:>9} {patterns:>9} {records:>12}",
+            "{variant:<14} {ms:>10.2} ms {:>11.1} KiB {:>9.1} KiB {pieces:>9} {patterns:>9} {records:>12} {per_s:>14.0} {:>7.1} MiB",
             mem.parse::<f64>().unwrap_or(0.0) / 1024.0,
-            idx as f64 / 1024.0
+            idx as f64 / 1024.0,
+            peak / 1024.0
         );
         csv.push_str(&format!(
-            "{variant},{},{},{},{ms:.3},{mem},{idx},{pieces},{patterns},{records}\n",
+            "{variant},{},{},{},{ms:.3},{mem},{idx},{pieces},{patterns},{records},{reads},{per_s:.0},{peak}\n",
             a.writes, a.writers, a.record
         ));
     }

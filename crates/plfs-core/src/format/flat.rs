@@ -134,114 +134,211 @@ impl Flat {
         b
     }
 
-    /// Decodes a flattened index; `path` names the file in errors.
+    /// Decodes a flattened index held in memory; `path` names the file in errors.
     pub fn decode(path: &Path, b: &[u8]) -> Result<Flat> {
-        use std::os::unix::ffi::OsStrExt;
-        let bad = |what: &str| Error::corrupt(path, what.to_string());
-        if b.len() < FLAT_HEADER_LEN + 4 || b[0..8] != FLAT_MAGIC {
-            return Err(bad("not a flattened index (bad magic or too short)"));
-        }
-        let (body, crc) = b.split_at(b.len() - 4);
-        if format::le_u32(crc) != crc32c::crc32c(body) {
-            return Err(bad("flattened index checksum mismatch"));
-        }
-        let v = format::le_u32(&b[8..12]);
-        if v == 0 || v > format::FORMAT_VERSION {
-            return Err(bad("unsupported flattened index version"));
-        }
-        let mut r = Reader { b: body, pos: 16 };
-        let signature = r.u64()?;
-        let path_len = r.u32()? as usize;
-        let nchunks = r.u32()? as usize;
-        let ntruncs = r.u32()? as usize;
-        let npatterns = r.u32()? as usize;
-        let npieces = r.u64()? as usize;
-        let logical = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(path_len)?));
-        let mut f = Flat {
-            signature,
-            logical,
-            ..Default::default()
+        let mut f = Flat::default();
+        let mut read = |off: u64, buf: &mut [u8]| {
+            let at = off as usize;
+            buf.copy_from_slice(&b[at..at + buf.len()]);
+            Ok(())
         };
-        for _ in 0..nchunks {
-            let writer_id = r.u64()?;
-            let pid = r.u32()?;
-            let kind = r.bytes(2)?[0];
-            let dl = r.u16()? as usize;
-            let nl = r.u16()? as usize;
-            let hl = r.u16()? as usize;
-            let dir = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(dl)?));
-            let name = String::from_utf8_lossy(r.bytes(nl)?).into_owned();
-            let host = String::from_utf8_lossy(r.bytes(hl)?).into_owned();
-            f.chunks.push(FlatChunk {
-                writer_id,
-                pid,
-                host,
-                in_container: kind == 1,
-                dir,
-                name,
-            });
-        }
-        for _ in 0..ntruncs {
-            f.truncs.push((r.u64()?, r.u64()?, r.u64()?));
-        }
-        if npieces.checked_mul(FLAT_PIECE_LEN).is_none_or(|n| n > body.len()) {
-            return Err(bad("piece count exceeds file size"));
-        }
-        f.pieces.reserve(npieces);
-        for _ in 0..npieces {
-            let p = (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u32()?);
-            if p.5 as usize >= f.chunks.len() {
-                return Err(bad("piece refers to an unknown data log"));
-            }
-            f.pieces.push(p);
-        }
-        if npatterns.checked_mul(FLAT_PATTERN_LEN).is_none_or(|n| n > body.len()) {
-            return Err(bad("pattern count exceeds file size"));
-        }
-        for _ in 0..npatterns {
-            let p = (
-                r.u64()?,
-                r.u64()?,
-                r.u64()?,
-                r.u64()?,
-                r.u64()?,
-                r.u64()?,
-                r.u64()?,
-                r.u64()?,
-                r.u32()?,
-            );
-            let (start, len, stride, count) = (p.0, p.1, p.2, p.3);
-            let fits = (count.checked_sub(1))
-                .and_then(|c| c.checked_mul(stride))
-                .and_then(|x| x.checked_add(start))
-                .and_then(|x| x.checked_add(len))
-                .is_some();
-            if p.8 as usize >= f.chunks.len() || count == 0 || len == 0 || stride < len || !fits {
-                return Err(bad("invalid pattern"));
-            }
-            f.patterns.push(p);
-        }
-        if r.pos != body.len() {
-            return Err(bad("trailing bytes in flattened index"));
-        }
+        decode_stream(
+            path,
+            b.len() as u64,
+            &mut read,
+            &mut |h| {
+                f.signature = h.signature;
+                f.logical = h.logical.clone();
+                true
+            },
+            &mut |item| {
+                match item {
+                    FlatItem::Chunk(c) => f.chunks.push(c),
+                    FlatItem::Trunc(t) => f.truncs.push(t),
+                    FlatItem::Piece(p) => f.pieces.push(p),
+                    FlatItem::Pattern(p) => f.patterns.push(p),
+                }
+                Ok(())
+            },
+        )?;
         Ok(f)
     }
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
+/// The header of a flattened index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlatHead {
+    /// Signature of the droppings it was built from.
+    pub signature: u64,
+    /// Logical path of the file when it was flattened.
+    pub logical: PathBuf,
 }
 
-impl<'a> Reader<'a> {
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len())
-            .ok_or_else(|| Error::corrupt("flat.index", "truncated flattened index"))?;
-        let s = &self.b[self.pos..end];
-        self.pos = end;
+/// One record of a flattened index, in file order: every chunk, then truncates, pieces, patterns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlatItem {
+    /// A data log (its number is its position among the chunks).
+    Chunk(FlatChunk),
+    /// A truncate: (ts, writer, size).
+    Trunc((u64, u64, u64)),
+    /// A piece: (logical, len, phys, ts, writer, chunk).
+    Piece((u64, u64, u64, u64, u64, u32)),
+    /// A compressed run.
+    Pattern(FlatPattern),
+}
+
+/// The most a flattened index is read at a time by [`decode_stream`].
+const STREAM_PIECE: usize = 1 << 20;
+
+/// Decodes a flattened index of `len` bytes, read through `read(offset, buf)` (which fills `buf`)
+/// in pieces of at most 1 MiB, so that a reader never holds the whole file nor a decoded copy of
+/// it. `head` sees the header first and may stop the decode (`false`: returns `Ok(false)`, e.g. a
+/// stale index); then every record goes to `item`, already checked against the counts and the
+/// chunk list. The checksum covers the whole file and is checked last: on an error, the caller
+/// must drop whatever it built from the records.
+pub fn decode_stream(
+    path: &Path,
+    len: u64,
+    read: &mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+    head: &mut dyn FnMut(&FlatHead) -> bool,
+    item: &mut dyn FnMut(FlatItem) -> Result<()>,
+) -> Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = |what: &str| Error::corrupt(path, what.to_string());
+    if len < (FLAT_HEADER_LEN + 4) as u64 {
+        return Err(bad("not a flattened index (bad magic or too short)"));
+    }
+    let mut r = Stream {
+        read,
+        path,
+        body: len - 4,
+        loaded: 0,
+        buf: Vec::new(),
+        pos: 0,
+        crc: 0,
+    };
+    if r.bytes(8)? != FLAT_MAGIC {
+        return Err(bad("not a flattened index (bad magic or too short)"));
+    }
+    let v = r.u32()?;
+    if v == 0 || v > format::FORMAT_VERSION {
+        return Err(bad("unsupported flattened index version"));
+    }
+    r.u32()?; // flags
+    let signature = r.u64()?;
+    let path_len = r.u32()? as usize;
+    let nchunks = r.u32()? as usize;
+    let ntruncs = r.u32()? as usize;
+    let npatterns = r.u32()? as usize;
+    let npieces = r.u64()? as usize;
+    if path_len > 1 << 16 {
+        return Err(bad("path length exceeds any path"));
+    }
+    let logical = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(path_len)?));
+    if !head(&FlatHead { signature, logical }) {
+        return Ok(false);
+    }
+    for _ in 0..nchunks {
+        let writer_id = r.u64()?;
+        let pid = r.u32()?;
+        let kind = r.bytes(2)?[0];
+        let dl = r.u16()? as usize;
+        let nl = r.u16()? as usize;
+        let hl = r.u16()? as usize;
+        let dir = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes(dl)?));
+        let name = String::from_utf8_lossy(r.bytes(nl)?).into_owned();
+        let host = String::from_utf8_lossy(r.bytes(hl)?).into_owned();
+        item(FlatItem::Chunk(FlatChunk {
+            writer_id,
+            pid,
+            host,
+            in_container: kind == 1,
+            dir,
+            name,
+        }))?;
+    }
+    for _ in 0..ntruncs {
+        item(FlatItem::Trunc((r.u64()?, r.u64()?, r.u64()?)))?;
+    }
+    if npieces.checked_mul(FLAT_PIECE_LEN).is_none_or(|n| n as u64 > len) {
+        return Err(bad("piece count exceeds file size"));
+    }
+    for _ in 0..npieces {
+        let p = (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u32()?);
+        if p.5 as usize >= nchunks {
+            return Err(bad("piece refers to an unknown data log"));
+        }
+        item(FlatItem::Piece(p))?;
+    }
+    if npatterns.checked_mul(FLAT_PATTERN_LEN).is_none_or(|n| n as u64 > len) {
+        return Err(bad("pattern count exceeds file size"));
+    }
+    for _ in 0..npatterns {
+        let p = (
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u64()?,
+            r.u32()?,
+        );
+        let (start, len, stride, count) = (p.0, p.1, p.2, p.3);
+        let fits = (count.checked_sub(1))
+            .and_then(|c| c.checked_mul(stride))
+            .and_then(|x| x.checked_add(start))
+            .and_then(|x| x.checked_add(len))
+            .is_some();
+        if p.8 as usize >= nchunks || count == 0 || len == 0 || stride < len || !fits {
+            return Err(bad("invalid pattern"));
+        }
+        item(FlatItem::Pattern(p))?;
+    }
+    if r.loaded != r.body || r.pos != r.buf.len() {
+        return Err(bad("trailing bytes in flattened index"));
+    }
+    let mut crc = [0u8; 4];
+    (r.read)(r.body, &mut crc)?;
+    if format::le_u32(&crc) != r.crc {
+        return Err(bad("flattened index checksum mismatch"));
+    }
+    Ok(true)
+}
+
+/// The body of a flattened index, read a piece at a time, checksummed as it is read.
+struct Stream<'a> {
+    read: &'a mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+    path: &'a Path,
+    /// Bytes before the checksum.
+    body: u64,
+    /// Bytes of the body read so far.
+    loaded: u64,
+    buf: Vec<u8>,
+    /// Next unread byte of `buf`.
+    pos: usize,
+    crc: u32,
+}
+
+impl Stream<'_> {
+    fn bytes(&mut self, n: usize) -> Result<&[u8]> {
+        if self.buf.len() - self.pos < n {
+            let left = (self.body - self.loaded) as usize;
+            if self.buf.len() - self.pos + left < n {
+                return Err(Error::corrupt(self.path, "truncated flattened index"));
+            }
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+            let have = self.buf.len();
+            let more = left.min(STREAM_PIECE.max(n - have));
+            self.buf.resize(have + more, 0);
+            (self.read)(self.loaded, &mut self.buf[have..])?;
+            self.crc = crc32c::crc32c_append(self.crc, &self.buf[have..]);
+            self.loaded += more as u64;
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
         Ok(s)
     }
     fn u16(&mut self) -> Result<u16> {
@@ -341,5 +438,77 @@ mod tests {
         let mut c = b.clone();
         c[60] ^= 1;
         assert!(Flat::decode(Path::new("x"), &c).is_err());
+    }
+
+    /// An index of several MiB is read in 1 MiB pieces: records that straddle a piece decode
+    /// whole, at most one piece is read at a time, and damage anywhere (the last piece too) or a
+    /// cut is an error, never a shorter index.
+    #[test]
+    fn a_large_index_streams_in_pieces() {
+        let mut f = Flat {
+            signature: 9,
+            logical: "/mnt/plfs/big".into(),
+            chunks: vec![FlatChunk {
+                writer_id: 1,
+                pid: 2,
+                host: "h".into(),
+                in_container: true,
+                dir: "hostdir.0".into(),
+                name: "data.y".into(),
+            }],
+            ..Default::default()
+        };
+        f.pieces = (0..80_000u64).map(|i| (i * 100, 10 + i % 7, i * 17, i, 1, 0)).collect();
+        f.patterns = (0..5_000u64)
+            .map(|i| (1 << 40 | i << 20, 8, 16, 3, i, 1, 2, 1, 0))
+            .collect();
+        let b = f.encode();
+        assert!(b.len() > 3 * STREAM_PIECE);
+        let (mut got, mut most) = (Flat::default(), 0usize);
+        let ok = decode_stream(
+            Path::new("x"),
+            b.len() as u64,
+            &mut |off, buf| {
+                most = most.max(buf.len());
+                buf.copy_from_slice(&b[off as usize..off as usize + buf.len()]);
+                Ok(())
+            },
+            &mut |h| {
+                got.signature = h.signature;
+                got.logical = h.logical.clone();
+                true
+            },
+            &mut |it| {
+                match it {
+                    FlatItem::Chunk(c) => got.chunks.push(c),
+                    FlatItem::Trunc(t) => got.truncs.push(t),
+                    FlatItem::Piece(p) => got.pieces.push(p),
+                    FlatItem::Pattern(p) => got.patterns.push(p),
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert!(ok);
+        assert_eq!(got, f);
+        assert!(most <= STREAM_PIECE, "read {most} bytes at once");
+        for at in [STREAM_PIECE - 3, 2 * STREAM_PIECE + 1, b.len() - 10, b.len() - 2] {
+            let mut c = b.clone();
+            c[at] ^= 0x10;
+            assert!(Flat::decode(Path::new("x"), &c).is_err(), "byte {at} flipped");
+        }
+        assert!(Flat::decode(Path::new("x"), &b[..b.len() - STREAM_PIECE]).is_err());
+        // A stale header stops the decode before any record.
+        let stop = decode_stream(
+            Path::new("x"),
+            b.len() as u64,
+            &mut |off, buf| {
+                buf.copy_from_slice(&b[off as usize..off as usize + buf.len()]);
+                Ok(())
+            },
+            &mut |_| false,
+            &mut |_| panic!("a record after a refused header"),
+        );
+        assert!(!stop.unwrap());
     }
 }

@@ -5,7 +5,7 @@
 use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key};
-use crate::format::{self, flat, MetaDropping, FLAT_NAME};
+use crate::format::{self, flat, flat::FlatItem, MetaDropping, FLAT_NAME};
 use crate::sys::{Access, Dir, File};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -125,49 +125,68 @@ impl IndexState {
         Ok(s)
     }
 
+    /// Loads the flattened index if it is valid for these droppings and this path. It is read
+    /// a piece at a time straight into the map (a reader never holds the file, nor a decoded
+    /// copy of it); on an error the caller drops this state and merges the logs.
     fn load_flat(&mut self, c: &Container, logical: &Path) -> Result<bool> {
         let Some(sig) = flat::signature(&c.list_meta()?) else {
             return Ok(false);
         };
-        let bytes = match c.dir.open_file_opt(FLAT_NAME, Access::Read)? {
-            Some(f) => f.read_from(0)?,
-            None => return Ok(false),
+        let (file, len) = match c.dir.open_file_sized(FLAT_NAME, Access::Read) {
+            Ok(v) => v,
+            Err(e) if crate::sys::is_missing(&e) => return Ok(false),
+            Err(e) => return Err(e),
         };
-        let f = flat::Flat::decode(&c.sub(FLAT_NAME), &bytes)?;
-        if f.signature != sig || f.logical != logical {
+        let path = c.sub(FLAT_NAME);
+        let mut read = |off: u64, buf: &mut [u8]| {
+            if file.pread_full(buf, off)? < buf.len() {
+                return Err(Error::corrupt(&path, "truncated flattened index"));
+            }
+            Ok(())
+        };
+        let mut records = 0u64;
+        let mut item = |it: FlatItem| {
+            match it {
+                FlatItem::Chunk(ch) => {
+                    let dir = if ch.in_container {
+                        c.dir.open_dir_beneath(&ch.dir)?
+                    } else {
+                        Dir::open(&ch.dir)?
+                    };
+                    let d = self.add_dir(Arc::new(dir.kept()));
+                    self.chunk_for(d, ch.writer_id, ch.pid, &ch.host);
+                }
+                FlatItem::Trunc((ts, writer, size)) => {
+                    self.truncs.insert((ts, size, writer));
+                    self.map.insert_trunc(size, Key { ts, writer });
+                }
+                FlatItem::Piece((l, len, phys, ts, writer, chunk)) => {
+                    records += 1;
+                    self.map.insert_write(l, len, chunk, phys, Key { ts, writer });
+                }
+                FlatItem::Pattern((start, len, stride, count, phys, ts_first, ts_last, writer, chunk)) => {
+                    records += 1;
+                    self.map.insert_pattern(crate::extent::Pattern {
+                        start,
+                        len,
+                        stride,
+                        count,
+                        chunk,
+                        phys,
+                        writer,
+                        ts_first,
+                        ts_last,
+                        ts: None,
+                    });
+                }
+            }
+            Ok(())
+        };
+        let current = &mut |h: &flat::FlatHead| h.signature == sig && h.logical == logical;
+        if !flat::decode_stream(&c.sub(FLAT_NAME), len, &mut read, current, &mut item)? {
             return Ok(false);
         }
-        for ch in &f.chunks {
-            let dir = if ch.in_container {
-                c.dir.open_dir_beneath(&ch.dir)?
-            } else {
-                Dir::open(&ch.dir)?
-            };
-            let d = self.add_dir(Arc::new(dir.kept()));
-            self.chunk_for(d, ch.writer_id, ch.pid, &ch.host);
-        }
-        for &(ts, writer, size) in &f.truncs {
-            self.truncs.insert((ts, size, writer));
-            self.map.insert_trunc(size, Key { ts, writer });
-        }
-        for &(l, len, phys, ts, writer, chunk) in &f.pieces {
-            self.map.insert_write(l, len, chunk, phys, Key { ts, writer });
-        }
-        for &(start, len, stride, count, phys, ts_first, ts_last, writer, chunk) in &f.patterns {
-            self.map.insert_pattern(crate::extent::Pattern {
-                start,
-                len,
-                stride,
-                count,
-                chunk,
-                phys,
-                writer,
-                ts_first,
-                ts_last,
-                ts: None,
-            });
-        }
-        self.records_read = (f.pieces.len() + f.patterns.len()) as u64;
+        self.records_read = records;
         self.flat_sig = Some(sig);
         Ok(true)
     }
