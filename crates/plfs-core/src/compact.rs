@@ -11,7 +11,8 @@
 //!
 //! Automatic compaction (plfsrc `auto_compaction`, `compaction_dead_ratio`,
 //! `compaction_min_bytes`) runs the same code when the last writer of a process closes a file,
-//! and every `compaction_min_bytes / 2` written by a writer that stays open.
+//! and every `compaction_min_bytes / 2` written by a writer that stays open (doubling after each
+//! check that found too little dead).
 
 use crate::error::{Error, Result};
 use crate::namespace::{Entry, Plfs};

@@ -298,6 +298,39 @@ fn online_compaction_of_own_writers() {
     fsck_clean(&fx, &path);
 }
 
+/// A writer that stays open and only appends finds nothing dead at each check, so the bytes
+/// between its checks double: 32 MiB in 128 KiB writes make a handful of checks (each listing the
+/// container and reading the index), not one per `compaction_min_bytes / 2` (64 before).
+#[test]
+fn an_appending_writer_checks_a_logarithmic_number_of_times() {
+    let fx = Fixture::simple("cmp-append");
+    let path = fx.path("log");
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+        name: "sys::open".into(),
+        filter: tag,
+        action: plfs_core::failpoint::Action::Kill,
+        after: u64::MAX,
+        times: None,
+    });
+    let p = fx.plfs();
+    let f = p.open(&path, rw(), 0o644, 1).unwrap();
+    let before = plfs_core::failpoint::hits("sys::open");
+    let mut m = Model::default();
+    let chunk = 128u64 << 10;
+    for k in 0..256u64 {
+        let d = data(k, k * chunk, chunk as usize);
+        f.write(&d, k * chunk).unwrap();
+        m.write(k * chunk, &d);
+    }
+    let opens = plfs_core::failpoint::hits("sys::open") - before;
+    f.close().unwrap();
+    drop(p);
+    check(&fx, &path, &m, "after the appends");
+    // Checks read the index at 1, 2, 4, 8, 16 and 32 MiB, two opens each (127 opens before).
+    assert!(opens <= 20, "{opens} opens in the container while appending 32 MiB");
+}
+
 /// One step of the property test.
 #[derive(Debug, Clone)]
 enum Step {
@@ -347,8 +380,9 @@ fn a_file_written_once_by_several_writers_is_not_compacted() {
         .filter(|l| !logs_a.contains(l))
         .collect();
     assert_eq!(logs_b.len(), 1);
-    // 1 MiB more by the open writer: two more checks.
-    write_a(&mut m, 24, 16);
+    // 2.5 MiB more by the open writer: past its next check (its interval doubled to 2 MiB
+    // after the check at 1.5 MiB found nothing dead).
+    write_a(&mut m, 24, 40);
     fa.close().unwrap();
     drop(a);
     check(&fx, &path, &m, "after both writers closed");

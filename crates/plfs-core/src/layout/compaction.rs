@@ -148,6 +148,10 @@ impl CompactReport {
 pub struct AutoState {
     /// Bytes written since the last check.
     pub since: AtomicU64,
+    /// Bytes between two checks of a writer that stays open (0: the minimum). It doubles after
+    /// each check that did not compact, so a file that is only appended to is checked a
+    /// logarithmic number of times, and returns to the minimum after a compaction.
+    pub interval: AtomicU64,
     /// Truncates (N-1) or unlinks and renames (1-N) since the last check.
     pub truncs: AtomicU64,
     /// Something was written since the last check at close.

@@ -471,7 +471,8 @@ pub(crate) fn after_write(sh: &Shared, n: u64) {
         return;
     }
     sh.auto.wrote.store(true, Ordering::Relaxed);
-    if sh.auto.since.fetch_add(n, Ordering::Relaxed) + n >= check_every(sh) {
+    let every = check_every(sh).max(sh.auto.interval.load(Ordering::Relaxed));
+    if sh.auto.since.fetch_add(n, Ordering::Relaxed) + n >= every {
         maybe(sh, true);
     }
 }
@@ -501,18 +502,37 @@ fn maybe(sh: &Shared, online: bool) {
     sh.auto.since.store(0, Ordering::Relaxed);
     sh.auto.truncs.store(0, Ordering::Relaxed);
     let r = check_and_compact(sh, online);
+    let every = check_every(sh).max(sh.auto.interval.load(Ordering::Relaxed));
+    match r {
+        Ok(Check::Kept) => sh
+            .auto
+            .interval
+            .store(every.saturating_mul(2).min(1 << 40), Ordering::Relaxed),
+        Ok(Check::Compacted) => sh.auto.interval.store(0, Ordering::Relaxed),
+        _ => {}
+    }
     sh.auto.running.store(false, Ordering::Release);
-    if let Err(e) = r {
+    if let Err(e) = &r {
         crate::warn!("{}: automatic compaction: {e}", sh.logical.display());
     }
+}
+
+/// What a check did.
+enum Check {
+    /// Stopped before reading the index (below the thresholds, other writers open...).
+    Skipped,
+    /// Read the index and found too little dead: the next online check waits twice as long.
+    Kept,
+    /// Compacted: the next online check comes after the minimum again.
+    Compacted,
 }
 
 /// The cheap test first (the droppings: bytes written against the size), then the exact one
 /// (the merged index), then the compaction. Nothing happens while writers of other processes
 /// have the file open: the last of them to close compacts it.
-fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
+fn check_and_compact(sh: &Shared, online: bool) -> Result<Check> {
     if sh.is_unlinked() {
-        return Ok(());
+        return Ok(Check::Skipped);
     }
     let g = &sh.c.mount.global;
     let meta = sh.c.list_meta()?;
@@ -521,7 +541,7 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
     let mut truncs = 0u64;
     for d in &meta {
         match d {
-            MetaDropping::Open { writer_id, .. } if !own.contains(writer_id) => return Ok(()),
+            MetaDropping::Open { writer_id, .. } if !own.contains(writer_id) => return Ok(Check::Skipped),
             MetaDropping::Close { bytes, .. } => written += bytes,
             MetaDropping::Trunc { .. } => truncs += 1,
             MetaDropping::Open { .. } => {}
@@ -531,14 +551,14 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
         written += lock(w).bytes;
     }
     if written < g.compaction_min_bytes && truncs <= crate::layout::compaction::MAX_TRUNCS {
-        return Ok(());
+        return Ok(Check::Skipped);
     }
     // Written bytes against the size is a lower bound of the dead bytes: a file written once
     // stops here without reading its index.
     if !online && truncs <= crate::layout::compaction::MAX_TRUNCS {
         if let Some((size, _)) = format::fast_size(&meta) {
             if !worth_it(written, size, 0, g.compaction_min_bytes, g.compaction_dead_permille) {
-                return Ok(());
+                return Ok(Check::Skipped);
             }
         }
     }
@@ -552,7 +572,7 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
         g.compaction_min_bytes,
         g.compaction_dead_permille,
     ) {
-        return Ok(());
+        return Ok(Check::Kept);
     }
     let r = compact(sh, &CompactOptions::default())?;
     crate::debug!(
@@ -564,5 +584,5 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<()> {
         r.logs_retired,
         r.seconds * 1000.0
     );
-    Ok(())
+    Ok(Check::Compacted)
 }
