@@ -49,9 +49,10 @@ def trace(cmd, env):
     os.unlink(out)
     return total, by
 
-def main():
+def main(lib=None, quiet=False):
     root = os.path.abspath(os.path.dirname(__file__) + "/..")  # the repository
-    lib = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "target/release/libldplfs.so")
+    if lib is None:
+        lib = sys.argv[1] if len(sys.argv) > 1 else os.path.join(root, "target/release/libldplfs.so")
     work = tempfile.mkdtemp(prefix="metaops-")
     store, mnt, plain = f"{work}/store", f"{work}/mnt", f"{work}/plain"
     for d in (store, mnt, plain):
@@ -71,8 +72,11 @@ def main():
         tp, bp = trace(mk(plain), penv)   # plain path, preload loaded (same process startup cost)
         tl, bl = trace(mk(mnt), penv)
         rows.append((name, tp, tl, bp, bl))
-        print(f"{name:40s} plain {tp:5d}  plfs {tl:5d}  extra {tl-tp:+5d}   "
-              + " ".join(f"{k}:{bp.get(k,0)}/{bl.get(k,0)}" for k in ["mkdir","create","open","rename","unlink","stat","readdir","utimes"]))
+        if not quiet:
+            print(f"{name:40s} plain {tp:5d}  plfs {tl:5d}  extra {tl-tp:+5d}   "
+                  + " ".join(f"{k}:{bp.get(k,0)}/{bl.get(k,0)}" for k in ["mkdir","create","open","rename","unlink","stat","readdir","utimes"]))
+    import shutil
+    shutil.rmtree(work, ignore_errors=True)
     return rows
 
 if __name__ == "__main__":

@@ -16,11 +16,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from plfsbench import bandwidth, meta, tools  # noqa: E402
+from plfsbench import bandwidth, counts, meta, tools  # noqa: E402
 from plfsbench.env import Workspace, machine_info  # noqa: E402
 from plfsbench.util import write_csv  # noqa: E402
 
 MiB = 1 << 20
+# Issue 14's FUSE target: 4 processes writing and reading 64 KiB records, FUSE against ldplfs.
+FUSE_64K = {"section": "fuse64k", "layout": "strided", "nprocs": 4, "record": 65536, "per_proc": 32 * MiB}
 PROFILES = {
     # `make bench`: under 10 minutes on a 2-core machine.
     "quick": {
@@ -29,7 +31,8 @@ PROFILES = {
         "tools_size": 1024 * MiB, "tools_reps": 3, "seq_size": 1024 * MiB, "seq_reps": 3,
         "meta_writers": [1, 2, 4, 8, 16, 32, 64], "meta_records": 16, "meta_reps": 5,
         "creates": 2000, "index_writers": [1, 4, 16, 64], "index_records": 65536,
-        "timeout": 300,
+        "meta_files": 300, "index_bench_writes": 200000, "timeout": 300,
+        "extra_cases": [FUSE_64K],
     },
     # A seconds-long run of every section, to check the suite itself (`make -C bench smoke`).
     "smoke": {
@@ -37,7 +40,8 @@ PROFILES = {
         "mpiio_per_proc": {"mpi-ind": 1 * MiB, "mpi-coll": 1 * MiB}, "mpiio_nprocs": [1, 2],
         "tools_size": 16 * MiB, "tools_reps": 1, "seq_size": 16 * MiB, "seq_reps": 1,
         "meta_writers": [1, 4], "meta_records": 4, "meta_reps": 3, "creates": 100,
-        "index_writers": [1, 4], "index_records": 4096, "timeout": 120,
+        "index_writers": [1, 4], "index_records": 4096, "meta_files": 30,
+        "index_bench_writes": 20000, "timeout": 120,
     },
     # `make bench-glusterfs`: the work area on a live GlusterFS volume (scripts/bench-glusterfs.sh);
     # the bandwidth and metadata sections, files small enough for a volume on one disk, medians of
@@ -48,7 +52,7 @@ PROFILES = {
         "tools_size": 64 * MiB, "tools_reps": 3, "seq_size": 64 * MiB, "seq_reps": 3,
         "meta_writers": [1, 4, 16], "meta_records": 16, "meta_reps": 5,
         "creates": 300, "index_writers": [1, 4, 16], "index_records": 16384,
-        "timeout": 900,
+        "meta_files": 100, "index_bench_writes": 50000, "timeout": 900,
     },
     # `make bench-full`: bigger files, more repetitions, 8 processes, 8 MiB records, fsync,
     # and a read-back with a different process count.
@@ -59,8 +63,8 @@ PROFILES = {
         "tools_size": 1024 * MiB, "tools_reps": 5, "seq_size": 1024 * MiB, "seq_reps": 5,
         "meta_writers": [1, 2, 4, 8, 16, 32, 64, 128], "meta_records": 64, "meta_reps": 9,
         "creates": 20000, "index_writers": [1, 4, 16, 64, 256], "index_records": 1 << 20,
-        "timeout": 1800,
-        "extra_cases": [
+        "meta_files": 1000, "index_bench_writes": 1000000, "timeout": 1800,
+        "extra_cases": [FUSE_64K] + [
             {"section": "fsync", "layout": "strided", "nprocs": n, "record": 47008,
              "per_proc": 64 * MiB, "fsync": True} for n in (1, 2, 4)
         ] + [
@@ -69,7 +73,7 @@ PROFILES = {
         ],
     },
 }
-SECTIONS = ["bandwidth", "tools", "seqwrite", "meta"]
+SECTIONS = ["bandwidth", "tools", "seqwrite", "meta", "counts"]
 
 
 def find_plot_python():
@@ -140,8 +144,8 @@ def main():
                 json.dump(run_info, f, indent=1)
         save_json()
         tmo = profile["timeout"]
+        meths = bandwidth.methods(ws, fronts, bindir)
         if "bandwidth" in only:
-            meths = bandwidth.methods(ws, fronts, bindir)
             rows = bandwidth.run_all(profile, meths, log, tmo)
             write_csv(os.path.join(outdir, "bandwidth.csv"), rows, bandwidth.COLUMNS)
         trows = []
@@ -154,6 +158,9 @@ def main():
         if "meta" in only:
             mrows = meta.run_meta(ws, fronts["api"], bindir, profile, log, tmo)
             write_csv(os.path.join(outdir, "meta.csv"), mrows, meta.COLUMNS)
+        if "counts" in only:
+            crows = counts.run_counts(ws, fronts, meths, profile, log, tmo)
+            write_csv(os.path.join(outdir, "counts.csv"), crows, counts.COLUMNS)
     finally:
         ws.cleanup()
     info["loadavg_end"] = " ".join(open("/proc/loadavg").read().split()[:3])

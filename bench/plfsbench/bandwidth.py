@@ -13,14 +13,16 @@ from .util import human_bytes, result_lines, run
 
 COLUMNS = ["section", "method", "mode", "layout", "nprocs", "readers", "record", "per_proc",
            "bytes", "phase", "rep", "status", "bw_mib_s", "raw_mib_s", "open_s", "io_s",
-           "close_s", "total_s", "errors", "note"]
+           "close_s", "total_s", "cpu_s", "daemon_cpu_s", "cpu_s_gib", "errors", "note"]
 
 
 class Method:
     """An access method: a binary, an I/O mode, where its files go, extra rank environment."""
 
-    def __init__(self, name, label, binary, dirpath, mode="posix", layout=None, mpi_env=None):
+    def __init__(self, name, label, binary, dirpath, mode="posix", layout=None, mpi_env=None,
+                 daemon_pid=None):
         self.name = name
+        self.daemon_pid = daemon_pid  # its CPU time is added to the ranks' (FUSE)
         self.label = label
         self.binary = binary
         self.dir = dirpath
@@ -44,7 +46,7 @@ def methods(ws, fronts, bindir):
             m = Method("api", fe.label, os.path.join(bindir, "pio-plfs"), fe.dir, mode="plfs",
                        mpi_env=fe.mpi_env)
         else:
-            m = Method(fe.name, fe.label, pio, fe.dir, mpi_env=fe.mpi_env)
+            m = Method(fe.name, fe.label, pio, fe.dir, mpi_env=fe.mpi_env, daemon_pid=fe.daemon_pid)
         out.append((fe.name, m, None))
     fe = fronts.get("ldplfs_nn")
     if fe is not None and fe.available:
@@ -73,18 +75,40 @@ def run_one(method, case, rep, tag, timeout):
               "-s", str(case["per_proc"]), "-q", "-L", method.name]
     if case.get("fsync"):
         common.append("-f")
+    d0 = daemon_cpu(method.daemon_pid)
     w = run(_mpirun(case["nprocs"], method) + common + ["-w"], timeout=timeout)
-    wrow = _row(base, "write", w)
+    d1 = daemon_cpu(method.daemon_pid)
+    wrow = _row(base, "write", w, d1 - d0)
     if wrow["status"] != "ok":
         return [wrow, dict(base, phase="read", status="skipped", note="write failed")]
     seed = result_lines(w.out, "PIO_RESULT")[0]["seed"]
     readers = base["readers"]
     r = run(_mpirun(readers, method) + common + ["-r", "-x", seed, "-W", str(case["nprocs"]),
                                                  "-S", "1", "-u"], timeout=timeout)
-    return [wrow, _row(base, "read", r)]
+    d2 = daemon_cpu(method.daemon_pid)
+    return [wrow, _row(base, "read", r, d2 - d1)]
 
 
-def _row(base, phase, res):
+def daemon_cpu(pid):
+    """CPU seconds a daemon's threads have run so far (the kernel's schedstat, in nanoseconds;
+    /proc/PID/stat counts 10 ms ticks, too coarse for one run); 0 without a daemon. A thread that
+    ended between two readings takes its time with it, so this is a lower bound."""
+    if pid is None:
+        return 0.0
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, IndexError, ValueError):
+                pass
+    except OSError:
+        return 0.0
+    return total / 1e9
+
+
+def _row(base, phase, res, daemon_s=0.0):
     row = dict(base, phase=phase)
     lines = result_lines(res.out, "PIO_RESULT")
     if not lines:
@@ -92,7 +116,13 @@ def _row(base, phase, res):
         return row
     d = lines[-1]
     row.update({k: d.get(k) for k in ("bytes", "bw_mib_s", "raw_mib_s", "open_s", "io_s",
-                                      "close_s", "total_s", "errors")})
+                                      "close_s", "total_s", "cpu_s", "errors")})
+    # CPU seconds per GiB moved: the ranks' (less pio's own pattern work) and the daemon's.
+    try:
+        cpu = float(d.get("cpu_s")) + daemon_s
+        row.update(daemon_cpu_s=f"{daemon_s:.3f}", cpu_s_gib=f"{cpu / (int(d['bytes']) / (1 << 30)):.4f}")
+    except (TypeError, ValueError, KeyError, ZeroDivisionError):
+        pass
     if not res.ok or d.get("errors") != "0":
         row.update(status="fail", note=(res.why() if not res.ok else "") +
                    f" data errors: {d.get('errors')}")
@@ -125,6 +155,8 @@ def applies(case, method):
     """Whether a method takes part in a case."""
     if method.name == "ldplfs_nn":
         return case["section"] == "layouts" and case["layout"] == "nn"
+    if case["section"] == "fuse64k":
+        return method.name in ("ldplfs", "fuse")
     if case["section"] == "fig3":
         return True
     if method.name == "nn":

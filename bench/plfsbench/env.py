@@ -110,6 +110,7 @@ class Frontend:
         self.mpi_env = {}      # passed to the ranks with mpirun -genv
         self.dir = None        # where its files go
         self.store = None      # its backend directory
+        self.daemon_pid = None # a daemon doing its work (FUSE), whose CPU time counts too
 
     def note(self):
         return "available" if self.available else f"not available: {self.reason}"
@@ -239,6 +240,7 @@ class Workspace:
             fe.reason = "smoke test wrote no plfs container in the backend"
         else:
             fe.available = True
+            fe.daemon_pid = self.fuse_proc.pid  # `--foreground`: the daemon itself
         run(["rm", "-f", smoke], timeout=60)
         return fe
 

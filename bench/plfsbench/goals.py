@@ -182,3 +182,128 @@ def compute(bw_rows, tool_rows, front_notes, profile):
     g.judge(lambda r: r >= 0.9, applicable=lambda label: label != "FUSE dd")
     goals.append(g)
     return cells, tcells, goals
+
+
+def cpu_cells(rows):
+    """{(section, method, mode, layout, nprocs, record, phase): Cell of CPU seconds per GiB}."""
+    cells = defaultdict(Cell)
+    for r in rows:
+        if r["status"] == "ok" and r.get("cpu_s_gib"):
+            key = (r["section"], r["method"], r["mode"], r["layout"], int(r["nprocs"]),
+                   int(r["record"]), r["phase"])
+            cells[key].values.append(fnum(r["cpu_s_gib"]))
+    return cells
+
+
+def _count(rows, test, method, what):
+    for r in rows:
+        if r["test"] == test and r["method"] == method and r["what"] == what:
+            return fnum(r["value"]) if r["status"] == "ok" and r["value"] != "" else None
+    return None
+
+
+def _count_note(rows, test, method):
+    for r in rows:
+        if r["test"] == test and r["method"] == method and r["status"] != "ok":
+            return r.get("note") or r["status"]
+    return "not run"
+
+
+def issue14(cells, counts_rows, meta_rows):
+    """The targets of issue 14, from the same run: T1 system calls, T2 one process, T3 four
+    processes, T4 FUSE, T5 metadata, T6 index, T7 1-N creates."""
+    goals = []
+
+    def ratio_detail(label, a, b, why):
+        r = a / b if a is not None and b else None
+        return (label, r, "" if r is not None else why)
+
+    g = Goal("T1", "System calls through ldplfs / plain: dd bs=4k (<= 1.25), cat (<= 1.5); "
+             "unlink: extra calls (<= 30)", "see cases", "counts.csv")
+    why = _count_note(counts_rows, "syscalls", "ldplfs")
+    for what, lim in (("dd bs=4k count=20000 (write)", 1.25), ("cat of that file", 1.5)):
+        g.details.append(ratio_detail(f"{what} (<= {lim})", _count(counts_rows, "syscalls", "ldplfs", what),
+                                      _count(counts_rows, "syscalls", "plain", what), why))
+    un = _count(counts_rows, "metaops", "ldplfs", "unlink (rm F)")
+    g.details.append(("unlink: extra calls (<= 30)", un, "" if un is not None else
+                      _count_note(counts_rows, "metaops", "ldplfs")))
+    limits = {"dd": 1.25, "cat": 1.5, "unlink:": 30}
+    _judge_by_label(g, lambda l, r: r <= limits[l.split()[0]])
+    goals.append(g)
+
+    g = Goal("T2", "1 process, N-1 strided write: ldplfs and C API / plain file "
+             "(1 MiB >= 0.9, 47008 B >= 0.8)", "0.9 / 0.8", "fig3_write.png")
+    for m in ("ldplfs", "api"):
+        for rec in (1 << 20, 47008):
+            a, b = fig3(cells, m, 1, rec, "write"), fig3(cells, "plain", 1, rec, "write")
+            g.details.append((f"{m} {rec} B", _ratio(a, b), _why(a, b)))
+    _judge_by_label(g, lambda l, r: r >= (0.9 if l.endswith(f"{1 << 20} B") else 0.8))
+    goals.append(g)
+
+    g = Goal("T3", "4 processes: write ldplfs / plain N-N (>= 0.9); read-back ldplfs / plain "
+             "shared file (>= 0.8)", "0.9 / 0.8", "fig3_write.png")
+    n = 4
+    recs = sorted({k[5] for k in cells if k[0] == "fig3"})
+    for rec in recs:
+        a, b = fig3(cells, "ldplfs", n, rec, "write"), fig3(cells, "nn", n, rec, "write")
+        g.details.append((f"write {rec} B", _ratio(a, b), _why(a, b)))
+    for rec in recs:
+        a, b = fig3(cells, "ldplfs", n, rec, "read"), fig3(cells, "plain", n, rec, "read")
+        g.details.append((f"read {rec} B", _ratio(a, b), _why(a, b)))
+    _judge_by_label(g, lambda l, r: r >= (0.9 if l.startswith("write") else 0.8))
+    goals.append(g)
+
+    g = Goal("T4", "FUSE / ldplfs, 4 processes x 64 KiB records, write and read", ">= 0.5", "summary.md")
+    for phase in ("write", "read"):
+        a = cells.get(("fuse64k", "fuse", "posix", "strided", 4, 65536, phase))
+        b = cells.get(("fuse64k", "ldplfs", "posix", "strided", 4, 65536, phase))
+        g.details.append((phase, _ratio(a, b), _why(a, b)))
+    g.judge(lambda r: r >= 0.5)
+    goals.append(g)
+
+    g = Goal("T5", "Through ldplfs on an N-1 mount / plain directory, files per second: create "
+             "(>= 0.5), stat (>= 0.3), unlink (>= 0.1)", "0.5 / 0.3 / 0.1", "counts.csv")
+    why = _count_note(counts_rows, "meta", "ldplfs")
+    for op in ("create", "stat", "unlink"):
+        g.details.append(ratio_detail(op, _count(counts_rows, "meta", "ldplfs", op),
+                                      _count(counts_rows, "meta", "plain", op), why))
+    _judge_by_label(g, lambda l, r: r >= {"create": 0.5, "stat": 0.3, "unlink": 0.1}[l])
+    goals.append(g)
+
+    g = Goal("T6", "Index: compressed / raw small reads per second (>= 1); flattened / merged peak "
+             "reader memory, irregular writes (<= 1)", "1 / 1", "counts.csv")
+    why = _count_note(counts_rows, "index", "raw")
+    g.details.append(ratio_detail("small reads, compressed / raw",
+                                  _count(counts_rows, "index", "compressed", "reads_per_s"),
+                                  _count(counts_rows, "index", "raw", "reads_per_s"), why))
+    g.details.append(ratio_detail("peak RSS, flattened / merged (irregular)",
+                                  _count(counts_rows, "index", "irregular-flat", "peak_rss"),
+                                  _count(counts_rows, "index", "irregular", "peak_rss"), why))
+    g.details.append(("1M irregular records open in <= 0.25x PLFS 2.5.1's time", None,
+                      "not measured by make bench: PLFS 2.5.1 is not built here"))
+    _judge_by_label(g, lambda l, r: r >= 1 if l.startswith("small") else r <= 1)
+    goals.append(g)
+
+    g = Goal("T7", "1-N (small_file) creates: C API files/s per process (>= 150,000); ldplfs / "
+             "plain directory (>= 10)", "150000 / 10", "counts.csv")
+    api = next((fnum(r["per_s"]) for r in meta_rows if r.get("test") == "create"
+                and r.get("iface") == "plfs-small-file" and r.get("status") == "ok"), None)
+    g.details.append(("C API creates/s", api, "" if api is not None else "not run"))
+    g.details.append(ratio_detail("ldplfs / plain", _count(counts_rows, "meta", "ldplfs-small", "create"),
+                                  _count(counts_rows, "meta", "plain-small", "create"),
+                                  _count_note(counts_rows, "meta", "ldplfs-small")))
+    _judge_by_label(g, lambda l, r: r >= (150000 if l.startswith("C API") else 10))
+    goals.append(g)
+    return goals
+
+
+def _judge_by_label(g, ok):
+    """Status of a goal whose cases have different limits: ok(label, value) per case."""
+    have = [(l, r) for l, r, _ in g.details if r is not None]
+    if not have:
+        g.status = "not measured"
+        g.measured = "-"
+        return
+    met = sum(1 for l, r in have if ok(l, r))
+    g.measured = ", ".join(f"{r:.2f}" if r < 1000 else f"{r:.0f}" for _, r in have)
+    g.status = "MET" if met == len(g.details) else f"NOT MET ({met}/{len(g.details)} met)"

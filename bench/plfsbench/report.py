@@ -4,7 +4,7 @@ or alone, to redraw: python3 bench/report.py bench/results/latest"""
 import json
 import os
 
-from .goals import compute, simple_cells
+from .goals import compute, cpu_cells, issue14, simple_cells
 from .summary import goals_table, write
 from .util import read_csv, write_csv
 
@@ -34,8 +34,11 @@ def make(outdir, log=print):
     bw_rows = read_csv(os.path.join(outdir, "bandwidth.csv"))
     tool_rows = read_csv(os.path.join(outdir, "tools.csv"))
     meta_rows = read_csv(os.path.join(outdir, "meta.csv"))
+    counts_rows = read_csv(os.path.join(outdir, "counts.csv"))
     notes = {k: v for k, v in fronts.items() if not v.startswith("available")}
     cells, tcells, goals = compute(bw_rows, tool_rows, notes, profile)
+    t_goals = issue14(cells, counts_rows, meta_rows)
+    ccells = cpu_cells(bw_rows)
     mkey = ("test", "iface", "state", "writers", "flattened")
     mcells = simple_cells(meta_rows, mkey, "seconds")
     rcells = simple_cells(meta_rows, mkey, "per_s")
@@ -58,10 +61,10 @@ def make(outdir, log=print):
             "index": plots.index_plot(rcells, outdir),
         }
         figures = {k: v for k, v in figures.items() if v}
-    all_rows = bw_rows + tool_rows + meta_rows
+    all_rows = bw_rows + tool_rows + meta_rows + counts_rows
     write(os.path.join(outdir, "summary.md"), info, fronts, profile, goals, cells, tcells, mcells,
-          meta_rows, all_rows, figures)
+          meta_rows, all_rows, figures, t_goals, ccells, counts_rows)
     with open(os.path.join(outdir, "goals.md"), "w") as f:
-        f.write(goals_table(goals))
+        f.write(goals_table(goals) + "\n" + goals_table(t_goals))
     return goals, figures
 

@@ -29,7 +29,7 @@ def _goal_details(g):
     return "\n".join(out) + "\n"
 
 
-def _fig3_table(cells, profile, phase):
+def _fig3_table(cells, profile, phase, fmt="{:.1f}"):
     head = "| processes | record | " + " | ".join(METHOD_LABELS[m] for m in FIG3_METHODS) + " |"
     out = [head, "|---|---|" + "---|" * len(FIG3_METHODS)]
     for n in profile["nprocs"]:
@@ -37,7 +37,7 @@ def _fig3_table(cells, profile, phase):
             vals = []
             for m in FIG3_METHODS:
                 c = fig3(cells, m, n, rec, phase)
-                vals.append(c.text() if c is not None else "n/a")
+                vals.append(c.text(fmt) if c is not None else "n/a")
             out.append(f"| {n} | {human_bytes(rec)} | " + " | ".join(vals) + " |")
     return "\n".join(out) + "\n"
 
@@ -161,6 +161,79 @@ def _meta_tables(mcells, meta_rows):
     return "\n".join(out) + "\n"
 
 
+def _cpu_note():
+    return ("CPU seconds per GiB moved (user + system of every rank during the timed span, less "
+            "pio's own pattern generation and checking, plus the FUSE daemon's): a figure that "
+            "load moves far less than time.\n")
+
+
+def _counts_tables(rows):
+    if not rows:
+        return "Not run (section `counts`).\n"
+    by = {}
+    for r in rows:
+        by.setdefault(r["test"], []).append(r)
+
+    def val(r):
+        return r["value"] if r["status"] == "ok" else f"{r['status']}: {r.get('note', '')}"
+    out = ["### System calls of whole commands (`strace -f -c`)", "",
+           "| command | plain file | ldplfs | ldplfs / plain |", "|---|---|---|---|"]
+    sc = by.get("syscalls", [])
+    for what in dict.fromkeys(r["what"] for r in sc):
+        p = next((r for r in sc if r["what"] == what and r["method"] == "plain"), None)
+        l = next((r for r in sc if r["what"] == what and r["method"] == "ldplfs"), None)
+        ratio = "-"
+        try:
+            ratio = f"{float(l['value']) / float(p['value']):.2f}"
+        except (TypeError, ValueError, ZeroDivisionError):
+            pass
+        out.append(f"| {what} | {val(p) if p else '-'} | {val(l) if l else '-'} | {ratio} |")
+    ps = by.get("pio_syscalls", [])
+    if ps:
+        methods = list(dict.fromkeys(r["method"] for r in ps))
+        out += ["", "### System calls per record, pio at one process (N-1 strided)", "",
+                "The difference of two runs of different lengths: start-up, MPI and open/close "
+                "cancel out. FUSE counts the client's and the daemon's calls.", "",
+                "| record | phase | " + " | ".join(METHOD_LABELS.get(m, m) for m in methods) + " |",
+                "|---|---|" + "---|" * len(methods)]
+        for what in dict.fromkeys(r["what"] for r in ps):
+            rec, phase = what.split()
+            cells = []
+            for m in methods:
+                r = next((x for x in ps if x["what"] == what and x["method"] == m), None)
+                cells.append((val(r) + (f" ({r['note']})" if r and r["status"] == "ok" and r.get("note") else ""))
+                             if r else "-")
+            out.append(f"| {human_bytes(int(rec))} | {phase} | " + " | ".join(cells) + " |")
+    me = by.get("meta", [])
+    if me:
+        out += ["", "### Metadata, one process, files per second (medians of alternated runs)", "",
+                "| mount | create | stat | unlink |", "|---|---|---|---|"]
+        for m in dict.fromkeys(r["method"] for r in me):
+            vals = [next((val(r) for r in me if r["method"] == m and r["what"] == k), "-")
+                    for k in ("create", "stat", "unlink")]
+            out.append(f"| {m} | " + " | ".join(vals) + " |")
+    mo = by.get("metaops", [])
+    if mo:
+        out += ["", "### Extra system calls per metadata operation through ldplfs (`bench/metaops.py`)", "",
+                "| operation | extra calls over a plain directory |", "|---|---|"]
+        out += [f"| {r['what']} | {val(r)} |" for r in mo]
+    ix = by.get("index", [])
+    if ix:
+        note = next((r.get("note") for r in ix if r.get("note")), "")
+        out += ["", f"### Index at scale (`plfs-index-bench`, {note} of 64 B by 4 writers)", "",
+                "| index | open + stat + first read (ms) | index memory (KiB) | peak RSS (KiB) | "
+                "small reads/s |", "|---|---|---|---|---|"]
+        for v in dict.fromkeys(r["method"] for r in ix):
+            g = {r["what"]: r for r in ix if r["method"] == v}
+            if "open_ms" not in g:
+                out.append(f"| {v} | {val(next(iter(g.values())))} | | | |")
+                continue
+            mem = f"{int(g['index_mem']['value']) / 1024:.0f}" if g.get("index_mem") else "-"
+            out.append(f"| {v} | {g['open_ms']['value']} | {mem} | {g['peak_rss']['value']} | "
+                       f"{g['reads_per_s']['value']} |")
+    return "\n".join(out) + "\n"
+
+
 def _failures(all_rows):
     bad = [r for r in all_rows if r.get("status") == "fail"]
     if not bad:
@@ -178,7 +251,8 @@ def _failures(all_rows):
     return "\n".join(out) + "\n"
 
 
-def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, all_rows, figures):
+def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, all_rows, figures,
+          t_goals=(), ccells=None, counts_rows=()):
     f = []
     f.append(f"# plfs benchmark summary — profile `{profile['name']}`, {info.get('date', '')}\n")
     f.append("Reproduces Fig. 3 and Table II of the LDPLFS paper (shared/seeds/000) on this machine, "
@@ -203,6 +277,11 @@ def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, 
     f.append("## Goals\n")
     f.append(goals_table(goals))
     f.append("\n" + _noise_line(cells, profile))
+    if t_goals:
+        f.append("\n## Issue 14 targets (speed where users feel it)\n")
+        f.append(goals_table(t_goals))
+        for t in t_goals:
+            f.append("\n" + _goal_details(t))
     g = {x.gid: x for x in goals}
     f.append("\n## G1 — UNIX tools through ldplfs (Table II)\n")
     f.append(_img(figures.get("tools"), figures.values()))
@@ -210,10 +289,14 @@ def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, 
     f.append("\n## G2, G3, G5 — N-1 strided write (Fig. 3), MiB/s\n")
     f.append(_img(figures.get("fig3_write"), figures.values()))
     f.append(_fig3_table(cells, profile, "write"))
+    if ccells:
+        f.append("\n" + _cpu_note() + "\n" + _fig3_table(ccells, profile, "write", "{:.3f}"))
     f.append("\n" + _goal_details(g["G2"]) + "\n" + _goal_details(g["G3"]))
     f.append("\n## G4, G5 — read-back (Fig. 3), MiB/s\n")
     f.append(_img(figures.get("fig3_read"), figures.values()))
     f.append(_fig3_table(cells, profile, "read"))
+    if ccells:
+        f.append("\n" + _cpu_note() + "\n" + _fig3_table(ccells, profile, "read", "{:.3f}"))
     f.append("\n" + _goal_details(g["G4"]) + "\n" + _goal_details(g["G5"]))
     f.append("\n## G6 — 1 GiB sequential write\n")
     f.append(_img(figures.get("seqwrite"), figures.values()))
@@ -231,6 +314,8 @@ def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, 
     f.append(_img(figures.get("stat"), figures.values()))
     f.append(_img(figures.get("index"), figures.values()))
     f.append(_meta_tables(mcells, meta_rows))
+    f.append("\n## Counts: system calls, metadata, index (issue 14)\n")
+    f.append(_counts_tables(list(counts_rows)))
     f.append("\n## Failures\n")
     f.append(_failures(all_rows))
     with open(path, "w") as out:

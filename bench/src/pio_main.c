@@ -124,8 +124,53 @@ static void place(const struct opts *o, int W, int w, uint64_t i, int *fileno, u
 
 struct times { double open, io, close, total; };
 
+/* CPU seconds (user + system, every thread) of this process so far. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds that n pattern fills (check = 0) or checks (check = 1) of a record cost, measured
+ * on 32 of them (after one to warm the buffers) outside the timed span and scaled: subtracted
+ * from the span's CPU time, so that cpu_s is the I/O layer's (and the kernel's) work, not pio's
+ * own. */
+static double pattern_cpu(const struct pio_pattern *pat, unsigned char *buf, unsigned char *scratch,
+                          uint64_t n, int check)
+{
+    const uint64_t k = 32;
+    if (n == 0)
+        return 0;
+    pio_pattern_fill(pat, buf, 0, 0);
+    if (check)
+        (void)pio_pattern_check(pat, buf, scratch, 0, 0);
+    double c0 = cpu_now();
+    for (uint64_t i = 0; i < k; i++) {
+        pio_pattern_fill(pat, buf, 0, i * 4096);
+        if (check)
+            (void)pio_pattern_check(pat, buf, scratch, 0, i * 4096);
+    }
+    double per = (cpu_now() - c0) / (double)k;
+    if (check) { /* the check's own cost: measured fills and checks, less the fills */
+        double f0 = cpu_now();
+        for (uint64_t i = 0; i < k; i++)
+            pio_pattern_fill(pat, buf, 0, i * 4096);
+        per -= (cpu_now() - f0) / (double)k;
+    }
+    return per > 0 ? per * (double)n : 0;
+}
+
+/* The sum over ranks of this rank's CPU seconds (to rank 0). */
+static double cpu_sum(double mine)
+{
+    double all = 0;
+    MPI_Reduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    return all;
+}
+
 static void report(const struct opts *o, const char *phase, int W, uint64_t bytes, struct times t,
-                   long long errors, long long size, long long want_size)
+                   double cpu, long long errors, long long size, long long want_size)
 {
     double mib = (double)bytes / (1024.0 * 1024.0);
     double bw = t.total > 0 ? mib / t.total : 0;
@@ -137,10 +182,10 @@ static void report(const struct opts *o, const char *phase, int W, uint64_t byte
                t.total, bw, raw, t.open, t.close, errors ? "  DATA ERRORS" : "");
     printf("PIO_RESULT phase=%s label=%s mode=%s layout=%s nprocs=%d writers=%d record=%zu "
            "nrec=%" PRIu64 " bytes=%" PRIu64 " open_s=%.6f io_s=%.6f close_s=%.6f total_s=%.6f "
-           "bw_mib_s=%.3f raw_mib_s=%.3f fsync=%d checked=%d errors=%lld size=%lld want_size=%lld "
-           "seed=0x%016" PRIx64 "\n",
+           "bw_mib_s=%.3f raw_mib_s=%.3f cpu_s=%.6f fsync=%d checked=%d errors=%lld size=%lld "
+           "want_size=%lld seed=0x%016" PRIx64 "\n",
            phase, o->label, mode_name[o->mode], layout_name[o->layout], nprocs, W, o->record,
-           o->nrec, bytes, t.open, t.io, t.close, t.total, bw, raw, o->fsync, o->check, errors,
+           o->nrec, bytes, t.open, t.io, t.close, t.total, bw, raw, cpu, o->fsync, o->check, errors,
            size, want_size, o->seed);
     fflush(stdout);
 }
@@ -174,6 +219,8 @@ static int write_phase(struct opts *o, unsigned char *buf)
     quiet_barrier();
 
     struct pio_file f;
+    double fills = pattern_cpu(&pat, buf, NULL, o->nrec, 0);
+    double c0 = cpu_now();
     double t0 = MPI_Wtime();
     check_rc(pio_open(&f, o->mode, path, 1, shared, rank, &oo), "open");
     double t1 = MPI_Wtime();
@@ -189,7 +236,9 @@ static int write_phase(struct opts *o, unsigned char *buf)
     double t2 = MPI_Wtime();
     check_rc(pio_close(&f), "close");
     double t3 = MPI_Wtime();
+    double cpu = cpu_now() - c0 - fills;
     struct times t = slowest((struct times){t1 - t0, t2 - t1, t3 - t2, t3 - t0});
+    cpu = cpu_sum(cpu > 0 ? cpu : 0);
     quiet_barrier();
 
     /* The size every file should have now, checked outside the timed span. */
@@ -201,7 +250,7 @@ static int write_phase(struct opts *o, unsigned char *buf)
                 size < 0 ? ": " : "", size < 0 ? pio_errmsg : "");
     MPI_Reduce(&bad, &badsum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        report(o, "write", nprocs, o->record * o->nrec * (uint64_t)nprocs, t, badsum, size, want);
+        report(o, "write", nprocs, o->record * o->nrec * (uint64_t)nprocs, t, cpu, badsum, size, want);
     pio_pattern_free(&pat);
     return badsum != 0;
 }
@@ -234,6 +283,8 @@ static int read_phase(struct opts *o, unsigned char *buf, unsigned char *scratch
 
     struct pio_file f;
     int cur = fileno0;
+    double checks = o->check ? pattern_cpu(&pat, buf, scratch, g1 > g0 ? g1 - g0 : 0, 1) : 0;
+    double c0 = cpu_now();
     double t0 = MPI_Wtime(), tcheck = 0;
     long long errors = 0;
     check_rc(pio_open(&f, o->mode, path, 0, shared, rank, &oo), "open");
@@ -269,11 +320,13 @@ static int read_phase(struct opts *o, unsigned char *buf, unsigned char *scratch
     double t2 = MPI_Wtime();
     check_rc(pio_close(&f), "close");
     double t3 = MPI_Wtime();
+    double cpu = cpu_now() - c0 - checks;
     struct times t = slowest((struct times){t1 - t0, t2 - t1 - tcheck, t3 - t2, t3 - t0 - tcheck});
+    cpu = cpu_sum(cpu > 0 ? cpu : 0);
     long long errsum = 0;
     MPI_Reduce(&errors, &errsum, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0)
-        report(o, "read", W, total * o->record, t, errsum, -1, -1);
+        report(o, "read", W, total * o->record, t, cpu, errsum, -1, -1);
     pio_pattern_free(&pat);
     return errsum != 0;
 }

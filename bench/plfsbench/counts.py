@@ -1,0 +1,238 @@
+"""Figures that load cannot move, beside the wall-clock ratios (issue 14): system calls per
+operation of every front end, the metadata costs of ldplfs, and the index at scale.
+
+- `syscalls`: `strace -f -c` of whole commands. `dd bs=4k` writing a file and `cat` reading it,
+  plain against ldplfs; and pio at one process for each record size and access method, run with
+  two record counts so that the difference gives the system calls of one more record (start-up,
+  MPI and open/close cancel out). For FUSE the daemon is traced too (`strace -f -p`), and its
+  calls count with the client's.
+- `meta`: create (open O_CREAT + write + close), stat and unlink of many files by one process
+  through ldplfs on the N-1 mount and on the 1-N (small_file) mount, against a plain directory;
+  times (medians of alternated repetitions) and the system calls of `bench/metaops.py`.
+- `index`: `plfs-index-bench` (raw, pattern-compressed and flattened indexes, irregular writes
+  merged and flattened): open time, index memory, peak RSS, small reads per second.
+
+Rows: test, method, what, value, unit, status, note (counts.csv)."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from .util import median, result_lines, run
+
+COLUMNS = ["test", "method", "what", "value", "unit", "status", "note"]
+
+
+def _row(test, method, what, value, unit, status="ok", note=""):
+    return {"test": test, "method": method, "what": what, "value": value, "unit": unit,
+            "status": status, "note": note}
+
+
+def strace_total(path):
+    """Total calls of an `strace -c` summary file."""
+    with open(path) as f:
+        for line in f:
+            if line.rstrip().endswith("total"):
+                return int(line.split()[3])  # % time, seconds, usecs/call, calls, errors
+    raise ValueError(f"no total line in {path}")
+
+
+def traced(cmd, env, timeout, daemon_pid=None):
+    """Runs cmd under `strace -f -c`; with daemon_pid, that process (all its threads) is traced
+    for the duration too. Returns (CmdResult, calls of cmd, calls of the daemon)."""
+    fd, out = tempfile.mkstemp(suffix=".strace")
+    os.close(fd)
+    dpath, dproc = None, None
+    if daemon_pid is not None:
+        fd, dpath = tempfile.mkstemp(suffix=".strace-daemon")
+        os.close(fd)
+        dproc = subprocess.Popen(["strace", "-f", "-c", "-o", dpath, "-p", str(daemon_pid)],
+                                 stderr=subprocess.PIPE, text=True)
+        # strace reports each attached thread; the first line means tracing has begun.
+        dproc.stderr.readline()
+        time.sleep(0.2)
+    try:
+        res = run(["strace", "-f", "-c", "-o", out] + cmd, env=env, timeout=timeout)
+        calls = strace_total(out) if res.ok else None
+        dcalls = 0
+        if dproc is not None:
+            dproc.send_signal(signal.SIGINT)
+            dproc.wait(timeout=60)
+            dcalls = strace_total(dpath)
+        return res, calls, dcalls
+    finally:
+        for p in (out, dpath):
+            if p:
+                os.unlink(p)
+
+
+def tool_syscalls(ws, ldplfs, log, timeout):
+    rows = []
+    if not ldplfs.available:
+        return [_row("syscalls", "ldplfs", w, "", "calls", "n/a", ldplfs.note()) for w in ("dd", "cat")]
+    plain_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    for method, d, env in (("plain", ws.plain, plain_env), ("ldplfs", ldplfs.dir, ldplfs.env)):
+        f = os.path.join(d, "counts-dd")
+        for what, cmd in (("dd bs=4k count=20000 (write)", f"dd if=/dev/zero of={f} bs=4k count=20000 status=none"),
+                          ("cat of that file", f"cat {f} > /dev/null")):
+            res, calls, _ = traced(["sh", "-c", cmd], env, timeout)
+            rows.append(_row("syscalls", method, what, calls if res.ok else "", "calls",
+                             "ok" if res.ok else "fail", "" if res.ok else res.why()))
+            log(f"counts: {method:7} {what}: {calls} system calls")
+        run(["rm", "-f", f], env=env, timeout=60)
+    return rows
+
+
+def pio_syscalls(meths, profile, log, timeout):
+    """System calls per record of pio at one process, write and read, per method and record."""
+    rows = []
+    for name, m, why in meths:
+        if name not in ("plain", "ldplfs", "api", "fuse"):
+            continue
+        for rec in profile["records"]:
+            if m is None:
+                rows.append(_row("pio_syscalls", name, f"{rec} write", "", "calls/record", "n/a", why))
+                continue
+            n1, n2 = (16, 48) if rec >= (1 << 20) else (64, 192)
+            got = {}
+            for n in (n1, n2):
+                path = os.path.join(m.dir, f"counts-{rec}-{n}")
+                base = ["mpirun", "-np", "1"]
+                for k, v in m.mpi_env.items():
+                    base += ["-genv", k, v]
+                base += [m.binary, "-p", path, "-l", "strided", "-m", m.mode, "-b", str(rec),
+                         "-n", str(n), "-q", "-L", name]
+                env = dict(os.environ)
+                w, wc, wd = traced(base + ["-w"], env, timeout, m.daemon_pid)
+                lines = result_lines(w.out, "PIO_RESULT") if w.ok else []
+                if not lines:
+                    got = None
+                    note = w.why()
+                    break
+                seed = lines[0]["seed"]
+                r, rc_, rd = traced(base + ["-r", "-x", seed, "-W", "1", "-S", "0", "-u"], env, timeout,
+                                    m.daemon_pid)
+                if not r.ok:
+                    got = None
+                    note = r.why()
+                    break
+                got[n] = (wc + wd, rc_ + rd, wd, rd)
+            for i, phase in enumerate(("write", "read")):
+                if got is None:
+                    rows.append(_row("pio_syscalls", name, f"{rec} {phase}", "", "calls/record", "fail", note))
+                    continue
+                per = (got[n2][i] - got[n1][i]) / (n2 - n1)
+                dper = (got[n2][i + 2] - got[n1][i + 2]) / (n2 - n1)
+                rows.append(_row("pio_syscalls", name, f"{rec} {phase}", f"{per:.2f}", "calls/record",
+                                 note=f"daemon {dper:.2f}" if m.daemon_pid else ""))
+                log(f"counts: pio {name:7} {rec:>8} B {phase:5}: {per:.2f} system calls per record"
+                    + (f" ({dper:.2f} in the daemon)" if m.daemon_pid else ""))
+    return rows
+
+
+META_SCRIPT = r"""
+import os, sys, time
+d, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(d, exist_ok=True)
+names = [os.path.join(d, f"m{i}") for i in range(n)]
+t0 = time.perf_counter()
+for p in names:
+    fd = os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    os.write(fd, b"hi\n")
+    os.close(fd)
+t1 = time.perf_counter()
+for p in names:
+    if os.stat(p).st_size != 3:
+        sys.exit(f"{p}: wrong size")
+t2 = time.perf_counter()
+for p in names:
+    os.unlink(p)
+t3 = time.perf_counter()
+print(f"META create={n / (t1 - t0):.1f} stat={n / (t2 - t1):.1f} unlink={n / (t3 - t2):.1f}")
+"""
+
+
+def meta_ops(ws, ldplfs, profile, log, timeout):
+    """Files per second for create, stat and unlink: ldplfs on the N-1 and 1-N mounts against a
+    plain directory (no preload), alternated repetitions, medians."""
+    rows = []
+    if not ldplfs.available:
+        return [_row("meta", "ldplfs", "create", "", "files/s", "n/a", ldplfs.note())]
+    lib = ldplfs.env["LD_PRELOAD"]
+    plain_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    n1 = profile.get("meta_files", 300)
+    sides = [
+        ("plain", os.path.join(ws.plain, "metaops"), plain_env, n1),
+        ("ldplfs", os.path.join(ws.plfs_mnt, "metaops"), dict(plain_env, LD_PRELOAD=lib, PLFSRC=ws.plfsrc), n1),
+        ("plain-small", os.path.join(ws.plain, "metaops-small"), plain_env, 4 * n1),
+        ("ldplfs-small", os.path.join(ws.small_mnt, "metaops"),
+         dict(plain_env, LD_PRELOAD=lib, PLFSRC=ws.plfsrc_small), 4 * n1),
+    ]
+    # A logical directory of an N-1 mount is a directory on its backend.
+    os.makedirs(os.path.join(ws.store, "metaops"), exist_ok=True)
+    got = {s[0]: {"create": [], "stat": [], "unlink": []} for s in sides}
+    for rep in range(profile.get("meta_reps", 3)):
+        order = sides[rep % 2:] + sides[:rep % 2]
+        for name, d, env, n in order:
+            res = run([sys.executable, "-c", META_SCRIPT, d, str(n)], env=env, timeout=timeout)
+            line = result_lines(res.out, "META") if res.ok else []
+            if not line:
+                rows.append(_row("meta", name, "create", "", "files/s", "fail", res.why()))
+                continue
+            for k in ("create", "stat", "unlink"):
+                got[name][k].append(float(line[0][k]))
+    for name, vals in got.items():
+        for k, v in vals.items():
+            if v:
+                rows.append(_row("meta", name, k, f"{median(v):.1f}", "files/s"))
+                log(f"counts: {name:12} {k:6}: {median(v):10.1f} files/s")
+    try:
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import metaops
+        for scen, tp, tl, _, _ in metaops.main(lib, quiet=True):
+            rows.append(_row("metaops", "ldplfs", scen, tl - tp, "extra calls"))
+            log(f"counts: metaops {scen}: {tl - tp:+d} system calls over a plain directory")
+    except Exception as e:  # strace missing or a failed scenario: say so in the table
+        rows.append(_row("metaops", "ldplfs", "all", "", "extra calls", "fail", str(e)[:200]))
+    return rows
+
+
+def index_at_scale(ws, profile, log, timeout):
+    exe = os.path.join(ws.release, "plfs-index-bench")
+    writes = profile.get("index_bench_writes", 200000)
+    if not os.path.exists(exe):
+        return [_row("index", "core", "all", "", "", "n/a", f"{exe} not built")]
+    csv_path = os.path.join(ws.root, "index-bench.csv")
+    res = run([exe, "--writes", str(writes), "--writers", "4", "--record", "64", "--dir",
+               os.path.join(ws.root, "index-bench"), "--csv", csv_path], timeout=timeout)
+    if not res.ok:
+        return [_row("index", "core", "all", "", "", "fail", res.why())]
+    rows = []
+    with open(csv_path) as f:
+        head = f.readline().strip().split(",")
+        for line in f:
+            d = dict(zip(head, line.strip().split(",")))
+            v = d["variant"]
+            rows.append(_row("index", v, "open_ms", d["open_stat_read_ms"], "ms", note=f"{writes} writes"))
+            rows.append(_row("index", v, "index_mem", d["index_mem_bytes"], "bytes"))
+            rows.append(_row("index", v, "peak_rss", d["peak_rss_kib"], "KiB"))
+            rows.append(_row("index", v, "reads_per_s", d["reads_per_s"], "reads/s"))
+    for line in res.out.splitlines():
+        log(f"counts: {line}")
+    return rows
+
+
+def run_counts(ws, fronts, meths, profile, log, timeout):
+    if not shutil.which("strace"):
+        log("counts: strace is missing (apt-get install strace): no system-call counts")
+        rows = [_row("syscalls", "all", "all", "", "calls", "n/a", "strace not installed")]
+    else:
+        rows = tool_syscalls(ws, fronts["ldplfs"], log, timeout)
+        rows += pio_syscalls(meths, profile, log, timeout)
+    rows += meta_ops(ws, fronts["ldplfs"], profile, log, timeout)
+    rows += index_at_scale(ws, profile, log, max(timeout, 900))
+    return rows
