@@ -538,9 +538,18 @@ impl Container {
     /// backend included: a rename may have moved the container onto the backend that holds
     /// its shadow logs).
     pub fn remove_shadows(&self) -> Result<()> {
-        let rel = self.shadow_rel()?;
+        // Each shadow's `.plfs_shadow` first: the container's id (a listing of `meta/`) is only
+        // needed where one exists (none on a mount that never spread a writer to a shadow).
+        let mut rel = None;
         for shadow in &self.mount.shadows {
-            remove_shadow_dir(shadow, &rel)?;
+            let Some(sroot) = shadow.dir_opt(Path::new(format::SHADOW_ROOT))? else {
+                continue;
+            };
+            let rel = match &mut rel {
+                Some(r) => r,
+                None => rel.insert(self.shadow_rel()?),
+            };
+            sroot.remove_tree(rel.file_name().unwrap_or_default())?;
         }
         Ok(())
     }
