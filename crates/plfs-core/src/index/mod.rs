@@ -183,7 +183,7 @@ impl IndexState {
             Ok(())
         };
         let current = &mut |h: &flat::FlatHead| h.signature == sig && h.logical == logical;
-        if !flat::decode_stream(&c.sub(FLAT_NAME), len, &mut read, current, &mut item)? {
+        if !flat::decode_stream(&path, len, &mut read, current, &mut item)? {
             return Ok(false);
         }
         self.records_read = records;

@@ -460,9 +460,11 @@ fn retire_now(sh: &Shared, pending: &[String]) -> Result<()> {
     r.map(drop)
 }
 
-/// Bytes written between two checks of a writer that stays open.
+/// Bytes written between two checks of a writer that stays open: at least half of
+/// `compaction_min_bytes`, more after checks that found too little dead.
 fn check_every(sh: &Shared) -> u64 {
-    (sh.c.mount.global.compaction_min_bytes / 2).max(256 << 10)
+    let least = (sh.c.mount.global.compaction_min_bytes / 2).max(256 << 10);
+    least.max(sh.auto.interval.load(Ordering::Relaxed))
 }
 
 /// After a write of `n` bytes by this process.
@@ -471,7 +473,7 @@ pub(crate) fn after_write(sh: &Shared, n: u64) {
         return;
     }
     sh.auto.wrote.store(true, Ordering::Relaxed);
-    let every = check_every(sh).max(sh.auto.interval.load(Ordering::Relaxed));
+    let every = check_every(sh);
     if sh.auto.since.fetch_add(n, Ordering::Relaxed) + n >= every {
         maybe(sh, true);
     }
@@ -502,7 +504,7 @@ fn maybe(sh: &Shared, online: bool) {
     sh.auto.since.store(0, Ordering::Relaxed);
     sh.auto.truncs.store(0, Ordering::Relaxed);
     let r = check_and_compact(sh, online);
-    let every = check_every(sh).max(sh.auto.interval.load(Ordering::Relaxed));
+    let every = check_every(sh);
     match r {
         Ok(Check::Kept) => sh
             .auto
