@@ -291,6 +291,23 @@ int main(void) {
 }
 "#;
 
+/// Compiles `source` into `dir/name`, linked with the shared libplfs.
+fn build_with_lib(dir: &TempDir, name: &str, source: &str) -> PathBuf {
+    let src = dir.0.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let exe = dir.0.join(name);
+    run(Command::new("cc")
+        .args(cflags())
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(&src)
+        .arg(format!("-L{}", lib_dir().display()))
+        .arg("-lplfs")
+        .arg("-o")
+        .arg(&exe));
+    exe
+}
+
 #[test]
 fn config_error_is_einval_and_reported_once() {
     if !have("cc", "config_error_is_einval_and_reported_once") {
@@ -303,19 +320,8 @@ fn config_error_is_einval_and_reported_once() {
         "- mount_point: /mnt/x\n  backends:\n    - location: relative/dir\n",
     )
     .unwrap();
-    let src = t.0.join("bad.c");
-    std::fs::write(&src, BAD_CONFIG_PROGRAM).unwrap();
-    let exe = t.0.join("bad");
+    let exe = build_with_lib(&t, "bad", BAD_CONFIG_PROGRAM);
     let dir = lib_dir();
-    run(Command::new("cc")
-        .args(cflags())
-        .arg("-I")
-        .arg(root().join("include"))
-        .arg(&src)
-        .arg(format!("-L{}", dir.display()))
-        .arg("-lplfs")
-        .arg("-o")
-        .arg(&exe));
     let out = run(Command::new(&exe).env("PLFSRC", &rc).env("LD_LIBRARY_PATH", &dir));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0 bad");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -323,6 +329,40 @@ fn config_error_is_einval_and_reported_once() {
     assert!(
         stderr.starts_with("plfs: ") && stderr.contains(rc.to_str().unwrap()),
         "{stderr}"
+    );
+}
+
+/// Prints this process's descriptor table size (FDSize in /proc/self/status) as main starts.
+const FD_TABLE_PROGRAM: &str = r#"
+#include <plfs.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    char line[256];
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "FDSize:", 7) == 0)
+            printf("%s", line + 7);
+    return is_plfs_path("/nowhere") != 0;
+}
+"#;
+
+/// The library grows the descriptor table at load, before the program can start threads: the
+/// core keeps its descriptors at 512 and up, and growing the table to that in a process with
+/// several threads waits for an RCU grace period (6 ms in an MPI rank's first open).
+#[test]
+fn descriptor_table_is_grown_at_load() {
+    if !have("cc", "descriptor_table_is_grown_at_load") {
+        return;
+    }
+    let t = TempDir::new("fdtable");
+    let exe = build_with_lib(&t, "fdsize", FD_TABLE_PROGRAM);
+    let out = run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()));
+    let size: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(
+        size > plfs_core::sys::HIGH_FD,
+        "descriptor table of {size} at main: the library did not grow it past {}",
+        plfs_core::sys::HIGH_FD
     );
 }
 

@@ -20,6 +20,8 @@ fn ready() {
             if conf::conf().is_none() {
                 return;
             }
+            // Before the program starts threads (see the core's grow_fd_table).
+            plfs_core::sys::grow_fd_table();
             fork::install();
             paths::init_cwd();
             for fd in placeholder::adopt_all() {

@@ -35,7 +35,7 @@ pub use rustix::fs::Stat as RawStat;
 pub use rustix::fs::StatVfs;
 
 use crate::error::{Error, Result};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{self, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use std::ffi::OsString;
@@ -72,11 +72,27 @@ pub const HIGH_FD: i32 = 512;
 /// Moves a descriptor to [`HIGH_FD`] or above (close-on-exec); keeps it where it is if the
 /// descriptor limit is lower than that.
 pub(crate) fn high(fd: OwnedFd) -> OwnedFd {
-    use rustix::fd::AsRawFd;
     if fd.as_raw_fd() >= HIGH_FD {
         return fd;
     }
     rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD).unwrap_or(fd)
+}
+
+/// Grows this process's descriptor table to hold [`HIGH_FD`] now, so that the first descriptor
+/// the core moves up there does not grow it. The kernel grows the table when a descriptor is
+/// numbered past its end, and in a process with several threads it first waits for an RCU grace
+/// period: 6 ms measured here, in the first open of a file by an MPI rank (more than the whole
+/// read of a 32 MiB file). Called while the process still has one thread (the constructors of
+/// ldplfs and of the C API) it costs three system calls. The table never shrinks, so this holds
+/// until an exec.
+pub fn grow_fd_table() {
+    let Ok(fd) = fs::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
+        return;
+    };
+    if fd.as_fd().as_raw_fd() < HIGH_FD {
+        // Dropped (closed) at once: the table keeps its new size.
+        let _ = rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD);
+    }
 }
 
 /// True for the errnos a file system answers with when it lacks a feature (as opposed to a
