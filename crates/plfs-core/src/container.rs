@@ -134,7 +134,9 @@ impl Container {
         Ok(Container {
             mount: mount.clone(),
             backend,
-            dir: dir.kept(),
+            // Moved to the high range by `lock`, when a file is opened: a look-up for a stat or
+            // an unlink keeps it for the length of one call.
+            dir,
             ident: (st.st_dev, st.st_ino),
             marker: st,
             locked: false,
@@ -150,6 +152,7 @@ impl Container {
         if self.locked {
             return Ok(true);
         }
+        self.dir.keep();
         self.dir.lock_shared()?;
         self.locked = true;
         match self.dir.stat_opt(format::MARKER_NAME)? {

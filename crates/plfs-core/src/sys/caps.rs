@@ -17,10 +17,11 @@ pub struct Caps {
     exchange: AtomicU8,
     fsync_dir: AtomicU8,
     locks: AtomicU8,
+    local_clock: AtomicU8,
 }
 
 /// Features `$PLFS_CAPS_DISABLE` (a comma-separated list of `noreplace`, `exchange`,
-/// `fsync_dir`, `locks`) declares missing, so that the fallbacks of a backend lacking them can be tested on
+/// `fsync_dir`, `locks`, `local_clock`) declares missing, so that the fallbacks of a backend lacking them can be tested on
 /// any file system.
 fn disabled(feature: &str) -> bool {
     static LIST: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
@@ -41,6 +42,7 @@ impl Default for Caps {
             exchange: init("exchange"),
             fsync_dir: init("fsync_dir"),
             locks: init("locks"),
+            local_clock: init("local_clock"),
         }
     }
 }
@@ -97,6 +99,20 @@ impl Caps {
             crate::debug!("backend refuses renameat2(RENAME_EXCHANGE): using the fallback");
         }
         learn(&self.exchange, yes)
+    }
+
+    /// Whether the backend's timestamps come from this machine's kernel clock (a local file
+    /// system): `learn` finds out at the first call.
+    pub fn local_clock(&self, learn_it: impl FnOnce() -> bool) -> bool {
+        match self.local_clock.load(Ordering::Relaxed) {
+            YES => true,
+            NO => false,
+            _ => {
+                let yes = learn_it();
+                learn(&self.local_clock, yes);
+                yes
+            }
+        }
     }
 
     /// Records whether fsync of a directory works.

@@ -13,7 +13,7 @@ use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// An open directory on a backend, with its display path and its backend's capabilities.
@@ -22,6 +22,9 @@ pub struct Dir {
     pub(super) fd: OwnedFd,
     pub(super) path: PathBuf,
     pub(super) caps: Arc<Caps>,
+    /// The descriptor is an open file description of its own that no listing has read yet (its
+    /// position is at the start): the first [`Dir::list`] reads it without opening another.
+    pub(super) unread: AtomicBool,
 }
 
 /// How [`Dir::create_file`] treats an existing file.
@@ -81,7 +84,7 @@ fn beneath(dir: &Path, rel: &Path) -> Result<()> {
 
 /// Runs a lookup-based call again when a network file system answers `ESTALE` (GlusterFS does,
 /// for a handle that another client's change made stale, e.g. to the loser of a mkdir race).
-fn fresh<T>(mut f: impl FnMut() -> rustix::io::Result<T>) -> rustix::io::Result<T> {
+pub(super) fn fresh<T>(mut f: impl FnMut() -> rustix::io::Result<T>) -> rustix::io::Result<T> {
     for _ in 0..3 {
         match f() {
             Err(Errno::STALE) => continue,
@@ -94,7 +97,7 @@ fn fresh<T>(mut f: impl FnMut() -> rustix::io::Result<T>) -> rustix::io::Result<
 /// Whether the kernel has `openat2` (0 unknown, 1 yes, 2 no).
 static OPENAT2: AtomicU8 = AtomicU8::new(0);
 
-const DIR_FLAGS: OFlags = OFlags::RDONLY
+pub(super) const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
@@ -114,6 +117,7 @@ impl Dir {
             fd: high(fd),
             path: path.to_path_buf(),
             caps: Arc::new(Caps::default()),
+            unread: AtomicBool::new(true),
         })
     }
 
@@ -126,6 +130,7 @@ impl Dir {
             fd,
             path: path.to_path_buf(),
             caps: Arc::new(Caps::default()),
+            unread: AtomicBool::new(true),
         })
     }
 
@@ -157,11 +162,12 @@ impl Dir {
         self.fd.as_fd()
     }
 
-    fn child(&self, fd: OwnedFd, path: PathBuf) -> Dir {
+    pub(super) fn child(&self, fd: OwnedFd, path: PathBuf) -> Dir {
         Dir {
             fd,
             path,
             caps: self.caps.clone(),
+            unread: AtomicBool::new(true),
         }
     }
 
@@ -225,8 +231,15 @@ impl Dir {
 
     /// The same directory, its descriptor moved to the high range ([`super::HIGH_FD`]).
     pub fn kept(mut self) -> Dir {
-        self.fd = high(self.fd);
+        self.keep();
         self
+    }
+
+    /// [`Dir::kept`] in place: for a directory found by a look-up and kept once a file is opened.
+    pub fn keep(&mut self) {
+        if let Some(fd) = super::high_dup(&self.fd) {
+            self.fd = fd;
+        }
     }
 
     /// Opens the directory at relative path `rel` beneath this one, refusing a symbolic link at
@@ -456,8 +469,11 @@ impl Dir {
     /// link). `Ok(None)` when nothing is there.
     pub fn stat_beneath_opt(&self, rel: &Path) -> Result<Option<RawStat>> {
         beneath(&self.path, rel)?;
-        let p = self.path.join(rel);
-        hit("sys::stat", "stat", &p)?;
+        // The display path is built only for a failpoint or an error (a look-up's hot path).
+        let p = || self.path.join(rel);
+        if super::failpoint::armed() {
+            hit("sys::stat", "stat", &p())?;
+        }
         let r = if rel.as_os_str().is_empty() {
             fs::fstat(&self.fd)
         } else {
@@ -466,33 +482,13 @@ impl Dir {
         match r {
             Ok(s) => Ok(Some(s)),
             Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(None),
-            Err(e) => Err(Error::io(&p, "stat", e)),
+            Err(e) => Err(Error::io(p(), "stat", e)),
         }
     }
 
     /// fstat of the directory itself.
     pub fn fstat(&self) -> Result<RawStat> {
         fs::fstat(&self.fd).map_err(|e| Error::io(&self.path, "fstat", e))
-    }
-
-    /// Lists the directory (without `.` and `..`). Entry types are never taken from `d_type`
-    /// (some backends report `DT_UNKNOWN`).
-    pub fn list(&self) -> Result<Vec<OsString>> {
-        hit("sys::readdir", "readdir", &self.path)?;
-        // Read through a new description of the directory, so this descriptor's position is left
-        // untouched (what Dir::read_from does, less its fcntl(F_GETFL)).
-        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
-            .map_err(|e| Error::io(&self.path, "opendir", e))?;
-        let dir = fs::Dir::new(fd).map_err(|e| Error::io(&self.path, "opendir", e))?;
-        let mut out = Vec::new();
-        for ent in dir {
-            let ent = ent.map_err(|e| Error::io(&self.path, "readdir", e))?;
-            let n = ent.file_name().to_bytes();
-            if n != b"." && n != b".." {
-                out.push(OsString::from_vec(n.to_vec()));
-            }
-        }
-        Ok(out)
     }
 
     /// utimensat of `name` (a link's own times, never its target's).
@@ -637,7 +633,11 @@ impl Dir {
     /// A second handle on the same directory (dup), sharing the capability cache.
     pub fn try_clone(&self) -> Result<Dir> {
         let fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0).map_err(|e| Error::io(&self.path, "dup", e))?;
-        Ok(self.child(fd, self.path.clone()))
+        // Both share one description now: neither may list it in place.
+        self.unread.store(false, Ordering::Relaxed);
+        let d = self.child(fd, self.path.clone());
+        d.unread.store(false, Ordering::Relaxed);
+        Ok(d)
     }
 
     /// The directory's current path, read back from `/proc/self/fd` (it follows renames);

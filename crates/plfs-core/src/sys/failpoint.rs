@@ -79,6 +79,13 @@ pub fn hit(name: &'static str, op: &'static str, path: &Path) -> Result<()> {
     }
 }
 
+/// Whether a failpoint may be armed: callers that build a path only for [`hit`] skip it when
+/// not (true until the environment was read).
+#[inline]
+pub fn armed() -> bool {
+    STATE.load(Ordering::Relaxed) != 1
+}
+
 /// For a point that stands for a kernel's answer rather than a failed call (`sys::openat2`):
 /// the errno an armed point injects, so that the caller handles it as if the kernel gave it.
 #[inline]

@@ -23,6 +23,7 @@ pub mod caps;
 mod dir;
 pub mod failpoint;
 mod file;
+mod listing;
 pub mod locks;
 pub mod probe;
 mod rename;
@@ -30,6 +31,7 @@ mod rename;
 pub use caps::Caps;
 pub use dir::{is_missing, Access, Create, Dir};
 pub use file::File;
+pub use listing::{LOCAL_WINDOW_NS, REMOTE_WINDOW_NS};
 pub use rustix::fs::FileType;
 pub use rustix::fs::Stat as RawStat;
 pub use rustix::fs::StatVfs;
@@ -72,10 +74,15 @@ pub const HIGH_FD: i32 = 512;
 /// Moves a descriptor to [`HIGH_FD`] or above (close-on-exec); keeps it where it is if the
 /// descriptor limit is lower than that.
 pub(crate) fn high(fd: OwnedFd) -> OwnedFd {
+    high_dup(&fd).unwrap_or(fd)
+}
+
+/// A copy of `fd` at [`HIGH_FD`] or above (close-on-exec), if it is below and the limit allows.
+pub(crate) fn high_dup(fd: &OwnedFd) -> Option<OwnedFd> {
     if fd.as_raw_fd() >= HIGH_FD {
-        return fd;
+        return None;
     }
-    rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD).unwrap_or(fd)
+    rustix::io::fcntl_dupfd_cloexec(fd, HIGH_FD).ok()
 }
 
 /// Grows this process's descriptor table to hold [`HIGH_FD`] now, so that the first descriptor

@@ -1,0 +1,79 @@
+//! Directory listings ([`Dir::list`]): `getdents64` into one 32 KiB buffer, from the directory's
+//! own descriptor when nothing has read it yet, else from a new description of it. And how long
+//! a directory's mtime may fail to show a new entry ([`Dir::timestamp_window_ns`]), which says
+//! when a listing can be skipped.
+
+use super::dir::{fresh, Dir, DIR_FLAGS};
+use super::failpoint::hit;
+use crate::error::{Error, Result};
+use rustix::fd::{AsFd, BorrowedFd};
+use rustix::fs::{self, Mode, RawDir};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+/// File systems whose timestamps this machine's kernel sets from its own clock, in ticks of at
+/// most 10 ms (one jiffy at HZ >= 100): ext2/3/4, XFS, Btrfs, tmpfs (`statfs` `f_type`).
+const LOCAL_FS: [i64; 4] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994];
+
+/// [`Dir::timestamp_window_ns`] on a local file system: two ticks.
+pub const LOCAL_WINDOW_NS: i128 = 20_000_000;
+
+/// [`Dir::timestamp_window_ns`] elsewhere: timestamps set by a server, in ticks up to a second,
+/// by a clock that may be off from this machine's.
+pub const REMOTE_WINDOW_NS: i128 = 2_000_000_000;
+
+/// Bytes of directory entries asked for per `getdents64`: a container's directories (and a
+/// 1-N store's) fit in one call, and its end is one more.
+const LIST_BUF: usize = 32 * 1024;
+
+impl Dir {
+    /// Lists the directory (without `.` and `..`). Entry types are never taken from `d_type`
+    /// (some backends report `DT_UNKNOWN`). The first listing of a directory opened by name
+    /// reads its descriptor in place (its description is its own, at the start); later ones read
+    /// a new description (`openat(".")`), so no position is shared or left behind.
+    pub fn list(&self) -> Result<Vec<OsString>> {
+        hit("sys::readdir", "readdir", &self.path)?;
+        if self.unread.swap(false, Ordering::Relaxed) {
+            return read_names(self.fd.as_fd(), &self.path);
+        }
+        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
+            .map_err(|e| Error::io(&self.path, "opendir", e))?;
+        read_names(fd.as_fd(), &self.path)
+    }
+
+    /// How long (ns, either way, against this machine's clock) after a directory's mtime an
+    /// entry may be added without changing it: the timestamp tick, plus the skew of the clock
+    /// that sets it. A listing taken that long after the mtime it was taken with sees every
+    /// entry that does not change the mtime; a later entry does. `LOCAL_WINDOW_NS` on a local
+    /// file system, `REMOTE_WINDOW_NS` on any other (and with `PLFS_CAPS_DISABLE=local_clock`).
+    pub fn timestamp_window_ns(&self) -> i128 {
+        let local = self.caps.local_clock(|| {
+            fs::fstatfs(&self.fd).is_ok_and(|s| {
+                #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+                LOCAL_FS.contains(&(s.f_type as i64))
+            })
+        });
+        if local {
+            LOCAL_WINDOW_NS
+        } else {
+            REMOTE_WINDOW_NS
+        }
+    }
+}
+
+/// The names of a directory read from `fd`'s position to its end.
+fn read_names(fd: BorrowedFd<'_>, path: &Path) -> Result<Vec<OsString>> {
+    let mut buf: Vec<u8> = Vec::with_capacity(LIST_BUF);
+    let mut dir = RawDir::new(fd, buf.spare_capacity_mut());
+    let mut out = Vec::new();
+    while let Some(ent) = dir.next() {
+        let ent = ent.map_err(|e| Error::io(path, "readdir", e))?;
+        let n = ent.file_name().to_bytes();
+        if n != b"." && n != b".." {
+            out.push(OsString::from_vec(n.to_vec()));
+        }
+    }
+    Ok(out)
+}
