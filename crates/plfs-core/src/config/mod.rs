@@ -12,7 +12,8 @@
 use crate::error::{Error, Result};
 use crate::sys;
 use serde_yaml::Value;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Which workload a mount point serves.
@@ -235,19 +236,32 @@ impl Config {
     /// first (see [`normalize_path`]). None for relative paths and paths under no mount point.
     pub fn mount_for(&self, logical: &Path) -> Option<(&MountConfig, PathBuf)> {
         let path = normalize_path(logical)?;
+        let p = path.as_os_str().as_bytes();
+        // Both normalised (mount points are, at load): a byte prefix ending at a separator is a
+        // component-wise prefix, and the longest one is the deepest.
         let mut best: Option<(&MountConfig, usize)> = None;
         for m in &self.mounts {
-            if path.starts_with(&m.mount_point) {
-                let depth = m.mount_point.components().count();
-                if best.is_none_or(|(_, d)| depth > d) {
-                    best = Some((m, depth));
-                }
+            let mp = m.mount_point.as_os_str().as_bytes();
+            let under = mp == b"/" || (p.starts_with(mp) && (p.len() == mp.len() || p[mp.len()] == b'/'));
+            if under && best.is_none_or(|(_, l)| mp.len() > l) {
+                best = Some((m, mp.len()));
             }
         }
-        let (m, _) = best?;
-        let rel = path.strip_prefix(&m.mount_point).ok()?.to_path_buf();
-        Some((m, rel))
+        let (m, len) = best?;
+        let rest = &p[len.min(p.len())..];
+        let rel = rest.strip_prefix(b"/").unwrap_or(rest);
+        Some((m, PathBuf::from(OsStr::from_bytes(rel))))
     }
+}
+
+/// Whether an absolute path is already in the form [`normalize_path`] gives: no `.`, `..` or
+/// empty component, no trailing slash.
+fn is_normal(b: &[u8]) -> bool {
+    b == b"/"
+        || (!b.ends_with(b"/")
+            && b[1..]
+                .split(|&c| c == b'/')
+                .all(|c| !c.is_empty() && c != b"." && c != b".."))
 }
 
 /// Lexically normalises an absolute path: removes `.` components and duplicate or trailing
@@ -256,6 +270,11 @@ impl Config {
 pub fn normalize_path(p: &Path) -> Option<PathBuf> {
     if !p.has_root() {
         return None;
+    }
+    let b = p.as_os_str().as_bytes();
+    if b.first() == Some(&b'/') && is_normal(b) {
+        // The common case, with one allocation.
+        return Some(p.to_path_buf());
     }
     let mut out = PathBuf::from("/");
     for c in p.components() {
