@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{arg, child_command, child_role, TempDir, CHILD_TAG};
+use common::{arg, child_command, child_role, rw_create, wo_create, TempDir, CHILD_TAG};
 use plfs_core::{Config, OpenFlags, Plfs};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -49,17 +49,7 @@ fn child_entry() {
 #[test]
 fn files_created_at_once_in_a_fresh_directory_are_seen_after_close() {
     let t = TempDir::new("small-vis");
-    let backend = t.path().join("b0");
-    std::fs::create_dir_all(&backend).unwrap();
-    let rc = t.path().join("plfsrc");
-    std::fs::write(
-        &rc,
-        format!(
-            "- mount_point: {MOUNT}\n  workload: small_file\n  backends:\n    - location: {}\n",
-            backend.display()
-        ),
-    )
-    .unwrap();
+    let (rc, _) = small_rc(&t);
     let p = Plfs::new(Config::from_file(&rc).unwrap()).unwrap();
     let trials = 30;
     let mut misses = Vec::new();
@@ -131,4 +121,168 @@ fn files_created_at_once_in_a_fresh_directory_are_seen_after_close() {
         misses.len(),
         trials
     );
+}
+
+/// Writes the small-file plfsrc of a fresh backend under `t`; returns (plfsrc, backend).
+fn small_rc(t: &TempDir) -> (PathBuf, PathBuf) {
+    let backend = t.path().join("b0");
+    std::fs::create_dir_all(&backend).unwrap();
+    let rc = t.path().join("plfsrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "- mount_point: {MOUNT}\n  workload: small_file\n  backends:\n    - location: {}\n",
+            backend.display()
+        ),
+    )
+    .unwrap();
+    (rc, backend)
+}
+
+/// An instance of its own (its own views and writer logs, as another process would have).
+fn view(rc: &Path) -> Plfs {
+    Plfs::new(Config::from_file(rc).unwrap()).unwrap()
+}
+
+fn create(p: &Plfs, path: &Path) {
+    p.open(path, wo_create(), 0o644, 1).unwrap().close().unwrap();
+}
+
+/// Two views of one directory (as two processes would have): the first lists the store right
+/// after its mtime changed, then the second creates its log and the mtime is set back to what
+/// the first saw, as when both fall within one timestamp tick. Long after, the first must still
+/// find the second's file: it listed within the timestamp window of the mtime it saw, so it
+/// lists again. (The rule used to be "list while the mtime is recent", measured against the
+/// time of the refresh rather than the time of the listing, which missed this file for ever.)
+/// Run in a child with `PLFS_CAPS_DISABLE=local_clock`, so the window is 2 s: a loaded machine
+/// cannot stretch the first listing out of it.
+#[test]
+fn child_stale_stamp() {
+    let Some(role) = child_role() else { return };
+    assert_eq!(role, "stale");
+    let rc = PathBuf::from(arg("RC"));
+    let store = PathBuf::from(arg("STORE"));
+    let (p1, p2) = (view(&rc), view(&rc));
+    let dir = Path::new(MOUNT).join("tick");
+    p1.mkdir(&dir, 0o755).unwrap();
+    create(&p1, &dir.join("first"));
+    // The mtime the first view lists under, set just before it lists.
+    let seen = std::time::SystemTime::now();
+    std::fs::File::open(&store).unwrap().set_modified(seen).unwrap();
+    p1.stat(&dir.join("first")).unwrap();
+    create(&p2, &dir.join("second"));
+    std::fs::File::open(&store).unwrap().set_modified(seen).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let found = p1.stat(&dir.join("second")).is_ok();
+    println!("{CHILD_TAG} found {}", u8::from(found));
+}
+
+#[test]
+fn a_log_created_within_the_tick_of_the_last_listing_is_found_later() {
+    let t = TempDir::new("small-tick");
+    let (rc, backend) = small_rc(&t);
+    let out = child_command(
+        "child_stale_stamp",
+        "stale",
+        &[
+            ("RC", rc.display().to_string()),
+            ("STORE", backend.join("tick/.plfs_small").display().to_string()),
+        ],
+    )
+    .env("PLFS_CAPS_DISABLE", "local_clock")
+    .output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("{CHILD_TAG} found 1")),
+        "the other view's file was not found:\n{text}"
+    );
+}
+
+/// A process creating many files in a 1-N directory lists the store only while the store's
+/// mtime is within its backend's timestamp window (a local file system: 20 ms; else 2 s): after
+/// that, the stamps vouch for the listing and a create costs no listing.
+#[test]
+fn a_burst_of_creates_does_not_list_the_store_each_time() {
+    use plfs_core::sys::failpoint;
+    let t = TempDir::new("small-burst");
+    let (rc, backend) = small_rc(&t);
+    let p = Plfs::new(Config::from_file(&rc).unwrap()).unwrap();
+    let dir = Path::new(MOUNT).join("burst");
+    p.mkdir(&dir, 0o755).unwrap();
+    create(&p, &dir.join("f0"));
+    let window = plfs_core::sys::Dir::open_root(&backend).unwrap().timestamp_window_ns();
+    // ext4 and tmpfs (where the tests run unless PLFS_TEST_ROOT says otherwise) take their
+    // timestamps from this kernel's clock: the short window.
+    let fs_type = rustix::fs::statfs(&backend).unwrap().f_type as i64;
+    if [0xEF53, 0x0102_1994].contains(&fs_type) {
+        assert_eq!(
+            window,
+            plfs_core::sys::LOCAL_WINDOW_NS,
+            "a local file system got the long window"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_nanos(window as u64 + 50_000_000));
+    failpoint::set(failpoint::Spec {
+        name: "sys::readdir".into(),
+        filter: "burst/.plfs_small".into(),
+        action: failpoint::Action::Errno(rustix::io::Errno::IO),
+        after: u64::MAX,
+        times: None,
+    });
+    let n = 300;
+    for i in 1..=n {
+        create(&p, &dir.join(format!("f{i}")));
+    }
+    let listings = failpoint::hits("sys::readdir");
+    failpoint::clear();
+    assert_eq!(p.readdir(&dir).unwrap().len(), n + 1);
+    assert!(listings <= 2, "{listings} listings of the store for {n} creates");
+}
+
+/// A process that already writes a 1-N directory creates without the parent check (one refresh
+/// vouches for the directory): an existing file of another process is opened, not replaced, and
+/// `O_EXCL` refuses it; a directory another process removed meanwhile is `ENOENT`, not a file
+/// appended to a log nobody can reach.
+#[test]
+fn creates_in_a_directory_this_process_writes_see_other_processes() {
+    let t = TempDir::new("small-vouch");
+    let (rc, _) = small_rc(&t);
+    let (p1, p2) = (view(&rc), view(&rc));
+    let dir = Path::new(MOUNT).join("v");
+    p1.mkdir(&dir, 0o755).unwrap();
+    create(&p1, &dir.join("mine"));
+    let f = p2.open(&dir.join("theirs"), wo_create(), 0o644, 2).unwrap();
+    f.write(b"their data", 0).unwrap();
+    f.close().unwrap();
+    // p1 writes here: its create of "theirs" opens p2's file.
+    assert!(!p1.create(&dir.join("theirs"), 0o644, false).unwrap());
+    let excl = OpenFlags {
+        excl: true,
+        ..wo_create()
+    };
+    assert!(p1
+        .open(&dir.join("theirs"), excl, 0o644, 1)
+        .unwrap_err()
+        .to_string()
+        .contains("exists"));
+    let rw = rw_create();
+    let f = p1.open(&dir.join("theirs"), rw, 0o644, 1).unwrap();
+    let mut buf = [0u8; 10];
+    assert_eq!(f.read(&mut buf, 0).unwrap(), 10);
+    assert_eq!(&buf, b"their data");
+    f.close().unwrap();
+    // p2 empties and removes the directory; p1's next create there fails.
+    for n in ["mine", "theirs"] {
+        p2.unlink(&dir.join(n)).unwrap();
+    }
+    p2.rmdir(&dir).unwrap();
+    let e = p1.open(&dir.join("late"), rw, 0o644, 1).unwrap_err();
+    assert!(e.is_not_found(), "create in a removed directory: {e}");
+    assert!(p2.stat(&dir).unwrap_err().is_not_found());
 }

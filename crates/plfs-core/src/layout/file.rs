@@ -16,6 +16,14 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
     /// one a concurrent creator made). Returns the file and whether this call created it.
     fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)>;
 
+    /// Creates a file at `loc` where the backend has nothing, or finds the one this layout keeps
+    /// there, in one step, for a layout that can tell on its own that `loc`'s parent is a
+    /// directory: `None` sends the caller the long way (`lookup_missing`, the parent check,
+    /// `create`). An existing file is `Exists` with `excl`, else returned as not created.
+    fn create_packed(&self, _loc: &Loc, _mode: u32, _excl: bool) -> Option<Result<(Box<dyn Node>, bool)>> {
+        None
+    }
+
     /// A file this layout keeps at `loc` although the backend has nothing there.
     fn lookup_missing(&self, _loc: &Loc) -> Result<Option<Box<dyn Node>>> {
         Ok(None)

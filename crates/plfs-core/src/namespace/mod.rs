@@ -57,6 +57,9 @@ pub fn is_reserved_name(n: &[u8]) -> bool {
         || n.starts_with(format::TMP_PREFIX.as_bytes())
 }
 
+/// A file a layout created or found, and whether this call created it.
+type Made = (Box<dyn Node>, bool);
+
 impl Plfs {
     /// Builds an instance from a configuration. Backends of the zero-config default are created;
     /// configured backends must exist (`plfs check-config --mkdir` creates them).
@@ -144,21 +147,47 @@ impl Plfs {
 
     /// Looks a logical path up.
     pub(crate) fn lookup(&self, loc: &Loc) -> Result<Entry> {
+        match self.lookup_stored(loc)? {
+            Some(e) => Ok(e),
+            None => self.lookup_kept(loc),
+        }
+    }
+
+    /// What the backends hold at `loc`; `None` when they hold nothing there.
+    fn lookup_stored(&self, loc: &Loc) -> Result<Option<Entry>> {
         let f = loc.find()?;
         let b = f.backend;
         Ok(match (f.probe, f.st) {
-            (Probe::Dir, Some(st)) => Entry::Dir(b, st),
-            (Probe::Symlink, Some(st)) => Entry::Symlink(b, st),
-            (Probe::Container, Some(st)) => {
-                Entry::File(Box::new(ContainerNode::new(self.reg.clone(), loc.clone(), b, st)))
-            }
-            (Probe::Other, Some(st)) => Entry::File(Box::new(PlainNode::new(loc.clone(), b, st))),
-            (Probe::Legacy, Some(_)) => Entry::File(Box::new(LegacyNode::new(loc.clone(), b))),
-            _ => match self.layout(loc).lookup_missing(loc)? {
-                Some(n) => Entry::File(n),
-                None => Entry::Missing,
-            },
+            (Probe::Dir, Some(st)) => Some(Entry::Dir(b, st)),
+            (Probe::Symlink, Some(st)) => Some(Entry::Symlink(b, st)),
+            (Probe::Container, Some(st)) => Some(Entry::File(Box::new(ContainerNode::new(
+                self.reg.clone(),
+                loc.clone(),
+                b,
+                st,
+            )))),
+            (Probe::Other, Some(st)) => Some(Entry::File(Box::new(PlainNode::new(loc.clone(), b, st)))),
+            (Probe::Legacy, Some(_)) => Some(Entry::File(Box::new(LegacyNode::new(loc.clone(), b)))),
+            _ => None,
         })
+    }
+
+    /// A file the layout keeps at `loc` where the backends hold nothing (1-N).
+    fn lookup_kept(&self, loc: &Loc) -> Result<Entry> {
+        Ok(match self.layout(loc).lookup_missing(loc)? {
+            Some(n) => Entry::File(n),
+            None => Entry::Missing,
+        })
+    }
+
+    /// Where the backends hold nothing at `loc`: the layout's create-or-find in one step, when
+    /// it can vouch for the parent itself (`Layout::create_packed`), else the look-up of what it
+    /// keeps there.
+    fn create_or_lookup(&self, loc: &Loc, mode: u32, excl: bool) -> Result<Result<Made, Entry>> {
+        match self.layout(loc).create_packed(loc, mode, excl) {
+            Some(r) => r.map(Ok),
+            None => self.lookup_kept(loc).map(Err),
+        }
     }
 
     /// The regular file at `path`.
@@ -177,7 +206,14 @@ impl Plfs {
         if loc.is_root() {
             return Err(loc.err(Errno::ISDIR, "is a directory"));
         }
-        match self.lookup(&loc)? {
+        let entry = match self.lookup_stored(&loc)? {
+            Some(e) => e,
+            None => match self.create_or_lookup(&loc, mode, excl)? {
+                Ok((_, created)) => return Ok(created),
+                Err(e) => e,
+            },
+        };
+        match entry {
             Entry::Missing => {}
             Entry::Dir(..) => return Err(loc.err(Errno::ISDIR, "is a directory")),
             Entry::File(_) if !excl => return Ok(false),
@@ -194,7 +230,15 @@ impl Plfs {
         if loc.is_root() {
             return Err(loc.err(Errno::ISDIR, "is a directory"));
         }
-        match self.lookup(&loc)? {
+        let entry = match self.lookup_stored(&loc)? {
+            Some(e) => e,
+            None if flags.create => match self.create_or_lookup(&loc, mode, flags.excl)? {
+                Ok((n, created)) => return n.open(flags, pid, created),
+                Err(e) => e,
+            },
+            None => self.lookup_kept(&loc)?,
+        };
+        match entry {
             Entry::File(_) if flags.create && flags.excl => Err(Error::Exists(loc.logical.clone())),
             Entry::File(n) => n.open(flags, pid, false),
             Entry::Missing if !flags.create => Err(loc.not_found()),

@@ -10,6 +10,7 @@
 
 pub(crate) mod compact;
 mod handle;
+mod names;
 mod retired;
 mod view;
 
@@ -87,6 +88,39 @@ impl Layout for Arc<Small> {
             Box::new(PackedNode::new(self.clone(), loc.clone(), d, name, id, st)),
             created,
         ))
+    }
+
+    /// Where this process already writes the parent's store (it held a log there at the last
+    /// refresh, so the parent is a 1-N directory), a create needs neither the look-up nor the
+    /// parent check: one refresh, which also finds an existing file or a removed directory.
+    fn create_packed(&self, loc: &Loc, mode: u32, excl: bool) -> Option<Result<(Box<dyn Node>, bool)>> {
+        if loc.is_root() {
+            return None;
+        }
+        let (d, name) = match self.parts(loc) {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        if !d.writes_here() {
+            return None;
+        }
+        let mut legacy = None;
+        let r = d.create_unless(&name, mode, excl, || {
+            // A file of a PLFS 2.x 1-N directory of that name (as `lookup_missing` finds).
+            legacy = self.legacy.lookup(loc)?;
+            Ok(legacy.is_some())
+        });
+        Some(match r {
+            Ok(Some((id, st, created))) => Ok((
+                Box::new(PackedNode::new(self.clone(), loc.clone(), d, name, id, st)) as Box<dyn Node>,
+                created,
+            )),
+            Ok(None) => match legacy {
+                Some(n) if !excl => Ok((n, false)),
+                _ => Err(Error::Exists(loc.logical.clone())),
+            },
+            Err(e) => Err(e),
+        })
     }
 
     fn lookup_missing(&self, loc: &Loc) -> Result<Option<Box<dyn Node>>> {

@@ -1,6 +1,7 @@
 //! The view of one 1-N directory: every writer's log replayed in timestamp order into name → file
 //! and file → attributes and extent map, kept current, and this process's own writer log.
 
+use super::names::{check_name, effective_ids, le, new_file_id};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key};
@@ -16,11 +17,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Pending bytes after which a writer appends its buffer even before a close.
 const FLUSH_BYTES: usize = 1 << 20;
-
-/// A store directory modified less than this long ago (ns) is listed again at every refresh: a
-/// log created within one timestamp tick of the last listing leaves the directory's mtime
-/// unchanged, so the mtime alone cannot tell that it appeared (coarse or lagging timestamps).
-const RECENT_NS: i128 = 2_000_000_000;
 
 /// A packed file's attributes and data map.
 #[derive(Debug, Clone)]
@@ -63,6 +59,12 @@ pub(super) struct Inner {
     pub(super) logs: Vec<LogRef>,
     /// Modification stamp (mtime ns, inode) of each backend's store directory at the last listing.
     dir_stamps: Vec<(i128, u64)>,
+    /// Whether the last listing was taken within a timestamp window of a store's mtime
+    /// (`Dir::timestamp_window_ns`): a log created after it may then have left the mtime as it
+    /// was, so the stamps cannot vouch for the listing and the next refresh lists again.
+    listed_recent: bool,
+    /// Whether the store existed on this process's writer backend at the last refresh.
+    store_here: bool,
     pub(super) writer: Option<SmallWriter>,
     pub(super) loaded: bool,
 }
@@ -81,43 +83,6 @@ pub struct SmallDir {
 
 pub(super) fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// This process's effective uid and gid, read once (owners of the files it creates).
-fn effective_ids() -> (u32, u32) {
-    static IDS: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
-    *IDS.get_or_init(|| (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw()))
-}
-
-/// A new file id: unique without a system call per file (a per-process random base, a counter,
-/// and a bijective mix so ids of different processes do not collide in practice).
-fn new_file_id() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static BASE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let base = *BASE.get_or_init(clock::random_u64);
-    let mut z = base.wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)).max(1)
-}
-
-/// Checks a name for a packed file: one path component, no NUL, not `.`/`..`.
-pub fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-        return Err(Error::InvalidArgument(format!("{name:?}: not a valid file name")));
-    }
-    if name.len() > 255 {
-        return Err(Error::errno(Errno::NAMETOOLONG, format!("{name}: file name too long")));
-    }
-    if name.starts_with(SMALL_DIR) || name.starts_with(format::TMP_PREFIX) {
-        return Err(Error::InvalidArgument(format!("{name}: reserved name")));
-    }
-    Ok(())
-}
-
-fn le(fields: &[u64]) -> Vec<u8> {
-    fields.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 impl SmallDir {
@@ -154,32 +119,40 @@ impl SmallDir {
         (format::hash_str(&clock::hostname()) % self.mount.canonical.len() as u64) as usize
     }
 
-    /// The stamp of each backend's store directory (0 where it does not exist).
-    fn stamps(&self) -> Result<Vec<(i128, u64)>> {
+    /// The stamp of each backend's store directory (0 where it does not exist), and whether a
+    /// listing taken now could miss a log created later without changing a stamp: a stamp within
+    /// its backend's timestamp window of now.
+    fn stamps(&self) -> Result<(Vec<(i128, u64)>, bool)> {
         let rel = self.store_rel();
         let mut out = Vec::with_capacity(self.mount.canonical.len());
+        let now = i128::from(clock::now_ns());
+        let mut recent = false;
         for b in &self.mount.canonical {
-            let st = b.root()?.stat_beneath_opt(&rel)?;
-            out.push(st.map_or((0, 0), |s| (i128::from(sys::mtime_ns(&s)), s.st_ino)));
+            let root = b.root()?;
+            let st = root.stat_beneath_opt(&rel)?;
+            let stamp = st.map_or((0, 0), |s| (i128::from(sys::mtime_ns(&s)), s.st_ino));
+            recent |= stamp.0 != 0 && (now - stamp.0).abs() < root.timestamp_window_ns();
+            out.push(stamp);
         }
-        Ok(out)
+        Ok((out, recent))
     }
 
     /// Brings the view up to date: appends this process's pending records, then replays every log
     /// again if another log grew or appeared. A new log is noticed by listing the store, which is
-    /// done when its directory's stamp changed or when the stamp is too recent to be trusted
-    /// ([`RECENT_NS`]): visibility never depends on timestamp granularity.
+    /// done when its directory's stamp changed, or when the last listing was taken so soon after
+    /// the stamp it saw that a log created since may have left the stamp unchanged
+    /// (`listed_recent`): visibility never depends on timestamp granularity.
     pub(super) fn refresh(&self, g: &mut Inner) -> Result<()> {
-        let stamps = self.stamps()?;
-        let now = i128::from(clock::now_ns());
-        let recent = stamps.iter().any(|(m, _)| *m != 0 && (now - m).abs() < RECENT_NS);
+        let (stamps, recent) = self.stamps()?;
+        g.store_here = stamps.get(self.writer_backend()).is_some_and(|s| s.0 != 0);
         let mut changed = !g.loaded;
-        if !changed && (stamps != g.dir_stamps || recent) {
+        if !changed && (stamps != g.dir_stamps || g.listed_recent) {
             let known: std::collections::HashSet<&std::path::Path> = g.logs.iter().map(|l| l.path.as_path()).collect();
             let listed = self.list_logs()?;
             changed = listed.len() != known.len() || listed.iter().any(|p| !known.contains(p.as_path()));
             if !changed {
                 g.dir_stamps = stamps.clone();
+                g.listed_recent = recent;
             }
         }
         if !changed {
@@ -199,6 +172,7 @@ impl SmallDir {
             // view is rebuilt from the logs.
             flush(g)?;
             self.replay(g, stamps, 0)?;
+            g.listed_recent = recent;
         }
         Ok(())
     }
@@ -400,17 +374,43 @@ impl SmallDir {
         Ok(g.names.keys().cloned().collect())
     }
 
+    /// Whether this process writes a log in the store, which existed at the last refresh.
+    pub fn writes_here(&self) -> bool {
+        let g = self.inner();
+        g.writer.is_some() && g.store_here
+    }
+
     /// Creates `name` (or, unless `excl`, finds it). Returns (file id, its stat, created).
     pub fn create(&self, name: &str, mode: u32, excl: bool) -> Result<(u64, Stat, bool)> {
+        self.create_unless(name, mode, excl, || Ok(false))?
+            .ok_or_else(|| self.stale())
+    }
+
+    /// [`SmallDir::create`], asking `elsewhere`, when the view has no file `name`, whether one
+    /// exists outside it (a PLFS 2.x packed file): then nothing is created (`Ok(None)`). A
+    /// directory whose store vanished under this process's log was removed: `ENOENT`.
+    pub fn create_unless(
+        &self,
+        name: &str,
+        mode: u32,
+        excl: bool,
+        elsewhere: impl FnOnce() -> Result<bool>,
+    ) -> Result<Option<(u64, Stat, bool)>> {
         check_name(name)?;
         let mut g = self.inner();
         self.refresh(&mut g)?;
+        if g.writer.is_some() && !g.store_here {
+            return Err(Error::NotFound(self.logical()));
+        }
         if let Some(&id) = g.names.get(name) {
             if excl {
                 return Err(Error::Exists(self.logical().join(name)));
             }
             let st = g.files.get(&id).map(|m| stat_of(id, m)).ok_or_else(|| self.stale())?;
-            return Ok((id, st, false));
+            return Ok(Some((id, st, false)));
+        }
+        if elsewhere()? {
+            return Ok(None);
         }
         let id = new_file_id();
         let ts = clock::next_ts();
@@ -430,7 +430,7 @@ impl SmallDir {
             name: owned,
         })?;
         let st = g.files.get(&id).map(|m| stat_of(id, m)).ok_or_else(|| self.stale())?;
-        Ok((id, st, true))
+        Ok(Some((id, st, true)))
     }
 
     fn stale(&self) -> Error {
@@ -695,18 +695,5 @@ pub(super) fn stat_of(id: u64, m: &SmallMeta) -> Stat {
         ino: id >> 1,
         dev: 0,
         nlink: 1,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names() {
-        assert!(check_name("a/b").is_err());
-        assert!(check_name("..").is_err());
-        assert!(check_name("a\0").is_err());
-        assert!(check_name("ok.txt").is_ok());
     }
 }
