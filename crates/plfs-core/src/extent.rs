@@ -152,6 +152,9 @@ pub struct ExtentMap {
     pattern_seq: u64,
     /// Longest span (end - start) of any pattern, to find candidates by start offset.
     max_span: u64,
+    /// Largest end of any pattern (so that [`ExtentMap::size`], asked at every lookup, does not
+    /// visit every pattern: that made reads of a 1M-record compressed index 4x slower than raw).
+    pattern_end: u64,
     /// Truncates, sorted by key.
     truncs: Vec<(Key, u64)>,
     stale: bool,
@@ -206,8 +209,7 @@ impl ExtentMap {
     pub fn size(&self) -> u64 {
         let t = self.truncs.last().map_or(0, |&(_, s)| s);
         let p = self.pieces.iter().next_back().map_or(0, |(&o, p)| o + p.len);
-        let q = self.patterns.values().map(Pattern::end).max().unwrap_or(0);
-        t.max(p).max(q)
+        t.max(p).max(self.pattern_end)
     }
 
     /// Every stretch of data in logical order, patterns expanded: (logical offset, piece).
@@ -260,6 +262,9 @@ impl ExtentMap {
     /// Removes a pattern and inserts its elements as exact pieces.
     fn expand(&mut self, k: (u64, u64)) {
         let Some(p) = self.patterns.remove(&k) else { return };
+        if p.end() >= self.pattern_end {
+            self.pattern_end = self.patterns.values().map(Pattern::end).max().unwrap_or(0);
+        }
         for i in 0..p.count {
             let key = match p.key(i) {
                 Some(key) => key,
@@ -323,6 +328,7 @@ impl ExtentMap {
             return;
         }
         self.max_span = self.max_span.max(b - a);
+        self.pattern_end = self.pattern_end.max(b);
         self.pattern_seq += 1;
         self.patterns.insert((a, self.pattern_seq), p);
     }
