@@ -28,6 +28,21 @@ pub fn open_plfs(p: PathBuf, flags: c_int, mode: c_uint) -> Res<c_int> {
             Err(e) => return Err(e.into()),
         }
     } else {
+        // A regular file, the common case: the core's open looks the name up once (classifying
+        // it here first would look it up twice, and a stat of a closed N-1 file lists its
+        // droppings for the size). A directory, a symbolic link, a missing name (perhaps behind
+        // a link) or a path through a link come back as one of these errors and take the
+        // classifying path, which then decides as before.
+        if let Some(of) = OpenFlags::from_posix(flags)
+            .ok()
+            .filter(|_| flags & (libc::O_DIRECTORY | libc::O_PATH) == 0)
+        {
+            match plfs.open(&p, of, mode & 0o7777, my_pid()) {
+                Ok(f) => return publish(Kind::File, flags, p, Some(f)),
+                Err(e) if !reclassify(&e) => return Err(e.into()),
+                Err(_) => {}
+            }
+        }
         match follow(p)? {
             Followed::Plfs(p, st) => (p, st),
             Followed::Real(c) => {
@@ -65,6 +80,12 @@ pub fn open_plfs(p: PathBuf, flags: c_int, mode: c_uint) -> Res<c_int> {
         None
     };
     publish(kind, flags, p, file)
+}
+
+/// Whether a failed open of a path as a regular file may mean that it is something else (a
+/// directory, a symbolic link, a missing name behind a link), which the classifying path knows.
+fn reclassify(e: &plfs_core::Error) -> bool {
+    [libc::EISDIR, libc::EINVAL, libc::ELOOP, libc::ENOENT, libc::ENOTDIR].contains(&e.raw_errno())
 }
 
 /// open of `/dev/fd/N` (or `/proc/self/fd/N`) where N is the PLFS descriptor of entry `e`: as
