@@ -41,6 +41,10 @@ pub struct IndexState {
     pub dirs: Vec<Arc<Dir>>,
     chunk_by_writer: HashMap<u64, u32>,
     dir_by_path: HashMap<PathBuf, usize>,
+    /// The hostdir and the writer's chunk asked for last: a writer's own writes ask for the same
+    /// ones each time, which then costs no hashing (`dirs` and `chunks` only grow).
+    last_dir: Option<(Arc<Dir>, usize)>,
+    last_chunk: Option<(u64, u32)>,
     /// Index logs read so far: display path → bytes consumed (header included).
     logs: HashMap<PathBuf, u64>,
     truncs: HashSet<(u64, u64, u64)>,
@@ -78,6 +82,8 @@ impl IndexState {
             dirs: Vec::new(),
             chunk_by_writer: HashMap::new(),
             dir_by_path: HashMap::new(),
+            last_dir: None,
+            last_chunk: None,
             logs: HashMap::new(),
             truncs: HashSet::new(),
             fds: HashMap::new(),
@@ -241,17 +247,31 @@ impl IndexState {
 
     /// Registers a hostdir, returning its index.
     pub fn add_dir(&mut self, dir: Arc<Dir>) -> usize {
-        if let Some(&i) = self.dir_by_path.get(dir.path()) {
-            return i;
+        match &self.last_dir {
+            // The same open directory as last time (held here, so the pointer stays its own).
+            Some((d, i)) if Arc::ptr_eq(d, &dir) => return *i,
+            _ => {}
         }
-        self.dir_by_path.insert(dir.path().to_path_buf(), self.dirs.len());
-        self.dirs.push(dir);
-        self.dirs.len() - 1
+        let i = match self.dir_by_path.get(dir.path()) {
+            Some(&i) => i,
+            None => {
+                self.dir_by_path.insert(dir.path().to_path_buf(), self.dirs.len());
+                self.dirs.push(dir.clone());
+                self.dirs.len() - 1
+            }
+        };
+        self.last_dir = Some((dir, i));
+        i
     }
 
     /// The chunk id of a writer's data log, registering it if new.
     pub fn chunk_for(&mut self, dir: usize, writer_id: u64, pid: u32, host: &str) -> u32 {
+        match self.last_chunk {
+            Some((w, c)) if w == writer_id => return c,
+            _ => {}
+        }
         if let Some(&c) = self.chunk_by_writer.get(&writer_id) {
+            self.last_chunk = Some((writer_id, c));
             return c;
         }
         self.chunks.push(Chunk {
@@ -263,6 +283,7 @@ impl IndexState {
         });
         let id = (self.chunks.len() - 1) as u32;
         self.chunk_by_writer.insert(writer_id, id);
+        self.last_chunk = Some((writer_id, id));
         id
     }
 
