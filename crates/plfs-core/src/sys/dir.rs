@@ -162,7 +162,7 @@ impl Dir {
         self.fd.as_fd()
     }
 
-    pub(super) fn child(&self, fd: OwnedFd, path: PathBuf) -> Dir {
+    fn child(&self, fd: OwnedFd, path: PathBuf) -> Dir {
         Dir {
             fd,
             path,
