@@ -584,3 +584,28 @@ fn differential_wipe_seen_by_other_instance() {
         panic!("{e}");
     }
 }
+
+/// Found by `differential_two_instances` in CI: a process truncates the file to 1 byte while it
+/// has it open (a truncate dropping), then another process opens it with `O_TRUNC` while nobody
+/// has written, which wipes the container (the dropping too). The first process kept its own
+/// truncate in its merged index and went on reporting 1 byte: a truncate it made itself was not
+/// among the droppings whose disappearance means a wipe.
+#[test]
+fn differential_a_wipe_drops_this_process_s_own_truncate() {
+    let fx = Fixture::new("diff-wipe-own-trunc", 2, 0, params(|g| g.index_buffer_records = 4));
+    let ops = vec![
+        Op::TruncHandle { slot: 2, size: 0 },
+        Op::Append {
+            slot: 0,
+            len: 0,
+            seed: 0,
+        },
+        Op::TruncHandle { slot: 2, size: 1 },
+        Op::Open {
+            slot: 1,
+            access: Access::WriteOnly,
+            trunc: true,
+        },
+    ];
+    run_case(&fx, 2, &ops).unwrap();
+}

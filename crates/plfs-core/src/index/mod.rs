@@ -245,6 +245,15 @@ impl IndexState {
         }
     }
 
+    /// Applies the truncate dropping (`ts`, `size`, `writer`) once. A known dropping that later
+    /// vanishes from `meta/` means the container was wiped, and the next refresh starts again;
+    /// so a truncate this process made itself is known here too, not only put in the map.
+    pub fn insert_trunc(&mut self, ts: u64, size: u64, writer: u64) {
+        if self.truncs.insert((ts, size, writer)) {
+            self.map.insert_trunc(size, Key { ts, writer });
+        }
+    }
+
     /// Registers a hostdir, returning its index.
     pub fn add_dir(&mut self, dir: Arc<Dir>) -> usize {
         match &self.last_dir {
@@ -378,9 +387,7 @@ impl IndexState {
                         format!("a truncate to {size} bytes, beyond any file size"),
                     ));
                 }
-                if self.truncs.insert((ts, size, writer_id)) {
-                    self.map.insert_trunc(size, Key { ts, writer: writer_id });
-                }
+                self.insert_trunc(ts, size, writer_id);
             }
         }
         // Read the new parts of every log on a pool of threads, then merge in one place. A thread

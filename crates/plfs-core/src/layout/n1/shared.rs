@@ -309,7 +309,7 @@ impl Shared {
                 wg.eof = wg.eof.min(size);
             }
             if let Some(s) = lock(&self.index).as_mut() {
-                s.map.insert_trunc(size, Key { ts, writer: wid });
+                s.insert_trunc(ts, size, wid);
             }
         }
         // A writer who does not own the file may only set both times to now (utimensat(2)).
