@@ -41,8 +41,7 @@ pub struct IndexState {
     pub dirs: Vec<Arc<Dir>>,
     chunk_by_writer: HashMap<u64, u32>,
     dir_by_path: HashMap<PathBuf, usize>,
-    /// The hostdir and the writer's chunk asked for last: a writer's own writes ask for the same
-    /// ones each time, which then costs no hashing (`dirs` and `chunks` only grow).
+    /// The hostdir and chunk asked for last (a writer's writes ask again; no hashing then).
     last_dir: Option<(Arc<Dir>, usize)>,
     last_chunk: Option<(u64, u32)>,
     /// Index logs read so far: display path → bytes consumed (header included).
@@ -162,10 +161,7 @@ impl IndexState {
                     let d = self.add_dir(Arc::new(dir.kept()));
                     self.chunk_for(d, ch.writer_id, ch.pid, &ch.host);
                 }
-                FlatItem::Trunc((ts, writer, size)) => {
-                    self.truncs.insert((ts, size, writer));
-                    self.map.insert_trunc(size, Key { ts, writer });
-                }
+                FlatItem::Trunc((ts, writer, size)) => self.insert_trunc(ts, size, writer),
                 FlatItem::Piece((l, len, phys, ts, writer, chunk)) => {
                     records += 1;
                     self.map.insert_write(l, len, chunk, phys, Key { ts, writer });
@@ -245,9 +241,8 @@ impl IndexState {
         }
     }
 
-    /// Applies the truncate dropping (`ts`, `size`, `writer`) once. A known dropping that later
-    /// vanishes from `meta/` means the container was wiped, and the next refresh starts again;
-    /// so a truncate this process made itself is known here too, not only put in the map.
+    /// Applies truncate dropping (`ts`, `size`, `writer`) once, this process's own too: a known
+    /// dropping that vanishes from `meta/` means a wipe, and the next refresh starts again.
     pub fn insert_trunc(&mut self, ts: u64, size: u64, writer: u64) {
         if self.truncs.insert((ts, size, writer)) {
             self.map.insert_trunc(size, Key { ts, writer });
@@ -256,10 +251,8 @@ impl IndexState {
 
     /// Registers a hostdir, returning its index.
     pub fn add_dir(&mut self, dir: Arc<Dir>) -> usize {
-        match &self.last_dir {
-            // The same open directory as last time (held here, so the pointer stays its own).
-            Some((d, i)) if Arc::ptr_eq(d, &dir) => return *i,
-            _ => {}
+        if let Some((_, i)) = self.last_dir.as_ref().filter(|(d, _)| Arc::ptr_eq(d, &dir)) {
+            return *i;
         }
         let i = match self.dir_by_path.get(dir.path()) {
             Some(&i) => i,
@@ -275,9 +268,8 @@ impl IndexState {
 
     /// The chunk id of a writer's data log, registering it if new.
     pub fn chunk_for(&mut self, dir: usize, writer_id: u64, pid: u32, host: &str) -> u32 {
-        match self.last_chunk {
-            Some((w, c)) if w == writer_id => return c,
-            _ => {}
+        if let Some((_, c)) = self.last_chunk.filter(|&(w, _)| w == writer_id) {
+            return c;
         }
         if let Some(&c) = self.chunk_by_writer.get(&writer_id) {
             self.last_chunk = Some((writer_id, c));
