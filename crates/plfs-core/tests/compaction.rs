@@ -298,9 +298,9 @@ fn online_compaction_of_own_writers() {
     fsck_clean(&fx, &path);
 }
 
-/// A writer that stays open and only appends finds nothing dead at each check, so the bytes
-/// between its checks double: 32 MiB in 128 KiB writes make a handful of checks (each listing the
-/// container and reading the index), not one per `compaction_min_bytes / 2` (64 before).
+/// A writer that stays open and only appends cannot have made dead bytes itself, so it never
+/// checks: 32 MiB in 128 KiB writes open nothing in the container (one check per
+/// `compaction_min_bytes / 2`, 64, before issue 14; a logarithmic number, 6, before issue 22).
 #[test]
 fn an_appending_writer_checks_a_logarithmic_number_of_times() {
     let fx = Fixture::simple("cmp-append");
@@ -308,27 +308,115 @@ fn an_appending_writer_checks_a_logarithmic_number_of_times() {
     let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
     plfs_core::failpoint::set(plfs_core::failpoint::Spec {
         name: "sys::open".into(),
-        filter: tag,
+        filter: tag.clone(),
         action: plfs_core::failpoint::Action::Kill,
         after: u64::MAX,
         times: None,
     });
     let p = fx.plfs();
     let f = p.open(&path, rw(), 0o644, 1).unwrap();
-    let before = plfs_core::failpoint::hits("sys::open");
     let mut m = Model::default();
     let chunk = 128u64 << 10;
+    let mut before = 0;
     for k in 0..256u64 {
         let d = data(k, k * chunk, chunk as usize);
         f.write(&d, k * chunk).unwrap();
         m.write(k * chunk, &d);
+        if k == 0 {
+            // The first write made the logs and the open record.
+            before = plfs_core::failpoint::hits_for("sys::open", &tag);
+        }
     }
-    let opens = plfs_core::failpoint::hits("sys::open") - before;
+    let opens = plfs_core::failpoint::hits_for("sys::open", &tag) - before;
     f.close().unwrap();
     drop(p);
     check(&fx, &path, &m, "after the appends");
-    // Checks read the index at 1, 2, 4, 8, 16 and 32 MiB, two opens each (127 opens before).
-    assert!(opens <= 20, "{opens} opens in the container while appending 32 MiB");
+    // An appending writer never overwrote its own bytes: no check lists or reads anything (127
+    // opens before issue 14, 6 checks of two opens each before issue 22).
+    assert_eq!(opens, 0, "opens in the container while appending 32 MiB");
+}
+
+/// Arms counting points (they never fire) for the backend calls a writer must not make while it
+/// writes, restricted to the fixture's directory; returns a closure that reads their counts.
+fn count_metadata_calls(fx: &Fixture) -> impl Fn() -> [u64; 4] {
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    const NAMES: [&str; 4] = ["sys::readdir", "sys::open", "sys::stat", "sys::create"];
+    for name in NAMES {
+        plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+            name: name.into(),
+            filter: tag.clone(),
+            action: plfs_core::failpoint::Action::Kill,
+            after: u64::MAX,
+            times: None,
+        });
+    }
+    move || NAMES.map(|n| plfs_core::failpoint::hits_for(n, &tag))
+}
+
+/// Nothing but data on the write path (issue 22): while writers of another process have the file
+/// open, a strided N-1 writer of 47008-byte records, well past `compaction_min_bytes`, makes no
+/// listing, stat, open or create of any backend file after its first write; before, the automatic
+/// compaction check listed `meta/` every 256-512 KiB for the whole run, since a check skipped
+/// because of the other writers never backed off. A writer that overwrites its own bytes checks,
+/// and backs off after each check whatever its result.
+#[test]
+fn a_writer_makes_no_metadata_calls_while_it_writes() {
+    let fx = Fixture::simple("cmp-quiet");
+    let path = fx.path("n1");
+    let calls = count_metadata_calls(&fx);
+    let rec = 47008u64;
+    let other = fx.plfs();
+    let fo = other.open(&path, common::wo_create(), 0o644, 7).unwrap();
+    fo.write(&data(7, 0, rec as usize), 0).unwrap();
+    let p = fx.plfs();
+    let f = p.open(&path, common::wo_create(), 0o644, 1).unwrap();
+    let mut m = Model::default();
+    m.write(0, &data(7, 0, rec as usize));
+    let mut put = |k: u64| {
+        let off = (2 * k + 1) * rec;
+        let d = data(k, off, rec as usize);
+        f.write(&d, off).unwrap();
+        m.write(off, &d);
+    };
+    put(0);
+    let before = calls();
+    // 32 MiB, 32 times compaction_min_bytes.
+    for k in 1..714 {
+        put(k);
+    }
+    let during = calls();
+    assert_eq!(
+        before, during,
+        "readdir, open, stat, create while writing 32 MiB (before, after)"
+    );
+    f.close().unwrap();
+    fo.close().unwrap();
+    drop((p, other));
+    check(&fx, &path, &m, "after the strided writes");
+
+    // Overwrites of its own bytes while another process has the file open: each check is skipped
+    // (the other writer), and the interval doubles every time.
+    let fx = Fixture::simple("cmp-backoff");
+    let path = fx.path("n1");
+    let calls = count_metadata_calls(&fx);
+    let other = fx.plfs();
+    let fo = other.open(&path, common::wo_create(), 0o644, 7).unwrap();
+    fo.write(b"x", 1 << 30).unwrap();
+    let p = fx.plfs();
+    let f = p.open(&path, common::wo_create(), 0o644, 1).unwrap();
+    let chunk = 64usize << 10;
+    f.write(&data(0, 0, chunk), 0).unwrap();
+    let before = calls();
+    // 64 MiB over the same 1 MiB.
+    for k in 1..1024u64 {
+        f.write(&data(k, (k % 16) * chunk as u64, chunk), (k % 16) * chunk as u64)
+            .unwrap();
+    }
+    let readdirs = calls()[0] - before[0];
+    f.close().unwrap();
+    fo.close().unwrap();
+    // Checks at 0.5, 1.5, 3.5, 7.5, 15.5, 31.5 MiB (and at most one listing each).
+    assert!(readdirs <= 8, "{readdirs} listings while overwriting 64 MiB");
 }
 
 /// One step of the property test.

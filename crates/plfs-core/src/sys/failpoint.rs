@@ -188,6 +188,16 @@ pub fn hits(name: &str) -> u64 {
     table().iter().filter(|a| a.spec.name == name).map(|a| a.seen).sum()
 }
 
+/// Like [`hits`], counting only the points armed with exactly this `filter` (tests running side
+/// by side in one process each count their own).
+pub fn hits_for(name: &str, filter: &str) -> u64 {
+    table()
+        .iter()
+        .filter(|a| a.spec.name == name && a.spec.filter == filter)
+        .map(|a| a.seen)
+        .sum()
+}
+
 /// Errors injected by this process since it started.
 pub fn injected() -> u64 {
     INJECTED.load(Ordering::Relaxed)

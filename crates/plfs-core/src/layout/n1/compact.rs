@@ -467,16 +467,38 @@ fn check_every(sh: &Shared) -> u64 {
     least.max(sh.auto.interval.load(Ordering::Relaxed))
 }
 
-/// After a write of `n` bytes by this process.
+/// After a write of `n` bytes by this process. The write path decides from what the process
+/// knows and nothing else: only when its own writers have provably overwritten their own bytes
+/// (they wrote more than the span they cover) does it go on to the real check, which lists the
+/// container and reads the index. An appending or strided writer therefore never lists, stats or
+/// opens anything while it writes, whatever other writers do (issue 22).
 pub(crate) fn after_write(sh: &Shared, n: u64) {
     if !sh.c.mount.global.auto_compaction {
         return;
     }
     sh.auto.wrote.store(true, Ordering::Relaxed);
     let every = check_every(sh);
-    if sh.auto.since.fetch_add(n, Ordering::Relaxed) + n >= every {
+    if sh.auto.since.fetch_add(n, Ordering::Relaxed) + n < every {
+        return;
+    }
+    sh.auto.since.store(0, Ordering::Relaxed);
+    let g = &sh.c.mount.global;
+    let (bytes, span) = own_bytes_and_span(sh);
+    if worth_it(bytes, span, 0, g.compaction_min_bytes, g.compaction_dead_permille) {
         maybe(sh, true);
     }
+}
+
+/// The bytes this process's open writers wrote, and the end of the furthest of them: every one
+/// of those bytes lies below that end, so at least `bytes - end` of them were overwritten.
+fn own_bytes_and_span(sh: &Shared) -> (u64, u64) {
+    let (mut bytes, mut end) = (0u64, 0u64);
+    for w in lock(&sh.writers).values() {
+        let wg = lock(w);
+        bytes = bytes.saturating_add(wg.bytes);
+        end = end.max(wg.eof);
+    }
+    (bytes, end)
 }
 
 /// After a truncate by this process that left a trunc dropping.
@@ -503,15 +525,22 @@ fn maybe(sh: &Shared, online: bool) {
     }
     sh.auto.since.store(0, Ordering::Relaxed);
     sh.auto.truncs.store(0, Ordering::Relaxed);
+    // A writer that does not read keeps no merged index: one loaded by this check is dropped
+    // after it, so the writer's memory stays bounded by its index buffer (issue 22).
+    let had_index = lock(&sh.index).is_some();
     let r = check_and_compact(sh, online);
+    if online && !had_index {
+        sh.reset_index();
+    }
     let every = check_every(sh);
+    // Back off whatever the result, except after a compaction: a check that was skipped (other
+    // writers open) or found too little dead would find the same at the next minimum.
     match r {
-        Ok(Check::Kept) => sh
+        Ok(Check::Compacted) => sh.auto.interval.store(0, Ordering::Relaxed),
+        _ => sh
             .auto
             .interval
             .store(every.saturating_mul(2).min(1 << 40), Ordering::Relaxed),
-        Ok(Check::Compacted) => sh.auto.interval.store(0, Ordering::Relaxed),
-        _ => {}
     }
     sh.auto.running.store(false, Ordering::Release);
     if let Err(e) = &r {
@@ -521,7 +550,8 @@ fn maybe(sh: &Shared, online: bool) {
 
 /// What a check did.
 enum Check {
-    /// Stopped before reading the index (below the thresholds, other writers open...).
+    /// Stopped before reading the index (below the thresholds, other writers open...): the
+    /// next online check waits twice as long.
     Skipped,
     /// Read the index and found too little dead: the next online check waits twice as long.
     Kept,
