@@ -171,12 +171,12 @@ fn writes_refused_and_upgrade_converts() {
     let ro = e.run(&["upgrade", &e.logical("nothing-here")]);
     assert!(!ro.status.success(), "a missing file");
     let out = e.text(&["upgrade", &e.mount.display().to_string()]);
-    assert_eq!(out.matches("upgraded to format v1").count(), 4, "{out}");
+    assert_eq!(out.matches("upgraded to format v2").count(), 4, "{out}");
     for name in FIXTURES {
         let f = e.logical(name);
         assert!(e.ok(&["cat", &f]) == e.expected(name), "plfs cat {name} after upgrade");
         let st = e.text(&["stat", &f]);
-        assert!(st.contains("format: plfs v1 (N-1 container)"), "{st}");
+        assert!(st.contains("format: plfs v2 (N-1 container)"), "{st}");
     }
     e.ok(&["import", "-f", src.to_str().unwrap(), &f]);
     assert_eq!(e.ok(&["cat", &f]), b"new data");
@@ -203,7 +203,7 @@ fn upgrade_without_rename_exchange() {
     for name in FIXTURES {
         let f = e.logical(name);
         assert!(e.ok(&["cat", &f]) == e.expected(name), "plfs cat {name} after upgrade");
-        assert!(e.text(&["stat", &f]).contains("format: plfs v1 (N-1 container)"));
+        assert!(e.text(&["stat", &f]).contains("format: plfs v2 (N-1 container)"));
     }
     let left: Vec<String> = std::fs::read_dir(e.dir.join("store"))
         .unwrap()

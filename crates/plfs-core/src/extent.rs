@@ -44,7 +44,7 @@ pub struct Piece {
 }
 
 /// A run of `count` writes by one writer: element `i` is `len` bytes at logical
-/// `start + i*stride`, stored at `phys + i*len` in data log `chunk`, written at `ts[i]`.
+/// `start + i*stride`, stored at `phys + i*pstride` in data log `chunk`, written at `ts[i]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
     /// Logical offset of element 0.
@@ -57,8 +57,11 @@ pub struct Pattern {
     pub count: u64,
     /// Data log.
     pub chunk: u32,
-    /// Physical offset of element 0; element i is at `phys + i*len`.
+    /// Physical offset of element 0; element i is at `phys + i*pstride`.
     pub phys: u64,
+    /// Physical distance between elements (>= len): `len` in an unframed data log, `len` plus
+    /// the frame in a framed one (docs/format.md, section 3).
+    pub pstride: u64,
     /// Writer id.
     pub writer: u64,
     /// Timestamp of element 0.
@@ -223,7 +226,7 @@ impl ExtentMap {
                     Piece {
                         len: p.len,
                         chunk: p.chunk,
-                        phys: p.phys + i * p.len,
+                        phys: p.phys + i * p.pstride,
                         key,
                     },
                 ));
@@ -273,7 +276,7 @@ impl ExtentMap {
                     p.last_key()
                 }
             };
-            self.insert_piece(p.elem(i), p.len, p.chunk, p.phys + i * p.len, key);
+            self.insert_piece(p.elem(i), p.len, p.chunk, p.phys + i * p.pstride, key);
         }
     }
 
@@ -342,7 +345,7 @@ impl ExtentMap {
                     p.last_key()
                 }
             };
-            self.insert_write(p.elem(i), p.len, p.chunk, p.phys + i * p.len, key);
+            self.insert_write(p.elem(i), p.len, p.chunk, p.phys + i * p.pstride, key);
         }
     }
 
@@ -492,7 +495,7 @@ impl ExtentMap {
         if !self.patterns.is_empty() {
             for (_, p) in self.patterns.range((off.saturating_sub(self.max_span), 0)..(end, 0)) {
                 for i in p.elems_in(off, end) {
-                    spans.push((p.elem(i), p.len, p.chunk, p.phys + i * p.len));
+                    spans.push((p.elem(i), p.len, p.chunk, p.phys + i * p.pstride));
                 }
             }
             spans.sort_unstable_by_key(|s| s.0);
@@ -761,7 +764,7 @@ mod tests {
                     Gen::T(sz) => m.insert_trunc(sz, Key { ts: base, writer }),
                     Gen::P { start, len, stride, count } => {
                         let ts: Vec<u64> = (0..count).map(|j| base + j).collect();
-                        m.insert_pattern(Pattern { start, len, stride, count, chunk: i as u32, phys: 1000 * i as u64, writer, ts_first: base, ts_last: base + count - 1, ts: Some(ts.into()) });
+                        m.insert_pattern(Pattern { start, len, stride, count, chunk: i as u32, phys: 1000 * i as u64, pstride: len, writer, ts_first: base, ts_last: base + count - 1, ts: Some(ts.into()) });
                     }
                 }
             }
@@ -786,6 +789,7 @@ mod tests {
                 count: 1000,
                 chunk: w as u32,
                 phys: 64,
+                pstride: rec,
                 writer: w,
                 ts_first: ts[0],
                 ts_last: ts[999],

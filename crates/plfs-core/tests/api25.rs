@@ -114,27 +114,43 @@ fn flush_writes_makes_buffered_records_visible_and_invalidate_refreshes_readers(
     std::fs::create_dir_all(fx.canonical[0].join("d")).unwrap();
     let f = fx.path("d/f");
     let h = w.open(&f, rw_create(), 0o644, 1).unwrap();
+    let index_log = || {
+        let hd = common::subdirs_with_prefix(&fx.canonical[0].join("d/f"), "hostdir.");
+        let ix = std::fs::read_dir(&hd[0])
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("index."))
+            .unwrap();
+        std::fs::metadata(ix).unwrap().len()
+    };
     h.write(b"first", 0).unwrap();
-    // Buffered in the writer (1000 records per append): another process sees nothing yet.
+    // The record is buffered in the writer (1024 per append), but the write's frame is in the
+    // data log: another process reads it already (format 2).
     let reader = r.open(&f, ro(), 0, 2).unwrap();
-    assert_eq!(read_all(&reader).unwrap(), b"");
+    assert_eq!(read_all(&reader).unwrap(), b"first", "read from the data log's frame");
+    assert_eq!(index_log(), 64, "the record is still buffered");
     w.flush_writes(Path::new(MOUNT)).unwrap();
+    assert_eq!(index_log(), 64 + 48, "flush_writes appends the record");
     let other = fx.plfs();
     assert_eq!(
         read_all(&other.open(&f, ro(), 0, 3).unwrap()).unwrap(),
         b"first",
         "another process sees it"
     );
-    // The handle opened before still has its index: it sees the write after an invalidate.
-    assert_eq!(read_all(&reader).unwrap(), b"", "cached index");
-    r.invalidate_read_cache(&fx.path("d")).unwrap();
-    assert_eq!(read_all(&reader).unwrap(), b"first", "after invalidate_read_cache");
-    // Only files under the path given are flushed.
+    // The handle opened before has its index: it sees a later write after an invalidate.
     h.write(b"SECOND", 5).unwrap();
+    assert_eq!(read_all(&reader).unwrap(), b"first", "cached index");
+    // Only files under the path given are flushed.
     w.flush_writes(&fx.path("elsewhere")).unwrap();
-    r.invalidate_read_cache(Path::new(MOUNT)).unwrap();
-    assert_eq!(read_all(&reader).unwrap(), b"first", "not flushed");
+    assert_eq!(index_log(), 64 + 48, "not flushed");
+    r.invalidate_read_cache(&fx.path("d")).unwrap();
+    assert_eq!(
+        read_all(&reader).unwrap(),
+        b"firstSECOND",
+        "after invalidate_read_cache"
+    );
     w.flush_writes(&f).unwrap();
+    assert_eq!(index_log(), 64 + 2 * 48, "flushed");
     r.invalidate_read_cache(&f).unwrap();
     assert_eq!(read_all(&reader).unwrap(), b"firstSECOND");
     h.close().unwrap();
@@ -158,7 +174,7 @@ fn file_format_and_storage_name_every_kind_of_file() {
     common::put(&p, &fx.path("f"), b"x");
     p.mkdir(&fx.path("d"), 0o755).unwrap();
     let s = |p: &Plfs, n: &str| p.file_format(&fx.path(n)).unwrap().map(|f| f.to_string());
-    assert_eq!(s(&p, "f").as_deref(), Some("plfs v1 (N-1 container)"));
+    assert_eq!(s(&p, "f").as_deref(), Some("plfs v2 (N-1 container)"));
     assert_eq!(s(&p, "d"), None);
     assert_errno(p.file_format(&fx.path("none")), Errno::NOENT, "missing");
     assert!(matches!(

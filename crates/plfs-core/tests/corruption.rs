@@ -24,6 +24,13 @@ use std::path::{Path, PathBuf};
 const ENTRY: &str = "child_entry";
 const HDR: u64 = 64;
 const REC: u64 = 48;
+/// A write's frame in a framed data log (format 2): write `k` of 100 bytes by one writer has
+/// its data at `data_at(k)`.
+const FR: u64 = 32;
+
+fn data_at(k: u64) -> u64 {
+    HDR + k * (FR + 100) + FR
+}
 const W1: u32 = 11;
 const W2: u32 = 22;
 
@@ -197,7 +204,15 @@ fn torn_index_tail_of_a_writer_that_died_keeps_whole_records() {
     set_len(&idx, HDR + 7 * REC + 20);
     writer_died(&fx, W1);
     let d = dump(&fx);
-    assert_data(&d, &expected(7, 5));
+    // The three writes whose records were lost are read from their frames in the data log.
+    assert_data(&d, &expected(10, 5));
+    assert_eq!(d.stat, Ok(1500));
+    // The data log cut in the middle of write 8: writes 0..8 survive, the cut one does not.
+    set_len(&fx.log_of_pid("f", "data", W1), data_at(8) + 50);
+    let d = dump(&fx);
+    let mut want = expected(8, 5);
+    want.resize(1500, 0);
+    assert_data(&d, &want);
     assert_eq!(d.stat, Ok(1500));
 }
 
@@ -281,8 +296,8 @@ fn missing_data_log() {
 fn data_log_shorter_than_the_index_says() {
     let fx = setup("c-shortdata");
     let data = fx.log_of_pid("f", "data", W1);
-    assert_eq!(std::fs::metadata(&data).unwrap().len(), HDR + 1000);
-    set_len(&data, HDR + 450); // record 4 (bytes 400..500) is cut in the middle
+    assert_eq!(std::fs::metadata(&data).unwrap().len(), HDR + 10 * FR + 1000);
+    set_len(&data, data_at(4) + 50); // record 4 (bytes 400..500) is cut in the middle
     assert_eio(&dump(&fx), &data);
 }
 
@@ -309,7 +324,7 @@ fn flip(p: &Path, at: u64) {
 fn flipped_data_byte_with_checksums_is_damage() {
     let fx = setup_with("c-datacrc", checksums());
     let data = fx.log_of_pid("f", "data", W1);
-    flip(&data, HDR + 450); // in record 4 (logical 400..500)
+    flip(&data, data_at(4) + 50); // in record 4 (logical 400..500)
     let d = dump(&fx);
     assert_eio(&d, &data);
     let e = d.data.unwrap_err();
@@ -339,7 +354,7 @@ fn checksums_are_checked_after_flattening() {
     let fx = setup_with("c-datacrc-flat", checksums());
     plfs_core::tools::flatten(&fx.plfs(), &fx.path("f")).unwrap();
     let data = fx.log_of_pid("f", "data", W2);
-    flip(&data, HDR + 120); // record 1 of writer 2 (logical 1100..1200)
+    flip(&data, data_at(1) + 20); // record 1 of writer 2 (logical 1100..1200)
     let d = dump(&fx);
     assert_eio(&d, &data);
     assert!(d.data.unwrap_err().contains("logical offset 1100"));
@@ -359,7 +374,7 @@ fn own_writes_are_checked() {
     assert_eq!(b, common::pattern(1, 0, 4096));
     // The index is loaded now: this write goes into it from the write path.
     f.write(&common::pattern(1, 4096, 4096), 4096).unwrap();
-    flip(&fx.log_of_pid("f", "data", W1), HDR + 4096 + 7);
+    flip(&fx.log_of_pid("f", "data", W1), HDR + 2 * FR + 4096 + 7);
     let e = f.read(&mut b[..16], 4100).unwrap_err();
     assert_eq!(e.raw_errno(), libc_eio(), "{e}");
     assert_eq!(f.read(&mut b[..16], 0).unwrap(), 16);
@@ -446,9 +461,13 @@ fn header_only_and_empty_index_logs() {
     assert!(d.data.as_ref().unwrap_err().contains("holds 0"), "{:?}", d.data);
     set_len(&idx1, 0);
     assert_eio(&dump(&fx), &idx1);
-    // A writer that died before writing a record leaves a header-only log: nothing is promised.
+    // A writer that died before appending a record leaves a header-only index log: its writes
+    // are read from their frames in the data log.
     std::fs::write(&idx1, &header).unwrap();
     writer_died(&fx, W1);
+    assert_data(&dump(&fx), &expected(10, 5));
+    // Without its data log's frames, nothing is promised.
+    set_len(&fx.log_of_pid("f", "data", W1), HDR);
     assert_data(&dump(&fx), &expected(0, 5));
     let idx2 = fx.log_of_pid("f", "index", W2);
     set_len(&idx2, 10);

@@ -31,6 +31,7 @@ fn child_entry() {
     let Some(role) = common::child_role() else { return };
     match role.as_str() {
         "crash-writer" => child_writer(),
+        "strided-writer" => strided_writer(),
         r => panic!("unknown child role {r}"),
     }
 }
@@ -83,6 +84,37 @@ fn child_writer() {
     }
     f.close().expect("close");
     println!("{CHILD_TAG} ack {MAX_WRITES}");
+}
+
+/// Bytes an N-1 strided writer attempts before closing (most are killed long before).
+const STRIDED_BYTES: u64 = 128 << 20;
+
+/// Record `i` of rank `rank` among `n` strided writers of `rec`-byte records: its offset.
+fn strided_off(i: u64, rank: u64, n: u64, rec: u64) -> u64 {
+    (i * n + rank) * rec
+}
+
+/// An N-1 strided writer that never syncs: prints `PLFS-CHILD ack <n>` after each write that
+/// returned (the pipe keeps what was printed when the writer is killed).
+fn strided_writer() {
+    let rc = PathBuf::from(arg("RC"));
+    let plfs = Plfs::new(Config::from_file(&rc).expect("config")).expect("Plfs::new");
+    let path = PathBuf::from(arg("PATH"));
+    let (rank, n, rec) = (arg_u64("RANK"), arg_u64("N"), arg_u64("REC"));
+    let flags = OpenFlags {
+        write: true,
+        create: true,
+        ..Default::default()
+    };
+    let f = plfs.open(&path, flags, 0o644, rank as u32).expect("open for writing");
+    let mut buf = vec![0u8; rec as usize];
+    for i in 0..STRIDED_BYTES / rec {
+        let off = strided_off(i, rank, n, rec);
+        fill_pattern(rank + 1, off, &mut buf);
+        f.write(&buf, off).expect("write");
+        println!("{CHILD_TAG} ack {}", i + 1);
+    }
+    f.close().expect("close");
 }
 
 /// The region of writer `rank` after its writes `0..p`.
@@ -194,18 +226,7 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
                 .expect("spawn writer")
         })
         .collect();
-    // Read stdout on threads so a full pipe never blocks a writer.
-    let readers: Vec<_> = children
-        .iter_mut()
-        .map(|c| {
-            let mut out = c.stdout.take().expect("piped");
-            std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = out.read_to_string(&mut s);
-                s
-            })
-        })
-        .collect();
+    let readers = read_stdouts(&mut children);
     match t.death {
         Death::After(d) => {
             // Meanwhile, readers must never fail on a file being written (or not yet created).
@@ -226,13 +247,7 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
     let mut acked = Vec::new();
     for (c, r) in children.iter_mut().zip(readers) {
         let status = c.wait().expect("wait");
-        let out = r.join().expect("stdout reader");
-        let prefix = format!("{CHILD_TAG} ack ");
-        let a = out
-            .lines()
-            .filter_map(|l| l.strip_prefix(&prefix).and_then(|v| v.trim().parse::<u64>().ok()))
-            .max()
-            .unwrap_or(0);
+        let a = last_ack(&r.join().expect("stdout reader"));
         if status.success() {
             assert_eq!(
                 a, MAX_WRITES,
@@ -253,6 +268,30 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
         acked.push(a);
     }
     check_debris(fx, t, &path, &acked, tally);
+}
+
+/// Reads the children's stdout on threads, so a full pipe never blocks a writer.
+fn read_stdouts(children: &mut [Child]) -> Vec<std::thread::JoinHandle<String>> {
+    children
+        .iter_mut()
+        .map(|c| {
+            let mut out = c.stdout.take().expect("piped");
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = out.read_to_string(&mut s);
+                s
+            })
+        })
+        .collect()
+}
+
+/// The last `PLFS-CHILD ack <n>` a child printed (0 for none).
+fn last_ack(out: &str) -> u64 {
+    let prefix = format!("{CHILD_TAG} ack ");
+    out.lines()
+        .filter_map(|l| l.strip_prefix(&prefix).and_then(|v| v.trim().parse::<u64>().ok()))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Reads `path` with a fresh instance (stat and read must work) and checks every writer's region.
@@ -425,4 +464,119 @@ fn sigkill_writers_at_random_points() {
         start.elapsed().as_secs_f64()
     );
     assert!(tally.killed > trials / 2, "too few writers were killed mid-write");
+}
+
+/// Issue 23: a write that returned survives the death of its process, with no sync and no
+/// repair. N writers (1-4) write N-1 strided records of 4 KiB, 47008 B or 1 MiB without ever
+/// syncing, each acknowledging every write that returned; all are killed with SIGKILL at a random
+/// moment. A fresh process must then read every acknowledged record byte for byte (before, the
+/// records still in a writer's index buffer, up to 1024 writes each, were lost), and fsck --repair
+/// must keep them all. `PLFS_KILL_TRIALS` sets the number of trials (default 18).
+#[test]
+fn every_write_that_returned_survives_sigkill() {
+    if common::child_role().is_some() {
+        return;
+    }
+    let trials: u64 = std::env::var("PLFS_KILL_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(18);
+    let base_seed = plfs_core::clock::random_u64();
+    eprintln!("kill: base seed {base_seed}");
+    let fxs = [
+        Fixture::simple("kill-default"),
+        Fixture::new(
+            "kill-crc",
+            1,
+            0,
+            GlobalParams {
+                data_checksums: true,
+                ..GlobalParams::default()
+            },
+        ),
+    ];
+    let (mut acked_total, mut killed, mut writers) = (0u64, 0u64, 0u64);
+    for t in 0..trials {
+        let seed = splitmix(base_seed ^ t);
+        let fx = &fxs[(t % 2) as usize];
+        let rec = [4096u64, 47008, 1 << 20][(t % 3) as usize];
+        let n = 1 + (seed >> 8) % 4;
+        writers += n;
+        let path = fx.path(&format!("k{t}"));
+        let mut children: Vec<Child> = (0..n)
+            .map(|rank| {
+                child_command(
+                    ENTRY,
+                    "strided-writer",
+                    &[
+                        ("RC", fx.rc.display().to_string()),
+                        ("PATH", path.display().to_string()),
+                        ("RANK", rank.to_string()),
+                        ("N", n.to_string()),
+                        ("REC", rec.to_string()),
+                    ],
+                )
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn writer")
+            })
+            .collect();
+        let readers = read_stdouts(&mut children);
+        std::thread::sleep(Duration::from_millis(20 + (seed >> 16) % 300));
+        for c in &mut children {
+            let _ = c.kill();
+        }
+        let acked: Vec<u64> = children
+            .iter_mut()
+            .zip(readers)
+            .map(|(c, r)| {
+                let st = c.wait().expect("wait");
+                killed += u64::from(!st.success());
+                last_ack(&r.join().expect("stdout reader"))
+            })
+            .collect();
+        let mut check = |when: &str| {
+            let data = match common::read_fresh(fx, &path) {
+                Ok(d) => d,
+                Err(e) if e.is_not_found() && acked.iter().all(|&a| a == 0) => return,
+                Err(e) => panic!("trial {t} (seed {seed}): {when}: read: {e}"),
+            };
+            let st = fx.plfs().stat(&path).expect("stat");
+            assert_eq!(st.size, data.len() as u64, "trial {t}: {when}: stat size vs bytes read");
+            let mut want = vec![0u8; rec as usize];
+            for (rank, &a) in acked.iter().enumerate() {
+                for i in 0..a {
+                    let off = strided_off(i, rank as u64, n, rec);
+                    fill_pattern(rank as u64 + 1, off, &mut want);
+                    let got = data.get(off as usize..(off + rec) as usize);
+                    assert!(
+                        got == Some(&want[..]),
+                        "trial {t} (seed {seed}, {n} writers of {rec} B): {when}: writer {rank}'s write {i} of {a} \
+                         acknowledged is not read back (file of {} bytes)",
+                        data.len()
+                    );
+                }
+                acked_total += u64::from(when == "after the kill") * a;
+            }
+        };
+        check("after the kill");
+        // The writers opened with their rank as pid, as MPI ranks do: fsck cannot tell whether
+        // they live, and is told (the job is known to be dead).
+        let opts = Options {
+            repair: true,
+            force_stale: true,
+            tmp_min_age: Duration::ZERO,
+        };
+        let rep = fsck::fsck(&fx.plfs(), &path, &opts).expect("fsck --repair");
+        assert!(rep.exit_code() <= 1, "trial {t}: fsck --repair: {:#?}", rep.findings);
+        let again = fsck::fsck(&fx.plfs(), &path, &Options::default()).expect("fsck");
+        assert_eq!(again.exit_code(), 0, "trial {t}: after repair: {:#?}", again.findings);
+        check("after fsck --repair");
+    }
+    eprintln!("kill: {trials} trials, {killed} writers killed, {acked_total} acknowledged writes all read back");
+    assert!(
+        killed * 2 >= writers,
+        "only {killed} of {writers} writers were killed mid-write"
+    );
 }

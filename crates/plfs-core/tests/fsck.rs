@@ -287,17 +287,19 @@ fn verify_finds_a_flipped_data_byte() {
     assert_eq!(v.bytes, 9000);
     let data = fx.logs("f", "data.").remove(0);
     let mut b = std::fs::read(&data).unwrap();
-    b[64 + 3000 + 17] ^= 0x40; // second write, logical 3017
+    // Write k's bytes follow its 32-byte frame: at 64 + k*(32 + 3000) + 32.
+    let at = |k: usize| 64 + k * 3032 + 32;
+    b[at(1) + 17] ^= 0x40; // second write, logical 3017
     std::fs::write(&data, &b).unwrap();
     let v = fsck::verify(&fx.plfs(), &fx.path("f")).unwrap();
     assert_eq!(v.mismatches.len(), 1, "{v:?}");
     let m = &v.mismatches[0];
-    assert_eq!((m.logical_off, m.length, m.physical_off), (3000, 3000, 64 + 3000));
+    assert_eq!((m.logical_off, m.length, m.physical_off), (3000, 3000, at(1) as u64));
     assert_eq!(m.data_log, data);
     assert!(m.to_string().contains(&*data.to_string_lossy()));
     assert_eq!(v.exit_code(), 4);
     // A shortened data log: the record's data is missing.
-    std::fs::write(&data, &b[..64 + 7000]).unwrap();
+    std::fs::write(&data, &b[..at(2) + 1000]).unwrap();
     let v = fsck::verify(&fx.plfs(), &fx.path("f")).unwrap();
     assert!(
         v.mismatches.iter().any(|m| m.actual.is_none() && m.logical_off == 6000),

@@ -679,7 +679,7 @@ fn upgrade_converts_in_place_and_keeps_bytes_mode_and_times() {
         assert_eq!(up.size, want.len() as u64);
         assert!(calls > 0 || want.is_empty());
         let fresh = fx.plfs();
-        assert_eq!(format_of(&fresh, &f), "plfs v1 (N-1 container)", "{name}");
+        assert_eq!(format_of(&fresh, &f), "plfs v2 (N-1 container)", "{name}");
         assert!(read(&fresh, &f) == want, "{name}: bytes after upgrade");
         let after = fresh.stat(&f).unwrap();
         assert_eq!(

@@ -179,7 +179,8 @@ fn reader_refreshes_while_a_writer_appends() {
 #[test]
 fn killed_writer_keeps_what_it_synced() {
     // The writer syncs after 30 records, writes 20 more (their index records stay in its buffer),
-    // then dies without closing.
+    // then dies without closing. Since format 2 the 20 are kept too: their frames in the data log
+    // describe them (before, only the 30 synced ones survived).
     let fx = Fixture::new("mp-crash", 1, 0, GlobalParams::default());
     let (recsize, nrecs, sync_at) = (10_000u64, 50u64, 30u64);
     let out = child_command(
@@ -194,7 +195,7 @@ fn killed_writer_keeps_what_it_synced() {
     assert!(!out.status.success(), "the writer was meant to abort");
     assert_eq!(child_lines(&out, "synced"), vec![(recsize * sync_at).to_string()]);
     let path = fx.path("crash");
-    let synced = (recsize * sync_at) as usize;
+    let synced = (recsize * nrecs) as usize;
     // Its open dropping stays behind: stat takes the slow path and is still exact.
     let p = fx.plfs();
     assert_eq!(p.stat(&path).unwrap().size, synced as u64);
@@ -427,8 +428,8 @@ fn a_write_that_fills_the_backend_is_short() {
         .unwrap_or_else(|| panic!("first write failed: {:?}", child_lines(&out, "first-err")))
         .parse()
         .unwrap();
-    // The data log holds its 64-byte header and what fits under 2 MiB.
-    assert_eq!(first, (2 << 20) - 64, "bytes the first write reports");
+    // The data log holds its 64-byte header, the write's 32-byte frame and what fits under 2 MiB.
+    assert_eq!(first, (2 << 20) - 64 - 32, "bytes the first write reports");
     assert_eq!(
         child_lines(&out, "second-err"),
         vec!["27".to_string()],

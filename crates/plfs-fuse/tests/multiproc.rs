@@ -264,7 +264,7 @@ fn writes_to_one_file_are_served_in_parallel() {
     let mut overlaps = 0;
     for attempt in 0..5 {
         let mut st = std::process::Command::new("strace")
-            .args(["-f", "-ttt", "-T", "-e", "trace=pwrite64", "-o"])
+            .args(["-f", "-ttt", "-T", "-e", "trace=pwrite64,pwritev", "-o"])
             .arg(&trace)
             .args(["-p", &m.daemon_pid().to_string()])
             .stderr(std::process::Stdio::null())
@@ -309,13 +309,16 @@ fn writes_to_one_file_are_served_in_parallel() {
                 continue;
             };
             let dur = || l.rsplit('<').next()?.trim_end_matches('>').parse::<f64>().ok();
-            if l.contains("pwrite64(") && l.contains(&format!(", {rec}, ")) {
+            // A write goes out as one pwritev of its frame and its bytes (format 2).
+            let data_write = (l.contains("pwrite64(") && l.contains(&format!(", {rec}, ")))
+                || (l.contains("pwritev(") && l.contains(&format!("iov_len={rec}}}")));
+            if data_write {
                 if l.ends_with("<unfinished ...>") {
                     open.insert(tid, at);
                 } else if let Some(d) = dur() {
                     calls.push((at, at + d, tid));
                 }
-            } else if l.contains("<... pwrite64 resumed>") {
+            } else if l.contains("<... pwrite64 resumed>") || l.contains("<... pwritev resumed>") {
                 if let (Some(start), Some(d)) = (open.remove(&tid), dur()) {
                     calls.push((start, start + d, tid));
                 }

@@ -11,9 +11,12 @@
 //!                     host_len u16 | dir | name | host } |
 //!           truncs: { ts u64 | writer u64 | size u64 } |
 //!           pieces: { logical u64 | len u64 | phys u64 | ts u64 | writer u64 | chunk u32 } |
-//!           patterns: { start u64 | len u64 | stride u64 | count u64 | phys u64 | ts_first u64 |
-//!                       ts_last u64 | writer u64 | chunk u32 } |
+//!           patterns: { start u64 | len u64 | stride u64 | count u64 | phys u64 | pstride u64 |
+//!                       ts_first u64 | ts_last u64 | writer u64 | chunk u32 } |
 //!           crc32c u32 over every preceding byte }
+//!
+//! Version 1 had no `pstride` (76-byte patterns in version 2, 68 in version 1): its elements lay
+//! back to back, `pstride = len`.
 
 use crate::error::{Error, Result};
 use crate::format::{self, MetaDropping};
@@ -26,10 +29,12 @@ pub const FLAT_HEADER_LEN: usize = 48;
 /// Length of one encoded piece.
 pub const FLAT_PIECE_LEN: usize = 44;
 /// Length of one encoded pattern.
-pub const FLAT_PATTERN_LEN: usize = 68;
+pub const FLAT_PATTERN_LEN: usize = 76;
+/// Length of one encoded pattern in a version 1 flattened index (no `pstride`).
+pub const FLAT_PATTERN_LEN_V1: usize = 68;
 
-/// A compressed run: (start, len, stride, count, phys, ts_first, ts_last, writer, chunk).
-pub type FlatPattern = (u64, u64, u64, u64, u64, u64, u64, u64, u32);
+/// A compressed run: (start, len, stride, count, phys, pstride, ts_first, ts_last, writer, chunk).
+pub type FlatPattern = (u64, u64, u64, u64, u64, u64, u64, u64, u64, u32);
 
 /// Where a chunk's hostdir is: inside the container (relative name) or on a shadow (absolute).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,8 +128,8 @@ impl Flat {
             }
             b.extend_from_slice(&chunk.to_le_bytes());
         }
-        for &(a, l, st, n, ph, t0, t1, w, chunk) in &self.patterns {
-            for v in [a, l, st, n, ph, t0, t1, w] {
+        for &(a, l, st, n, ph, ps, t0, t1, w, chunk) in &self.patterns {
+            for v in [a, l, st, n, ph, ps, t0, t1, w] {
                 b.extend_from_slice(&v.to_le_bytes());
             }
             b.extend_from_slice(&chunk.to_le_bytes());
@@ -270,28 +275,31 @@ pub fn decode_stream(
         }
         item(FlatItem::Piece(p))?;
     }
-    if npatterns.checked_mul(FLAT_PATTERN_LEN).is_none_or(|n| n as u64 > len) {
+    let pattern_len = if v == 1 { FLAT_PATTERN_LEN_V1 } else { FLAT_PATTERN_LEN };
+    if npatterns.checked_mul(pattern_len).is_none_or(|n| n as u64 > len) {
         return Err(bad("pattern count exceeds file size"));
     }
     for _ in 0..npatterns {
+        let (start, len, stride, count, phys) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+        let pstride = if v == 1 { len } else { r.u64()? };
         let p = (
-            r.u64()?,
-            r.u64()?,
-            r.u64()?,
-            r.u64()?,
-            r.u64()?,
+            start,
+            len,
+            stride,
+            count,
+            phys,
+            pstride,
             r.u64()?,
             r.u64()?,
             r.u64()?,
             r.u32()?,
         );
-        let (start, len, stride, count) = (p.0, p.1, p.2, p.3);
         let fits = (count.checked_sub(1))
             .and_then(|c| c.checked_mul(stride))
             .and_then(|x| x.checked_add(start))
             .and_then(|x| x.checked_add(len))
             .is_some();
-        if p.8 as usize >= nchunks || count == 0 || len == 0 || stride < len || !fits {
+        if p.9 as usize >= nchunks || count == 0 || len == 0 || stride < len || pstride < len || !fits {
             return Err(bad("invalid pattern"));
         }
         item(FlatItem::Pattern(p))?;
@@ -405,7 +413,7 @@ mod tests {
             chunks: vec![],
             truncs: vec![],
             pieces: vec![(0, 1, 0, 1, 1, 0)],
-            patterns: vec![(0, 1, 2, 8, 0, 1, 2, 1, 0)],
+            patterns: vec![(0, 1, 2, 8, 0, 1, 1, 2, 1, 0)],
         };
         assert_eq!(
             f.encode().len(),
@@ -428,7 +436,7 @@ mod tests {
             }],
             truncs: vec![(1, 2, 3)],
             pieces: vec![(0, 10, 64, 5, 1, 0)],
-            patterns: vec![(100, 10, 40, 3, 74, 6, 9, 1, 0)],
+            patterns: vec![(100, 10, 40, 3, 74, 42, 6, 9, 1, 0)],
         };
         let b = f.encode();
         assert_eq!(Flat::decode(Path::new("x"), &b).unwrap(), f);
@@ -460,7 +468,7 @@ mod tests {
         };
         f.pieces = (0..80_000u64).map(|i| (i * 100, 10 + i % 7, i * 17, i, 1, 0)).collect();
         f.patterns = (0..5_000u64)
-            .map(|i| (1 << 40 | i << 20, 8, 16, 3, i, 1, 2, 1, 0))
+            .map(|i| (1 << 40 | i << 20, 8, 16, 3, i, 8, 1, 2, 1, 0))
             .collect();
         let b = f.encode();
         assert!(b.len() > 3 * STREAM_PIECE);

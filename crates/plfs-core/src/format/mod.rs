@@ -1,4 +1,4 @@
-//! On-disk format v1: every magic number, size, offset and file-name grammar of a container.
+//! On-disk format v2: every magic number, size, offset and file-name grammar of a container.
 //! The authoritative description is `docs/format.md`; the unit tests at the bottom pin each constant
 //! to the value the document gives. All integers are little-endian.
 
@@ -18,7 +18,7 @@ pub use names::{data_log_name, fast_size, hash_str, index_log_name, parse_log_na
 pub const FLAT_NAME: &str = "flat.index";
 
 /// Format version written by this library and the newest one it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Name of the marker file that makes a backend directory a container.
 pub const MARKER_NAME: &str = ".plfscontainer";
@@ -141,12 +141,84 @@ pub struct LogHeader {
     pub open_ns: u64,
     /// The writer's pid as passed to `plfs_open` (an MPI rank, or the process id).
     pub pid: u32,
-    /// Flags; bit 0 = index records carry data checksums.
+    /// Flags: [`LOG_FLAG_DATA_CRC`], [`LOG_FLAG_FRAMED`].
     pub flags: u32,
 }
 
 /// [`LogHeader::flags`] bit: records carry a crc32c of their data.
 pub const LOG_FLAG_DATA_CRC: u32 = 1;
+/// [`LogHeader::flags`] bit (format 2): every write's bytes in the data log are preceded by a
+/// [`Frame`] that describes them, so the data log alone says where each byte belongs.
+pub const LOG_FLAG_FRAMED: u32 = 2;
+
+/// Length of a [`Frame`].
+pub const FRAME_LEN: usize = 32;
+
+/// Bytes between two consecutive writes' data in a data log whose header has `flags`: a frame in
+/// a framed log, nothing in an unframed one.
+pub fn frame_gap(flags: u32) -> u64 {
+    if flags & LOG_FLAG_FRAMED != 0 {
+        FRAME_LEN as u64
+    } else {
+        0
+    }
+}
+/// A frame's magic, `PLFW` (the first four bytes of every frame).
+pub const FRAME_MAGIC: [u8; 4] = *b"PLFW";
+/// The most data bytes one frame describes (Linux's own limit for one write(2)).
+pub const FRAME_MAX_DATA: usize = 0x7fff_f000;
+
+/// What precedes each write's bytes in a framed data log (format 2): the write's logical offset,
+/// length and ordering timestamp, written by the same `pwritev` as the bytes, so a write whose
+/// call returned is described in the data log even when its index record was never appended.
+///
+/// Format: { magic [4] = "PLFW" | length u32 | logical_off u64 | ts u64 | data_crc32c u32 |
+///           crc32c u32 }   (32 bytes; the crc32c covers bytes 0..28)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// Offset in the logical file.
+    pub logical_off: u64,
+    /// Number of data bytes that follow the frame.
+    pub length: u32,
+    /// Ordering timestamp, the same as the write's index record.
+    pub ts: u64,
+    /// crc32c of the data when the log's [`LOG_FLAG_DATA_CRC`] flag is set, else 0.
+    pub data_crc: u32,
+}
+
+impl Frame {
+    /// Encodes the 32-byte frame.
+    pub fn encode(&self) -> [u8; FRAME_LEN] {
+        let mut b = [0u8; FRAME_LEN];
+        b[0..4].copy_from_slice(&FRAME_MAGIC);
+        b[4..8].copy_from_slice(&self.length.to_le_bytes());
+        b[8..16].copy_from_slice(&self.logical_off.to_le_bytes());
+        b[16..24].copy_from_slice(&self.ts.to_le_bytes());
+        b[24..28].copy_from_slice(&self.data_crc.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..28]);
+        b[28..32].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a frame; `None` when the bytes are not a whole, intact frame (the end of what a
+    /// writer wrote, or damage).
+    pub fn decode(b: &[u8]) -> Option<Frame> {
+        if b.len() < FRAME_LEN || b[0..4] != FRAME_MAGIC || le_u32(&b[28..32]) != crc32c::crc32c(&b[..28]) {
+            return None;
+        }
+        let f = Frame {
+            length: le_u32(&b[4..8]),
+            logical_off: le_u64(&b[8..16]),
+            ts: le_u64(&b[16..24]),
+            data_crc: le_u32(&b[24..28]),
+        };
+        let fits = f
+            .logical_off
+            .checked_add(u64::from(f.length))
+            .is_some_and(|e| e <= i64::MAX as u64);
+        (f.length > 0 && f.length as usize <= FRAME_MAX_DATA && fits).then_some(f)
+    }
+}
 
 impl LogHeader {
     /// Encodes the 64-byte header.
@@ -229,7 +301,8 @@ impl WriteRecord {
 }
 
 /// A run of writes by one writer: element `i` is `length` bytes at logical
-/// `logical_start + i*stride`, stored at `physical_start + i*length`, written at `ts[i]`.
+/// `logical_start + i*stride`, stored at `physical_start + i*length` in an unframed data log and
+/// at `physical_start + i*(length + FRAME_LEN)` in a framed one, written at `ts[i]`.
 ///
 /// Format: { kind u16 = 2 | body_len u16 | logical_start u64 | length u64 | stride u64 | count u64 |
 ///           physical_start u64 | ts_first u64 | ts_last u64 | flags u32 = 0 |
@@ -340,9 +413,10 @@ impl PatternRecord {
 }
 
 /// Encodes a writer's buffered records, turning runs of at least [`PATTERN_MIN_RUN`] writes of
-/// one length at a constant logical stride (>= length) that are contiguous in the data log and
-/// carry no data checksum into pattern records.
-pub fn encode_records(recs: &[WriteRecord], out: &mut Vec<u8>) {
+/// one length at a constant logical stride (>= length) that lie `gap` bytes apart in the data log
+/// (0 in an unframed log, [`FRAME_LEN`] in a framed one) and carry no data checksum into pattern
+/// records.
+pub fn encode_records(recs: &[WriteRecord], gap: u64, out: &mut Vec<u8>) {
     let mut i = 0;
     while i < recs.len() {
         let r = recs[i];
@@ -355,7 +429,7 @@ pub fn encode_records(recs: &[WriteRecord], out: &mut Vec<u8>) {
                 && recs[j].length == r.length
                 && recs[j].data_crc == 0
                 && recs[j].logical_off.checked_sub(recs[j - 1].logical_off) == Some(stride)
-                && recs[j].physical_off == recs[j - 1].physical_off + r.length
+                && recs[j].physical_off == recs[j - 1].physical_off + r.length + gap
                 && recs[j].ts >= recs[j - 1].ts
             {
                 j += 1;
@@ -473,7 +547,9 @@ mod tests {
 
     #[test]
     fn constants_match_format_md() {
-        assert_eq!(FORMAT_VERSION, 1);
+        assert_eq!(FORMAT_VERSION, 2);
+        assert_eq!((FRAME_LEN, &FRAME_MAGIC, FRAME_MAX_DATA), (32, b"PLFW", 0x7fff_f000));
+        assert_eq!((LOG_FLAG_DATA_CRC, LOG_FLAG_FRAMED), (1, 2));
         assert_eq!(&MARKER_MAGIC, b"PLFSCTR\0");
         assert_eq!(&INDEX_MAGIC, b"PLFSIDX\0");
         assert_eq!(&DATA_MAGIC, b"PLFSDAT\0");
@@ -494,6 +570,69 @@ mod tests {
         assert_eq!(MARKER_NAME, ".plfscontainer");
         assert_eq!(hash_str(""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(hash_str("a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    /// docs/format.md section 3 gives the frame: read from the document, not restated.
+    #[test]
+    fn frame_matches_format_md() {
+        let doc = include_str!("../../../../docs/format.md");
+        let start = doc.find("## 3. Data log").expect("format.md has section 3");
+        let sec = &doc[start..start + doc[start..].find("\n## 4.").expect("section 4 follows")];
+        let line = sec
+            .lines()
+            .find(|l| l.starts_with("Format: { magic [4] = \"PLFW\""))
+            .expect("the frame's grammar");
+        let body = &line[line.find('{').unwrap() + 1..line.rfind('}').unwrap()];
+        let width: usize = body
+            .split('|')
+            .map(|f| match f.split_whitespace().nth(1) {
+                Some("u64") => 8,
+                Some("u32") => 4,
+                Some("[4]") => 4,
+                _ => panic!("field {f:?}"),
+            })
+            .sum();
+        assert_eq!(width, FRAME_LEN);
+        for needle in [
+            "| 4 | 4 | data bytes",
+            "| 8 | 8 | logical offset",
+            "| 16 | 8 | timestamp",
+            "| 28 | 4 | crc32c of bytes 0..28",
+        ] {
+            assert!(sec.contains(needle), "format.md section 3 lacks {needle:?}");
+        }
+        // The encoder writes what the table says.
+        let f = Frame {
+            logical_off: 0x0102_0304_0506_0708,
+            length: 4096,
+            ts: 77,
+            data_crc: 9,
+        };
+        let b = f.encode();
+        assert_eq!(&b[0..4], b"PLFW");
+        assert_eq!(le_u32(&b[4..8]), 4096);
+        assert_eq!(le_u64(&b[8..16]), 0x0102_0304_0506_0708);
+        assert_eq!(le_u64(&b[16..24]), 77);
+        assert_eq!(le_u32(&b[24..28]), 9);
+        assert_eq!(le_u32(&b[28..32]), crc32c::crc32c(&b[..28]));
+        assert_eq!(Frame::decode(&b), Some(f));
+        // Cut short, or any bit flipped: not a frame.
+        assert_eq!(Frame::decode(&b[..31]), None);
+        for i in 0..FRAME_LEN * 8 {
+            let mut c = b;
+            c[i / 8] ^= 1 << (i % 8);
+            assert_eq!(Frame::decode(&c), None, "bit {i}");
+        }
+        // A frame never describes a zero-length write or one past the largest file offset.
+        for bad in [
+            Frame { length: 0, ..f },
+            Frame {
+                logical_off: i64::MAX as u64,
+                ..f
+            },
+        ] {
+            assert_eq!(Frame::decode(&bad.encode()), None);
+        }
     }
 
     #[test]
@@ -547,7 +686,7 @@ mod tests {
         recs.push(mk(20, 5, 3, 64 + 2000)); // irregular
         recs.extend((21..26).map(|i| mk(i, i * 10_000, 50, 64 + 2003 + (i - 21) * 50))); // too short a run
         let mut buf = Vec::new();
-        encode_records(&recs, &mut buf);
+        encode_records(&recs, 0, &mut buf);
         let d = decode_records(&buf);
         assert!(d.tail_error.is_none());
         assert_eq!(d.patterns.len(), 1);

@@ -5,7 +5,7 @@
 use super::compaction;
 use super::debris;
 use super::droppings::check_droppings;
-use super::index_log::{fix_index_log, scan_index};
+use super::index_log::{append_records, fix_index_log, scan_index};
 use super::liveness::{writer_liveness, Liveness};
 use super::report::{repair_step, Kind, Options, Repair, Report};
 use super::writer::{LogFile, WriterState};
@@ -471,13 +471,17 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
                 Repair::Manual("restore the data log".into()),
             );
         }
-        let used = s
+        let mut used = s
             .records
             .iter()
             .map(|r| r.physical_off.saturating_add(r.length))
             .max()
             .unwrap_or(0)
             .max(format::DATA_HEADER_LEN as u64);
+        let framed = data_header.is_some_and(|h| h.flags & format::LOG_FLAG_FRAMED != 0);
+        if framed && ds > used {
+            used = recover_frames(w, &wname, ds, used, data_header, may_touch, opts, &mut scan, rep);
+        }
         if ds > used && live.as_ref().is_none_or(|l| matches!(l, Liveness::Dead(_))) {
             let p = w.data.as_ref().map(|d| d.path.clone()).unwrap_or_default();
             let msg = format!("{wname}: last {} bytes of the data log were never indexed (writes lost in a crash); readers never see them", ds - used);
@@ -498,6 +502,68 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
         opts,
         rep,
     );
+}
+
+/// The writes a framed data log describes past the last one its index log lists (its writer was
+/// killed before appending their records, or is still writing): readers already recover them;
+/// the repair appends their records to the index log, so that the writer's close record can say
+/// what it wrote. Returns where the data log's last whole write ends.
+#[allow(clippy::too_many_arguments)]
+fn recover_frames(
+    w: &WriterState,
+    wname: &str,
+    ds: u64,
+    used: u64,
+    data_header: Option<LogHeader>,
+    may_touch: bool,
+    opts: &Options,
+    scan: &mut Option<super::index_log::IndexScan>,
+    rep: &mut Report,
+) -> u64 {
+    let (Some(d), Some(ix), Some(s)) = (&w.data, &w.index, scan.as_mut()) else {
+        return used;
+    };
+    let flags = data_header.map_or(0, |h| h.flags);
+    let mut recs = Vec::new();
+    let end = match d
+        .dir
+        .open_file(&d.name, Access::Read)
+        .and_then(|f| crate::index::scan_frames(&f, used, ds, flags, &mut recs))
+    {
+        Ok(end) => end,
+        Err(e) => {
+            let msg = format!("{wname}: reading the data log's frames: {e}");
+            rep.push(
+                Kind::Unreadable,
+                true,
+                &d.path,
+                msg,
+                Repair::Manual("check the backend".into()),
+            );
+            return used;
+        }
+    };
+    if recs.is_empty() {
+        return used;
+    }
+    let bytes: u64 = recs.iter().map(|r| r.length).sum();
+    let what = format!("appended their {} records to the index log", recs.len());
+    let repair = if may_touch {
+        repair_step(opts, what, || append_records(ix, s.valid_end, &recs))
+    } else {
+        Repair::Manual("its writer may still be running (use --force-stale if it is not)".into())
+    };
+    // What the log holds, whether or not its records are appended yet: the close record
+    // the droppings check may write counts these writes too.
+    if matches!(repair, Repair::Done(_) | Repair::Possible(_)) {
+        s.records.extend(recs.iter().copied());
+    }
+    let msg = format!(
+        "{wname}: {} writes ({bytes} bytes) in the data log are not in its index log yet (a writer killed before appending their records); readers recover them from the data log",
+        recs.len()
+    );
+    rep.push(Kind::UnindexedData, true, &d.path, msg, repair);
+    end
 }
 
 /// A permission error (EACCES, EPERM): the reader may not look, which is not damage.

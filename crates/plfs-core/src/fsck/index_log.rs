@@ -37,6 +37,7 @@ pub(super) fn scan_index(log: &LogFile) -> Result<IndexScan> {
     }
     let header = LogHeader::decode(path, &bytes, format::INDEX_MAGIC).map_err(|e| e.to_string());
     let mut dec = format::decode_records(&bytes[hl..]);
+    let gap = header.as_ref().map_or(0, |h| format::frame_gap(h.flags));
     // A pattern record stands for a run of writes: fsck reasons about the writes themselves.
     for p in std::mem::take(&mut dec.patterns) {
         for (i, ts) in p.ts.iter().enumerate() {
@@ -44,7 +45,7 @@ pub(super) fn scan_index(log: &LogFile) -> Result<IndexScan> {
             dec.records.push(WriteRecord {
                 logical_off: p.logical_start + i * p.stride,
                 length: p.length,
-                physical_off: p.physical_start + i * p.length,
+                physical_off: p.physical_start + i * (p.length + gap),
                 ts: *ts,
                 data_crc: 0,
             });
@@ -174,6 +175,17 @@ pub(super) fn fix_index_log(
 }
 
 /// Writes `header` at offset 0 (if given) and truncates the index log to `len` bytes.
+/// Appends `recs` (writes read from the data log's frames) to an index log whose valid records
+/// end at `at`, replacing anything after that, and makes them durable.
+pub(super) fn append_records(ix: &LogFile, at: u64, recs: &[WriteRecord]) -> Result<()> {
+    let mut b = Vec::with_capacity(recs.len() * format::WRITE_REC_LEN);
+    format::encode_records(recs, format::FRAME_LEN as u64, &mut b);
+    let f = ix.dir.open_file(&ix.name, Access::Write)?;
+    f.pwrite_all(&b, at)?;
+    f.truncate(at + b.len() as u64)?;
+    f.fsync()
+}
+
 fn rewrite_index(ix: &LogFile, header: Option<&[u8]>, len: u64) -> Result<()> {
     let f = ix.dir.open_file(&ix.name, Access::Write)?;
     if let Some(h) = header {

@@ -12,7 +12,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod logs;
 mod sums;
+pub(crate) use logs::scan_frames;
+use logs::{no_link, past_end, read_log, retired_writers, FoundLog, LogRead, Tail};
 pub use sums::{SumCheck, Sums};
 
 /// A data log the map points into.
@@ -46,6 +49,13 @@ pub struct IndexState {
     last_chunk: Option<(u64, u32)>,
     /// Index logs read so far: display path → bytes consumed (header included).
     logs: HashMap<PathBuf, u64>,
+    /// What is known of each index log's data log (by the index log's display path).
+    tails: HashMap<PathBuf, Tail>,
+    /// Writes read from the data logs' frames that no index record described yet (statistics).
+    pub recovered: u64,
+    /// Writes read from the index logs of framed data logs: each has a frame in its data log,
+    /// which is overhead, not dead data, in a usage report.
+    pub framed_writes: u64,
     truncs: HashSet<(u64, u64, u64)>,
     /// Open data-log descriptors with their last use (least recently used is closed first).
     fds: HashMap<u32, (Arc<File>, u64)>,
@@ -64,14 +74,6 @@ pub struct IndexState {
 /// Logs read per thread of a refresh (fewer are read on the calling thread).
 const LOGS_PER_THREAD: usize = 8;
 
-/// An index log found while listing hostdirs.
-struct FoundLog {
-    dir: usize,
-    name: OsString,
-    path: PathBuf,
-    info: format::LogName,
-}
-
 impl IndexState {
     /// An empty state for a container.
     pub fn empty(max_fds: usize) -> Self {
@@ -84,6 +86,9 @@ impl IndexState {
             last_dir: None,
             last_chunk: None,
             logs: HashMap::new(),
+            tails: HashMap::new(),
+            recovered: 0,
+            framed_writes: 0,
             truncs: HashSet::new(),
             fds: HashMap::new(),
             fd_tick: 0,
@@ -166,7 +171,7 @@ impl IndexState {
                     records += 1;
                     self.map.insert_write(l, len, chunk, phys, Key { ts, writer });
                 }
-                FlatItem::Pattern((start, len, stride, count, phys, ts_first, ts_last, writer, chunk)) => {
+                FlatItem::Pattern((start, len, stride, count, phys, pstride, ts_first, ts_last, writer, chunk)) => {
                     records += 1;
                     self.map.insert_pattern(crate::extent::Pattern {
                         start,
@@ -175,6 +180,7 @@ impl IndexState {
                         count,
                         chunk,
                         phys,
+                        pstride,
                         writer,
                         ts_first,
                         ts_last,
@@ -227,7 +233,7 @@ impl IndexState {
             .patterns()
             .map(|p| {
                 (
-                    p.start, p.len, p.stride, p.count, p.phys, p.ts_first, p.ts_last, p.writer, p.chunk,
+                    p.start, p.len, p.stride, p.count, p.phys, p.pstride, p.ts_first, p.ts_last, p.writer, p.chunk,
                 )
             })
             .collect();
@@ -386,13 +392,22 @@ impl IndexState {
         // costs more than reading a few small logs (a refresh is what every fstat of an open file
         // does): one thread per LOGS_PER_THREAD logs, up to `threadpool_size`.
         let threads = (found.len() / LOGS_PER_THREAD).clamp(1, (c.mount.global.threadpool_size as usize).max(1));
-        let starts: Vec<u64> = found
+        let starts: Vec<(u64, Tail, bool)> = found
             .iter()
-            .map(|f| self.logs.get(&f.path).copied().unwrap_or(0))
+            .map(|f| {
+                (
+                    self.logs.get(&f.path).copied().unwrap_or(0),
+                    self.tails.get(&f.path).copied().unwrap_or_default(),
+                    !closed.contains(&f.info.writer_id),
+                )
+            })
             .collect();
         let dirs = &self.dirs;
-        let read_all = |fs: &[FoundLog], ss: &[u64]| -> Vec<Result<LogRead>> {
-            fs.iter().zip(ss).map(|(f, &s)| read_log(&dirs[f.dir], f, s)).collect()
+        let read_all = |fs: &[FoundLog], ss: &[(u64, Tail, bool)]| -> Vec<Result<LogRead>> {
+            fs.iter()
+                .zip(ss)
+                .map(|(f, &(s, t, open))| read_log(&dirs[f.dir], f, s, t, open))
+                .collect()
         };
         // Few logs (a refresh of a file with a handful of writers) are read on this thread.
         let results: Vec<Result<LogRead>> = if threads <= 1 {
@@ -420,7 +435,8 @@ impl IndexState {
                 consumed: new_consumed,
                 mut dec,
                 data_len,
-                sums,
+                tail,
+                recovered,
             } = match r {
                 Ok(v) => v,
                 // Listed, then gone: a compaction retired it, after publishing the log that
@@ -457,13 +473,24 @@ impl IndexState {
                 ));
             }
             let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
-            if sums == Some(true) {
+            let flags = tail.flags.unwrap_or(0);
+            if flags & format::LOG_FLAG_DATA_CRC != 0 {
                 self.sums.enable(chunk);
             }
+            let gap = format::frame_gap(flags);
             let (patterns, records) = (std::mem::take(&mut dec.patterns), std::mem::take(&mut dec.records));
+            if gap > 0 {
+                let n: u64 = patterns.iter().map(|p| p.ts.len() as u64).sum();
+                self.framed_writes += n + records.len() as u64;
+            }
             for pr in patterns {
                 let n = pr.ts.len() as u64;
-                if pr.physical_start.saturating_add(n.saturating_mul(pr.length)) > data_len {
+                let pstride = pr.length.saturating_add(gap);
+                let pend = pr
+                    .physical_start
+                    .saturating_add((n - 1).saturating_mul(pstride))
+                    .saturating_add(pr.length);
+                if pend > data_len {
                     return Err(past_end(f, pr.logical_start, data_len));
                 }
                 self.map.insert_pattern(crate::extent::Pattern {
@@ -473,6 +500,7 @@ impl IndexState {
                     count: n,
                     chunk,
                     phys: pr.physical_start,
+                    pstride,
                     writer: f.info.writer_id,
                     ts_first: pr.ts[0],
                     ts_last: pr.ts[pr.ts.len() - 1],
@@ -483,7 +511,10 @@ impl IndexState {
             }
             self.records_read += records.len() as u64;
             *self.written.entry(f.info.writer_id).or_default() += records.iter().map(|r| r.length).sum::<u64>();
-            for r in &records {
+            // Then the writes only the data log describes yet (their frames): the same extents,
+            // keys and checksums their index records will carry, so reading them again from
+            // those records changes nothing (docs/design.md, "Crash semantics").
+            for r in records.iter().chain(&recovered) {
                 if r.physical_off.saturating_add(r.length) > data_len {
                     return Err(past_end(f, r.logical_off, data_len));
                 }
@@ -500,7 +531,9 @@ impl IndexState {
                 self.sums
                     .add(chunk, r.physical_off, r.length, r.logical_off, r.data_crc);
             }
+            self.recovered += recovered.len() as u64;
             self.logs.insert(f.path.clone(), new_consumed);
+            self.tails.insert(f.path.clone(), tail);
         }
         // Every write of a writer that closed must be in its index log (one without a log was
         // retired by a compaction, checked above).
@@ -558,141 +591,4 @@ impl IndexState {
         let c = &self.chunks[chunk as usize];
         self.dirs[c.dir].sub(&c.name)
     }
-}
-
-/// A record that points past the end of its data log: damage (data always reaches the data log
-/// before the record that points at it).
-fn past_end(f: &FoundLog, logical: u64, data_len: u64) -> Error {
-    let data = format::data_log_name(f.info.writer_id, f.info.pid, &f.info.host);
-    Error::corrupt(
-        &f.path,
-        format!("the write at logical offset {logical} points past the end of its {data_len}-byte data log {data}"),
-    )
-}
-
-/// What [`read_log`] read of an index log.
-struct LogRead {
-    /// Bytes of the log consumed so far (header included).
-    consumed: u64,
-    dec: format::DecodedRecords,
-    /// Size of the matching data log.
-    data_len: u64,
-    /// Whether its records carry data checksums, when the header was read (from byte 0).
-    sums: Option<bool>,
-}
-
-/// Reads an index log from byte `start`. A data log missing while its index log has records is
-/// damage.
-fn read_log(dir: &Dir, f: &FoundLog, start: u64) -> Result<LogRead> {
-    let (file, size) = no_link(dir.open_file_sized(&f.name, Access::Read), dir, &f.name)?;
-    let nothing = |consumed| LogRead {
-        consumed,
-        dec: format::DecodedRecords::default(),
-        data_len: 0,
-        sums: None,
-    };
-    if size < start {
-        return Ok(nothing(size));
-    }
-    // Read to the end of the file, not to the size fstat reported: a network file system may
-    // report a size that lags behind what another client appended (GlusterFS: about a second).
-    let buf = file.read_to_end_from(start, size - start)?;
-    let mut body_start = 0usize;
-    let mut sums = None;
-    if start == 0 {
-        if buf.len() < format::INDEX_HEADER_LEN {
-            // Header not (fully) written yet: nothing to consume.
-            return Ok(nothing(0));
-        }
-        let h = format::LogHeader::decode(&f.path, &buf, format::INDEX_MAGIC)?;
-        if h.writer_id != f.info.writer_id {
-            return Err(Error::corrupt(
-                &f.path,
-                format!(
-                    "header names writer {:016x}, file name {:016x}",
-                    h.writer_id, f.info.writer_id
-                ),
-            ));
-        }
-        body_start = format::INDEX_HEADER_LEN;
-        sums = Some(h.flags & format::LOG_FLAG_DATA_CRC != 0);
-    }
-    let dec = format::decode_records(&buf[body_start..]);
-    let consumed = start + (body_start + dec.valid_len) as u64;
-    let data_name = format::data_log_name(f.info.writer_id, f.info.pid, &f.info.host);
-    // The data log's size bounds the new records; with none, it is not needed.
-    if dec.records.is_empty() && dec.patterns.is_empty() {
-        return Ok(LogRead {
-            consumed,
-            dec,
-            data_len: 0,
-            sums,
-        });
-    }
-    let data_len = match dir.stat(&data_name) {
-        Ok(st) => {
-            // A size that lags (see above) is checked against the data itself before the
-            // records are called damaged.
-            let len = st.st_size.max(0) as u64;
-            let end = dec
-                .records
-                .iter()
-                .map(|r| r.physical_off.saturating_add(r.length))
-                .chain(dec.patterns.iter().map(|p| {
-                    p.physical_start
-                        .saturating_add((p.ts.len() as u64).saturating_mul(p.length))
-                }))
-                .max()
-                .unwrap_or(0);
-            if end > len && end > 0 {
-                let data = no_link(dir.open_file(&data_name, Access::Read), dir, &data_name)?;
-                let mut b = [0u8; 1];
-                if data.pread_full(&mut b, end - 1)? == 1 {
-                    end
-                } else {
-                    len
-                }
-            } else {
-                len
-            }
-        }
-        Err(e) if crate::sys::is_missing(&e) => {
-            return Err(Error::corrupt(
-                dir.sub(&data_name),
-                format!("missing, but its index log {} has records", f.path.display()),
-            ))
-        }
-        Err(e) => return Err(e),
-    };
-    Ok(LogRead {
-        consumed,
-        dec,
-        data_len,
-        sums,
-    })
-}
-
-/// A log opened without following links (`O_NOFOLLOW`) that turned out to be a symbolic link:
-/// something planted in the container, which is damage (EIO), not a path to follow.
-fn no_link<T>(r: Result<T>, dir: &Dir, name: impl AsRef<std::ffi::OsStr>) -> Result<T> {
-    r.map_err(|e| {
-        if e.raw_errno() == rustix::io::Errno::LOOP.raw_os_error() {
-            Error::corrupt(dir.sub(name), "a symbolic link where a log should be (not followed)")
-        } else {
-            e
-        }
-    })
-}
-
-/// Writers whose logs the container's compaction journal retires (none without a journal).
-fn retired_writers(c: &Container) -> Result<HashSet<u64>> {
-    use crate::format::compact::{Journal, E_RETIRED, JOURNAL_NAME};
-    let Some(f) = c.dir.open_file_opt(JOURNAL_NAME, crate::sys::Access::Read)? else {
-        return Ok(HashSet::new());
-    };
-    let j = Journal::decode(&c.sub(JOURNAL_NAME), &f.read_to_end_from(0, 4096)?)?;
-    Ok(j.names(E_RETIRED)
-        .filter_map(format::parse_log_name)
-        .map(|l| l.writer_id)
-        .collect())
 }

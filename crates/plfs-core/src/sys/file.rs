@@ -62,6 +62,25 @@ impl File {
         Ok(done)
     }
 
+    /// Positional scatter read (one `preadv` where the kernel fills it whole) that fills as much
+    /// of `bufs` as the file has; returns the bytes read.
+    pub fn preadv_full(&self, mut bufs: &mut [std::io::IoSliceMut<'_>], off: u64) -> Result<usize> {
+        hit("sys::pread", "pread", &self.path)?;
+        let mut done = 0;
+        while bufs.iter().any(|b| !b.is_empty()) {
+            match rustix::io::preadv(&self.fd, bufs, off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => {
+                    done += n;
+                    std::io::IoSliceMut::advance_slices(&mut bufs, n);
+                }
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(Error::io(&self.path, "pread", e)),
+            }
+        }
+        Ok(done)
+    }
+
     /// Reads from `off` until `pread` reports the end of the file (`hint`: the bytes expected,
     /// from a size that may be stale).
     pub fn read_to_end_from(&self, off: u64, hint: u64) -> Result<Vec<u8>> {

@@ -83,9 +83,11 @@ pub(crate) fn footprint(c: &Container) -> Result<Usage> {
 /// The file's usage, with its logical size and live bytes from the merged index.
 pub(crate) fn usage(sh: &Shared) -> Result<Usage> {
     let mut u = footprint(&sh.c)?;
-    let (size, live) = sh.with_index(true, |s| Ok((s.map.size(), s.map.live_bytes())))?;
+    let (size, live, frames) = sh.with_index(true, |s| Ok((s.map.size(), s.map.live_bytes(), s.framed_writes)))?;
     u.logical = size;
     u.live = live;
+    // The frames of framed data logs are counted in their size, but are not data.
+    u.data = u.data.saturating_sub(frames * format::FRAME_LEN as u64);
     Ok(u)
 }
 
@@ -195,9 +197,15 @@ fn merge(olds: &[Old], truncs: &[(u64, u64, u64)]) -> Result<ExtentMap> {
             ));
         }
         let chunk = i as u32;
+        let gap = format::frame_gap(h.flags);
         for p in dec.patterns {
             let n = p.ts.len() as u64;
-            if p.physical_start.saturating_add(n * p.length) > o.data_len {
+            let pstride = p.length.saturating_add(gap);
+            let pend = p
+                .physical_start
+                .saturating_add((n - 1).saturating_mul(pstride))
+                .saturating_add(p.length);
+            if pend > o.data_len {
                 return Err(Error::corrupt(&path, "a record points past the end of its data log"));
             }
             map.insert_pattern(Pattern {
@@ -207,6 +215,7 @@ fn merge(olds: &[Old], truncs: &[(u64, u64, u64)]) -> Result<ExtentMap> {
                 count: n,
                 chunk,
                 phys: p.physical_start,
+                pstride,
                 writer: o.id,
                 ts_first: p.ts[0],
                 ts_last: p.ts[p.ts.len() - 1],

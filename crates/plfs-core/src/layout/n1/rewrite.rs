@@ -251,7 +251,7 @@ pub(super) fn write_logs(
                         .ok_or_else(|| Error::InvalidArgument("compaction: a pattern without timestamps".into()))?;
                 if crc {
                     for i in 0..q.count {
-                        cp.push(q.chunk, q.phys + i * q.len, q.len)?;
+                        cp.push(q.chunk, q.phys + i * q.pstride, q.len)?;
                         let data_crc = cp.take_sum()?;
                         run.push(WriteRecord {
                             logical_off: q.start + i * q.stride,
@@ -263,8 +263,16 @@ pub(super) fn write_logs(
                         cursor += q.len;
                     }
                 } else {
-                    cp.push(q.chunk, q.phys, q.count * q.len)?;
-                    format::encode_records(&run, &mut ix);
+                    if q.pstride == q.len {
+                        cp.push(q.chunk, q.phys, q.count * q.len)?;
+                    } else {
+                        // A framed log's elements have their frames between them; the new log
+                        // holds them back to back.
+                        for i in 0..q.count {
+                            cp.push(q.chunk, q.phys + i * q.pstride, q.len)?;
+                        }
+                    }
+                    format::encode_records(&run, 0, &mut ix);
                     run.clear();
                     PatternRecord {
                         logical_start: q.start,
@@ -281,7 +289,7 @@ pub(super) fn write_logs(
             }
             report(copied);
         }
-        format::encode_records(&run, &mut ix);
+        format::encode_records(&run, 0, &mut ix);
     }
     cp.read_pending()?;
     cp.flush()?;

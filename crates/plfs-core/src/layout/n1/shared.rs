@@ -8,7 +8,7 @@ use crate::clock;
 use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::extent::{Key, Segment};
-use crate::format::{MetaDropping, WriteRecord};
+use crate::format::{self, MetaDropping, WriteRecord};
 use crate::index::{IndexState, SumCheck};
 use crate::sys::{File, TimeSpec};
 use rustix::io::Errno;
@@ -178,30 +178,61 @@ impl Shared {
         if wg.logs.is_none() {
             wg.create_logs(&self.c, self.data_crc())?;
         }
+        // One write(2) moves at most FRAME_MAX_DATA bytes, as Linux's does.
+        let buf = &buf[..buf.len().min(format::FRAME_MAX_DATA)];
+        let ts = clock::next_ts();
+        let crc = self.data_crc();
+        let mut data_crc = if crc { crc32c::crc32c(buf) } else { 0 };
+        // The write's frame goes out with its bytes, in the same pwritev (after the data log's
+        // header on its first write): a write that returned is described in the data log even if
+        // its index record never reaches the index log (docs/design.md, "Crash semantics").
+        let frame = |len: usize, data_crc: u32| {
+            format::Frame {
+                logical_off: off,
+                length: len as u32,
+                ts,
+                data_crc,
+            }
+            .encode()
+        };
         // A write that fills the backend part-way (ENOSPC, EDQUOT, EFBIG) is a short write: the
         // bytes that landed are indexed and counted, as write(2) does; the next write fails.
         let (phys, dir, buf) = {
             let l = wg.logs.as_mut().expect("logs created");
-            let phys = l.data_off;
-            let (n, err) = match l.data_header {
+            let at = l.data_off;
+            let mut head = [0u8; format::DATA_HEADER_LEN + format::FRAME_LEN];
+            let (head, head_at) = match l.data_header {
                 Some(h) => {
-                    let r = l.data.pwrite_two(&h, buf, 0);
-                    if r.1.is_none() || r.0 > 0 {
-                        l.data_header = None;
-                    }
-                    r
+                    head[..format::DATA_HEADER_LEN].copy_from_slice(&h);
+                    head[format::DATA_HEADER_LEN..].copy_from_slice(&frame(buf.len(), data_crc));
+                    (&head[..], 0)
                 }
-                None => l.data.pwrite_some(buf, phys),
+                None => {
+                    head[..format::FRAME_LEN].copy_from_slice(&frame(buf.len(), data_crc));
+                    (&head[..format::FRAME_LEN], at)
+                }
             };
+            let (n, err) = l.data.pwrite_two(head, buf, head_at);
+            if n > 0 {
+                l.data_header = None;
+            }
             match err {
                 Some(e) if n == 0 => return Err(e),
-                _ => {}
+                // Part of the bytes landed: the frame must say so, or the data log would describe
+                // bytes it does not hold. If it cannot be corrected, the write did not happen (the
+                // next write goes to the same place).
+                Some(_) => {
+                    if crc {
+                        data_crc = crc32c::crc32c(&buf[..n]);
+                    }
+                    l.data.pwrite_all(&frame(n, data_crc), at)?;
+                }
+                None => {}
             }
-            l.data_off += n as u64;
+            let phys = at + format::FRAME_LEN as u64;
+            l.data_off = phys + n as u64;
             (phys, l.dir.clone(), &buf[..n])
         };
-        let ts = clock::next_ts();
-        let data_crc = if self.data_crc() { crc32c::crc32c(buf) } else { 0 };
         wg.pending.push(WriteRecord {
             logical_off: off,
             length: buf.len() as u64,
@@ -352,29 +383,8 @@ impl Shared {
             }
             Ok(plan)
         })?;
-        let mut pos = 0usize;
-        let mut at = Vec::with_capacity(plan.len());
-        for (len, src) in &plan {
-            at.push(pos);
-            let dst = &mut buf[pos..pos + *len as usize];
-            match src {
-                None => dst.fill(0),
-                Some((f, phys)) => {
-                    let n = f.pread_full(dst, *phys)?;
-                    if n < dst.len() {
-                        return Err(Error::corrupt(
-                            f.path(),
-                            format!(
-                                "data log ends at {} but the index points to {}",
-                                phys + n as u64,
-                                phys + len
-                            ),
-                        ));
-                    }
-                }
-            }
-            pos += *len as usize;
-        }
+        let at = read_plan(&plan, buf)?;
+        let pos = plan.iter().map(|(len, _)| *len as usize).sum::<usize>();
         if !checks.is_empty() {
             for Check {
                 sum: c, seg, file: f, ..
@@ -443,4 +453,80 @@ fn crc_of(f: &File, c: &SumCheck) -> Result<Option<u32>> {
         done += n as u64;
     }
     Ok(Some(crc))
+}
+
+/// A read's plan: for each stretch of the buffer, its length and where it comes from (a data
+/// log and offset; none for a hole).
+type Plan = Vec<(u64, Option<(Arc<File>, u64)>)>;
+
+/// Stretches of one data log at most this far apart are read by one `preadv`, the bytes between
+/// them (a framed log's frames) into a scratch buffer.
+const MAX_GAP: u64 = format::FRAME_LEN as u64;
+
+/// The most stretches one `preadv` reads (two vectors each, within IOV_MAX).
+const MAX_RUN: usize = 256;
+
+/// Fills `buf` from the plan; returns where each stretch starts in `buf`. Consecutive stretches
+/// of one data log that lie one frame apart (one writer's consecutive writes) are read by one
+/// `preadv`, as an unframed log's back-to-back writes were by one `pread`.
+fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<Vec<usize>> {
+    let mut at = Vec::with_capacity(plan.len());
+    let mut pos = 0usize;
+    for (len, _) in plan {
+        at.push(pos);
+        pos += *len as usize;
+    }
+    let mut i = 0;
+    while i < plan.len() {
+        let (len, src) = &plan[i];
+        let Some((f, phys)) = src else {
+            buf[at[i]..at[i] + *len as usize].fill(0);
+            i += 1;
+            continue;
+        };
+        // The run of stretches [i, j) that follow each other in this data log.
+        let mut j = i + 1;
+        let mut end = phys + len;
+        while j < plan.len() && j - i < MAX_RUN {
+            match &plan[j] {
+                (l, Some((g, p))) if Arc::ptr_eq(f, g) && *p >= end && *p - end <= MAX_GAP => {
+                    end = p + l;
+                    j += 1;
+                }
+                _ => break,
+            }
+        }
+        let want = (end - phys) as usize;
+        let got = if j == i + 1 {
+            f.pread_full(&mut buf[at[i]..at[i] + *len as usize], *phys)?
+        } else {
+            // The bytes between the stretches (frames) land in a scratch buffer.
+            let mut scratch = vec![0u8; want - (at[j - 1] + plan[j - 1].0 as usize - at[i])];
+            let mut sc = &mut scratch[..];
+            let mut tail = &mut buf[at[i]..at[j - 1] + plan[j - 1].0 as usize];
+            let mut iov: Vec<std::io::IoSliceMut<'_>> = Vec::with_capacity(2 * (j - i));
+            let mut prev_end = *phys;
+            for (l, src) in &plan[i..j] {
+                let p = src.as_ref().map_or(prev_end, |s| s.1);
+                if p > prev_end {
+                    let (g, r) = std::mem::take(&mut sc).split_at_mut((p - prev_end) as usize);
+                    sc = r;
+                    iov.push(std::io::IoSliceMut::new(g));
+                }
+                let (d, t) = std::mem::take(&mut tail).split_at_mut(*l as usize);
+                tail = t;
+                iov.push(std::io::IoSliceMut::new(d));
+                prev_end = p + l;
+            }
+            f.preadv_full(&mut iov, *phys)?
+        };
+        if got < want {
+            return Err(Error::corrupt(
+                f.path(),
+                format!("data log ends at {} but the index points to {}", phys + got as u64, end),
+            ));
+        }
+        i = j;
+    }
+    Ok(at)
 }

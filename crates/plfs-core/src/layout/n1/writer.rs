@@ -78,7 +78,9 @@ impl Writer {
     pub(crate) fn create_logs(&mut self, c: &Container, data_crc: bool) -> Result<()> {
         let (dir, in_container) = c.writer_dir(&self.host, true)?;
         let mode = container::log_mode(c.marker.st_mode);
-        let flags = if data_crc { format::LOG_FLAG_DATA_CRC } else { 0 };
+        // Format 2: the data log is framed, so a write that returned is found again from the data
+        // log alone when the writer dies before appending its index record.
+        let flags = format::LOG_FLAG_FRAMED | if data_crc { format::LOG_FLAG_DATA_CRC } else { 0 };
         // The logs have exactly the mode the file's mode gives them, whatever the umask, and
         // belong to the file's group, so that its group may read what another member wrote (a
         // writer not in the group keeps its own: the change is refused, harmlessly).
@@ -143,7 +145,7 @@ impl Writer {
         let l = self.logs.as_mut().expect("records imply logs");
         let mut bytes = Vec::with_capacity(self.pending.len() * format::WRITE_REC_LEN);
         if self.compress {
-            format::encode_records(&self.pending, &mut bytes);
+            format::encode_records(&self.pending, format::FRAME_LEN as u64, &mut bytes);
         } else {
             self.pending.iter().for_each(|r| r.encode_into(&mut bytes));
         }
