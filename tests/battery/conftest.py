@@ -122,12 +122,19 @@ def method(request):
 
 @pytest.fixture
 def fs(method, preload_lib):
-    root = Path(tempfile.mkdtemp(prefix="plfs-battery-", dir=TEST_ROOT))
+    yield from plfs_fixture(method, preload_lib)
+
+
+def plfs_fixture(method, preload_lib, workload=None, prefix="plfs-battery-"):
+    """A fresh mount (one backend; `workload` in the plfsrc when given) through front end
+    `method`: yields its PlfsFixture, then removes everything."""
+    root = Path(tempfile.mkdtemp(prefix=prefix, dir=TEST_ROOT))
     backend = root / "backend"
     backend.mkdir()
     (root / "plain").mkdir()
     rc = root / "plfsrc"
-    rc.write_text(f"- mount_point: {root / 'mnt'}\n  backends:\n    - location: {backend}\n")
+    wl = f"  workload: {workload}\n" if workload else ""
+    rc.write_text(f"- mount_point: {root / 'mnt'}\n{wl}  backends:\n    - location: {backend}\n")
     env = dict(os.environ)
     env["PLFSRC"] = str(rc)
     env.pop("LDPLFS_LOG", None)

@@ -159,9 +159,10 @@ impl Handle for PlainHandle {
         Ok(buf.len())
     }
 
-    fn append(&self, buf: &[u8], pid: u32) -> Result<(u64, usize)> {
-        let off = self.0.size()?;
-        Ok((off, self.write_as(buf, off, pid)?))
+    fn append(&self, buf: &[u8], _pid: u32) -> Result<(u64, usize)> {
+        // One atomic append of the kernel: a size then a write lost records when several
+        // processes appended (issue 25).
+        self.0.append(buf)
     }
 
     fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {

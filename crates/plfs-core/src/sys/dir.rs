@@ -592,39 +592,6 @@ impl Dir {
         }
     }
 
-    /// Takes a shared flock(2) on this directory, waiting while someone holds it exclusively.
-    /// Open files hold one on their container, so that a container unlinked by another process
-    /// is deleted only once nobody has it open. A backend without flock on directories
-    /// (`EOPNOTSUPP`, `ENOLCK`, `EBADF` on NFS) is learned once; the call then succeeds.
-    pub fn lock_shared(&self) -> Result<()> {
-        if !self.caps.locks() {
-            return Ok(());
-        }
-        loop {
-            match fs::flock(&self.fd, fs::FlockOperation::LockShared) {
-                Ok(()) => return Ok(()),
-                Err(Errno::INTR) => continue,
-                Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => return Ok(()),
-                Err(e) => return Err(Error::io(&self.path, "flock", e)),
-            }
-        }
-    }
-
-    /// Tries to take an exclusive flock(2) on this directory without waiting (converting this
-    /// descriptor's shared lock): `Ok(true)` if nobody else holds a lock on it (always, on a
-    /// backend without flock on directories).
-    pub fn try_lock_exclusive(&self) -> Result<bool> {
-        if !self.caps.locks() {
-            return Ok(true);
-        }
-        match fs::flock(&self.fd, fs::FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(true),
-            Err(Errno::WOULDBLOCK) | Err(Errno::INTR) => Ok(false),
-            Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => Ok(true),
-            Err(e) => Err(Error::io(&self.path, "flock", e)),
-        }
-    }
-
     /// statvfs of the file system holding this directory.
     pub fn statvfs(&self) -> Result<StatVfs> {
         fs::fstatvfs(&self.fd).map_err(|e| Error::io(&self.path, "statvfs", e))
@@ -670,10 +637,6 @@ impl Dir {
         }
         r
     }
-}
-
-fn lock_unsupported(e: Errno) -> bool {
-    super::unsupported(e) || e == Errno::NOLCK || e == Errno::BADF
 }
 
 /// True for an error meaning "nothing is there" (`ENOENT`).

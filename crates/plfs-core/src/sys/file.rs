@@ -178,6 +178,49 @@ impl File {
         }
     }
 
+    /// Takes an exclusive flock(2) on the file, waiting while anyone else holds one. `Ok(false)`
+    /// when the backend has no flock.
+    pub fn lock_exclusive(&self) -> Result<bool> {
+        loop {
+            match fs::flock(&self.fd, fs::FlockOperation::LockExclusive) {
+                Ok(()) => return Ok(true),
+                Err(Errno::INTR) => continue,
+                Err(e) if super::unsupported(e) || e == Errno::NOLCK || e == Errno::BADF => return Ok(false),
+                Err(e) => return Err(Error::io(&self.path, "flock", e)),
+            }
+        }
+    }
+
+    /// Lets go of this description's flock(2).
+    pub fn unlock(&self) -> Result<()> {
+        fs::flock(&self.fd, fs::FlockOperation::Unlock).map_err(|e| Error::io(&self.path, "flock", e))
+    }
+
+    /// Appends `buf` at the end of the file as one atomic step of the kernel (`pwritev2` with
+    /// `RWF_APPEND`: writes of other processes never land in between, as with `O_APPEND`);
+    /// returns where it landed and how many bytes did. Backends that refuse the flag get a
+    /// size then a write, which is not atomic.
+    pub fn append(&self, buf: &[u8]) -> Result<(u64, usize)> {
+        hit("sys::pwrite_all", "pwrite", &self.path)?;
+        let iov = [std::io::IoSlice::new(buf)];
+        loop {
+            match rustix::io::pwritev2(&self.fd, &iov, u64::MAX, rustix::io::ReadWriteFlags::APPEND) {
+                Ok(n) => {
+                    // The description's position is just past what this call appended.
+                    let end =
+                        fs::seek(&self.fd, fs::SeekFrom::Current(0)).map_err(|e| Error::io(&self.path, "lseek", e))?;
+                    return Ok((end - n as u64, n));
+                }
+                Err(Errno::INTR) => continue,
+                Err(Errno::OPNOTSUPP) | Err(Errno::INVAL) | Err(Errno::NOSYS) => break,
+                Err(e) => return Err(Error::io(&self.path, "pwrite", e)),
+            }
+        }
+        let off = self.size()?;
+        self.pwrite_all(buf, off)?;
+        Ok((off, buf.len()))
+    }
+
     /// Tries to take an exclusive flock(2) on the file without waiting: `Some(true)` if nobody
     /// else holds a lock on it, `Some(false)` if someone does, `None` when the backend has no
     /// flock.

@@ -2,8 +2,73 @@
 //! retired only when no other process holds the container open (each holds a shared flock on the
 //! container directory, docs/design.md "Unlink"), and it must find that out without giving up
 //! its own lock (a failed non-blocking conversion to an exclusive lock drops the shared one).
+//! Also the flock(2) calls on directories themselves.
 
+use super::dir::Dir;
+use crate::error::{Error, Result};
+use rustix::fs;
+use rustix::io::Errno;
 use std::path::Path;
+
+impl Dir {
+    /// Takes a shared flock(2) on this directory, waiting while someone holds it exclusively.
+    /// Open files hold one on their container, so that a container unlinked by another process
+    /// is deleted only once nobody has it open. A backend without flock on directories
+    /// (`EOPNOTSUPP`, `ENOLCK`, `EBADF` on NFS) is learned once; the call then succeeds.
+    pub fn lock_shared(&self) -> Result<()> {
+        if !self.caps.locks() {
+            return Ok(());
+        }
+        loop {
+            match fs::flock(&self.fd, fs::FlockOperation::LockShared) {
+                Ok(()) => return Ok(()),
+                Err(Errno::INTR) => continue,
+                Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => return Ok(()),
+                Err(e) => return Err(Error::io(&self.path, "flock", e)),
+            }
+        }
+    }
+
+    /// Takes an exclusive flock(2) on this directory, waiting while anyone else holds one:
+    /// `Ok(false)` on a backend without flock on directories.
+    pub fn lock_exclusive(&self) -> Result<bool> {
+        if !self.caps.locks() {
+            return Ok(false);
+        }
+        loop {
+            match fs::flock(&self.fd, fs::FlockOperation::LockExclusive) {
+                Ok(()) => return Ok(true),
+                Err(Errno::INTR) => continue,
+                Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => return Ok(false),
+                Err(e) => return Err(Error::io(&self.path, "flock", e)),
+            }
+        }
+    }
+
+    /// Lets go of this description's flock(2).
+    pub fn unlock(&self) -> Result<()> {
+        fs::flock(&self.fd, fs::FlockOperation::Unlock).map_err(|e| Error::io(&self.path, "flock", e))
+    }
+
+    /// Tries to take an exclusive flock(2) on this directory without waiting (converting this
+    /// descriptor's shared lock): `Ok(true)` if nobody else holds a lock on it (always, on a
+    /// backend without flock on directories).
+    pub fn try_lock_exclusive(&self) -> Result<bool> {
+        if !self.caps.locks() {
+            return Ok(true);
+        }
+        match fs::flock(&self.fd, fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(true),
+            Err(Errno::WOULDBLOCK) | Err(Errno::INTR) => Ok(false),
+            Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => Ok(true),
+            Err(e) => Err(Error::io(&self.path, "flock", e)),
+        }
+    }
+}
+
+fn lock_unsupported(e: Errno) -> bool {
+    super::unsupported(e) || e == Errno::NOLCK || e == Errno::BADF
+}
 
 /// The pids holding a flock(2) lock (granted, not waiting) on the file with identity
 /// (`st_dev`, `st_ino`), or `None` if `/proc/locks` cannot be read.

@@ -448,8 +448,7 @@ impl Handle for ContainerHandle {
 
     fn append(&self, buf: &[u8], pid: u32) -> Result<(u64, usize)> {
         let w = self.writer(pid);
-        let off = self.shared.with_index(false, |s| Ok(s.map.size()))?;
-        let n = self.shared.write(&w, buf, off)?;
+        let (off, n) = self.shared.append(&w, buf)?;
         compact::after_write(&self.shared, n as u64);
         Ok((off, n))
     }

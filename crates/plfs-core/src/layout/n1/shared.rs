@@ -31,6 +31,9 @@ pub(crate) struct Shared {
     doomed: Mutex<Option<Doomed>>,
     /// Automatic compaction of this container by this process.
     pub(super) auto: crate::layout::compaction::AutoState,
+    /// The container's marker, opened at the first append: appends of every process take an
+    /// exclusive flock on it (the mutex serializes this process's threads, which share it).
+    append_lock: Mutex<Option<File>>,
 }
 
 /// What an unlink of an open file leaves to the last close.
@@ -95,6 +98,7 @@ impl Shared {
             index: Mutex::new(None),
             doomed: Mutex::new(None),
             auto: Default::default(),
+            append_lock: Mutex::new(None),
         }
     }
 
@@ -261,6 +265,33 @@ impl Shared {
             }
         }
         Ok(buf.len())
+    }
+
+    /// Appends `buf` at the end of the file as one step among every process's appends (O_APPEND):
+    /// under an exclusive flock on the container's marker, the end is read from a refreshed index
+    /// (other processes' appends are in their data logs' frames, which the refresh reads) and the
+    /// write is made before the lock is let go. Before, the end came from this process's cached
+    /// index, and appends of several processes overwrote each other (issue 25). On a backend
+    /// without flock, appends of one process are still serialized.
+    pub(crate) fn append(&self, w: &Arc<Mutex<Writer>>, buf: &[u8]) -> Result<(u64, usize)> {
+        let mut g = lock(&self.append_lock);
+        if g.is_none() {
+            *g = Some(
+                self.c
+                    .dir
+                    .open_file(format::MARKER_NAME, crate::sys::Access::Read)?
+                    .kept(),
+            );
+        }
+        let marker = g.as_ref().expect("opened");
+        let locked = marker.lock_exclusive()?;
+        let r = self
+            .with_index(true, |s| Ok(s.map.size()))
+            .and_then(|off| Ok((off, self.write(w, buf, off)?)));
+        if locked {
+            let _ = marker.unlock();
+        }
+        r
     }
 
     pub(crate) fn sync(&self, w: &Arc<Mutex<Writer>>) -> Result<()> {

@@ -57,9 +57,28 @@ impl Handle for SmallHandle {
         self.write(buf, off)
     }
 
+    /// Appends of every process to the files of this directory take turns (O_APPEND, issue 25):
+    /// under an exclusive flock on the directory on the first backend (the lock a compaction of
+    /// the directory takes), the end is read from a refreshed view and the record reaches this
+    /// process's log before the lock is let go. Before, the end came from this process's view,
+    /// which misses what other processes appended.
     fn append(&self, buf: &[u8], _pid: u32) -> Result<(u64, usize)> {
-        let off = self.size()?;
-        Ok((off, self.write(buf, off)?))
+        let lockd = self.dir.mount.canonical[0].dir_opt(&self.dir.rel)?;
+        let locked = match &lockd {
+            Some(d) => d.lock_exclusive()?,
+            None => false,
+        };
+        let r = (|| {
+            self.refresh()?;
+            let off = self.size()?;
+            let n = self.write(buf, off)?;
+            flush(&mut self.dir.inner())?;
+            Ok((off, n))
+        })();
+        if let (true, Some(d)) = (locked, &lockd) {
+            let _ = d.unlock();
+        }
+        r
     }
 
     fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
