@@ -19,9 +19,9 @@ pub fn fill_stat(s: &Stat) -> libc::stat {
     st.st_mode = s.mode as _;
     st.st_uid = s.uid as _;
     st.st_gid = s.gid as _;
-    st.st_size = s.size.min(i64::MAX as u64) as _;
+    st.st_size = s.size_off_t() as _;
     st.st_blksize = s.blksize as _;
-    st.st_blocks = s.blocks as _;
+    st.st_blocks = s.blocks_blkcnt_t() as _;
     let (a, an) = split_ns(s.atime_ns);
     let (m, mn) = split_ns(s.mtime_ns);
     let (c, cn) = split_ns(s.ctime_ns);
@@ -82,5 +82,28 @@ mod tests {
             (st.st_ino, st.st_blocks, st.st_blksize, st.st_nlink),
             (99, 25, 1 << 20, 1)
         );
+    }
+
+    /// A size beyond `i64::MAX` (only a damaged container claims one) is clamped, never wrapped
+    /// to a negative size, as ldplfs does (issue 25, item 15).
+    #[test]
+    fn sizes_beyond_off_t_are_clamped() {
+        let s = Stat {
+            kind: FileKind::File,
+            mode: 0o100640,
+            uid: 0,
+            gid: 0,
+            size: u64::MAX,
+            blocks: u64::MAX,
+            blksize: 1 << 20,
+            atime_ns: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 1,
+            dev: 1,
+            nlink: 1,
+        };
+        let st = fill_stat(&s);
+        assert_eq!((st.st_size, st.st_blocks), (i64::MAX, i64::MAX));
     }
 }

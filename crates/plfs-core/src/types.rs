@@ -45,6 +45,20 @@ pub struct Stat {
     pub nlink: u64,
 }
 
+impl Stat {
+    /// `st_size` as a `struct stat` holds it (a signed `off_t`): a size beyond `i64::MAX`,
+    /// which only a damaged container can claim, is clamped, never wrapped to a negative size.
+    /// Every front end converts through here, so they agree (issue 25, item 15).
+    pub fn size_off_t(&self) -> i64 {
+        self.size.min(i64::MAX as u64) as i64
+    }
+
+    /// `st_blocks` as a `struct stat` holds it (signed), clamped likewise.
+    pub fn blocks_blkcnt_t(&self) -> i64 {
+        self.blocks.min(i64::MAX as u64) as i64
+    }
+}
+
 /// Preferred I/O size reported by stat: large, so tools read and write in big chunks.
 pub const BLKSIZE: u64 = 1 << 20;
 

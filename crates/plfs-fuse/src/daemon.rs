@@ -247,7 +247,7 @@ pub fn mount(opts: MountOptions) -> Result<(), Error> {
     // The kernel applies the caller's umask before a create reaches us: ours must not apply again.
     // SAFETY: umask has no preconditions.
     unsafe { libc::umask(0) };
-    let plfs = Plfs::new(cfg)?;
+    let plfs = Plfs::with_umask(cfg, 0)?;
     // Open every backend root now, as the daemon: requests then reach the backends through
     // these descriptors, whoever they run as (a caller need not be able to reach the backend
     // directory itself, only what the logical path lets it).

@@ -381,3 +381,31 @@ fn logical_paths_near_path_max_work() {
     std::fs::remove_file(dir.join("short")).unwrap();
     assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
 }
+
+/// A create applies the caller's umask and nothing else, as mkdir does (issue 25, item 5): the
+/// daemon applied its own 022 on top, so umask 0 with mode 0777 gave 0755 and umask 002 with
+/// 0666 gave 0644, which breaks group-writable shared directories.
+#[test]
+fn create_applies_the_callers_umask_only() {
+    if !fuse_available() {
+        return;
+    }
+    let m = shared_mount("umask", &[]);
+    let py = |name: &str, mode: &str| {
+        format!(
+            "python3 -c \"import os; os.close(os.open('{}', os.O_CREAT | os.O_WRONLY, {mode}))\"",
+            m.p(name).display()
+        )
+    };
+    ok(a(&format!("umask 0; {}", py("open777", "0o777"))));
+    ok(a(&format!(
+        "umask 002; touch {}; mkdir {}",
+        m.p("touched").display(),
+        m.p("dir").display()
+    )));
+    ok(a(&format!("umask 027; {}", py("open666", "0o666"))));
+    assert_eq!(mode(&m.p("open777")), 0o777);
+    assert_eq!(mode(&m.p("touched")), 0o664);
+    assert_eq!(mode(&m.p("dir")), 0o775);
+    assert_eq!(mode(&m.p("open666")), 0o640);
+}

@@ -29,9 +29,9 @@ pub fn fill_stat(s: &Stat, out: *mut libc::stat) -> Res<()> {
     st.st_nlink = s.nlink as _;
     st.st_uid = s.uid;
     st.st_gid = s.gid;
-    st.st_size = s.size as i64;
+    st.st_size = s.size_off_t();
     st.st_blksize = s.blksize as _;
-    st.st_blocks = s.blocks as i64;
+    st.st_blocks = s.blocks_blkcnt_t();
     st.st_atime = s.atime_ns.div_euclid(1_000_000_000);
     st.st_atime_nsec = s.atime_ns.rem_euclid(1_000_000_000);
     st.st_mtime = s.mtime_ns.div_euclid(1_000_000_000);
@@ -341,4 +341,35 @@ fs_wrappers! {
 /// True if `p` names an existing PLFS directory (after following links).
 pub fn is_dir(p: &Path) -> Res<bool> {
     Ok(matches!(follow(p.to_path_buf())?, Followed::Plfs(_, Some(s)) if s.kind == FileKind::Dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use plfs_core::FileKind;
+
+    /// A size beyond `i64::MAX` (only a damaged container claims one) is clamped, as the C API
+    /// does, never wrapped to a negative `st_size` (issue 25, item 15).
+    #[test]
+    fn sizes_beyond_off_t_are_clamped() {
+        let s = Stat {
+            kind: FileKind::File,
+            mode: 0o100640,
+            uid: 0,
+            gid: 0,
+            size: u64::MAX,
+            blocks: u64::MAX,
+            blksize: 1 << 20,
+            atime_ns: 0,
+            mtime_ns: 0,
+            ctime_ns: 0,
+            ino: 1,
+            dev: 1,
+            nlink: 1,
+        };
+        // SAFETY: an all-zero struct stat is valid.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        fill_stat(&s, &mut st).unwrap();
+        assert_eq!((st.st_size, st.st_blocks), (i64::MAX, i64::MAX));
+    }
 }

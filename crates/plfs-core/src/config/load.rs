@@ -423,8 +423,13 @@ impl Loader {
                 ),
             ));
         }
-        let (bytes, ident) = read_file(&target)
-            .map_err(|e| self.err(src, st, format!("include: cannot read {}: {}", target.display(), e)))?;
+        let (bytes, ident) = read_file(&target).map_err(|e| {
+            self.err(
+                src,
+                st,
+                format!("include: cannot read {}: {}", target.display(), super::why(e)),
+            )
+        })?;
         if let Some(pos) = self.stack.iter().position(|&s| self.sources[s].ident == ident) {
             let mut chain: Vec<String> = self.stack[pos..]
                 .iter()

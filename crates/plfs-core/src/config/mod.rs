@@ -187,7 +187,7 @@ impl Config {
     /// Parses one plfsrc file (following `- include:` entries).
     pub fn from_file(path: &Path) -> Result<Config> {
         let (bytes, ident) =
-            read_file(path).map_err(|e| Error::Config(format!("{}: cannot read: {}", path.display(), e)))?;
+            read_file(path).map_err(|e| Error::Config(format!("{}: cannot read: {}", path.display(), why(e))))?;
         let mut loader = Loader::default();
         loader.parse_bytes(path, &bytes, ident, 0)?;
         loader.finish()
@@ -330,6 +330,16 @@ impl Ident {
     #[allow(clippy::unnecessary_cast)]
     fn from_stat(st: &sys::RawStat) -> Ident {
         Ident::Inode(st.st_dev as u64, st.st_ino as u64)
+    }
+}
+
+/// What a failed read of a configuration file says: the errno's text, or for the refusal of a
+/// FIFO or device ([`sys::read_config_file`]) what it was.
+pub(crate) fn why(e: rustix::io::Errno) -> String {
+    if e == rustix::io::Errno::NOEXEC {
+        "not a regular file (a FIFO or device is never read as a configuration)".to_string()
+    } else {
+        e.to_string()
     }
 }
 

@@ -1042,3 +1042,23 @@ fn config_unknown_keys_suggest_the_nearest_known_key() {
     let e = fails("- global_params:\n    bogus: 1\n", &["unknown key \"bogus\""]);
     assert!(!e.contains("did you mean"), "{e}");
 }
+
+/// A plfsrc that names a FIFO (or includes one) is refused at once with a clear error: opening it
+/// waited for a writer, and every preloaded program hung at start-up (issue 25, item 12).
+#[test]
+fn a_fifo_is_never_read_as_a_configuration() {
+    let dir = tempdir("fifo");
+    let fifo = dir.join("plfsrc");
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(ok.success());
+    let t0 = std::time::Instant::now();
+    let e = Config::from_file(&fifo).unwrap_err().to_string();
+    assert!(e.contains("not a regular file") && e.contains("plfsrc"), "{e}");
+    let main = write(&dir, "main", &format!("- include: {}\n", fifo.display()));
+    let e = Config::from_file(&main).unwrap_err().to_string();
+    assert!(e.contains("include") && e.contains("not a regular file"), "{e}");
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "waited on the FIFO");
+}

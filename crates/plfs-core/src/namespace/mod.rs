@@ -64,7 +64,14 @@ impl Plfs {
     /// Builds an instance from a configuration. Backends of the zero-config default are created;
     /// configured backends must exist (`plfs check-config --mkdir` creates them).
     pub fn new(config: Config) -> Result<Plfs> {
-        let umask = sys::umask();
+        Self::with_umask(config, sys::umask())
+    }
+
+    /// [`Plfs::new`], with the umask applied to the modes of the files and directories it
+    /// creates given instead of read from the process: a FUSE daemon passes 0, since the kernel
+    /// already applied the caller's umask (with the daemon's own, a umask of 022 read before the
+    /// daemon cleared its umask turned a caller's 0666 under umask 002 into 0644; issue 25).
+    pub fn with_umask(config: Config, umask: u32) -> Result<Plfs> {
         let reg = Arc::new(Registry::default());
         let mut mounts = Vec::new();
         for m in &config.mounts {

@@ -145,10 +145,14 @@ fn read_to_end(fd: &OwnedFd, path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Reads a whole configuration file of at most `max` bytes (`EFBIG` beyond), refusing a
-/// directory (`EISDIR`); also returns its stat (its identity, for include cycles).
+/// directory (`EISDIR`) and anything else that is not a regular file (`ENOEXEC`: a FIFO, whose
+/// open would wait for a writer, hung every preloaded program at start-up, a device); also
+/// returns its stat (its identity, for include cycles).
 pub fn read_config_file(path: &Path, max: usize) -> std::result::Result<(Vec<u8>, RawStat), Errno> {
+    // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
     let fd = loop {
-        match fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) {
+        match fs::open(path, flags, Mode::empty()) {
             Err(Errno::INTR) => continue,
             r => break r?,
         }
@@ -156,6 +160,9 @@ pub fn read_config_file(path: &Path, max: usize) -> std::result::Result<(Vec<u8>
     let st = fs::fstat(&fd)?;
     if is_dir(&st) {
         return Err(Errno::ISDIR);
+    }
+    if !is_file(&st) {
+        return Err(Errno::NOEXEC);
     }
     let mut out = Vec::new();
     let mut buf = [0u8; 8192];
