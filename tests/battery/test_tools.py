@@ -1,6 +1,7 @@
 """Real coreutils, tar and bash on PLFS files; every result is checked with md5sum against the
 same operation on a plain file."""
 
+import os
 from pathlib import Path
 
 from conftest import make_data, md5_plain
@@ -210,3 +211,15 @@ def test_relative_paths_and_dotdot(fs):
     assert fs.sh(f"cd {fs.plain} && md5sum ../{name}/rel.bin ../{name}/d/x.bin").split()[::2] == [md5_plain(s)] * 2
     assert fs.sh(f"cd {fs.mount}/d && md5sum ../../plain/src.bin x.bin ../rel.bin").split()[::2] == [md5_plain(s)] * 3
     assert sorted(fs.sh(f"cd {fs.mount}/d && ls .. && ls ../../plain").split()) == sorted(["d", "rel.bin", "src.bin"])
+
+
+def test_cp_p_and_tar_keep_timestamps(fs):
+    """Times set while a file is open for writing survive its close (issue 25, item 4): cp -p
+    and tar x set them before closing, and the close stamped the time of the last write."""
+    src = fs.plain / "old"
+    src.write_bytes(b"x" * 100000)
+    os.utime(src, (1577923200, 1577923200))
+    fs.sh(f"cp -p '{src}' '{fs.mount}/cp_p'")
+    fs.sh(f"cd '{fs.plain}' && tar cf t.tar old && mkdir -p '{fs.mount}/t' && tar xf t.tar -C '{fs.mount}/t'")
+    for f in ["cp_p", "t/old"]:
+        assert fs.sh(f"stat -c %Y '{fs.mount}/{f}'").strip() == "1577923200", f

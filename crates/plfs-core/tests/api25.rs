@@ -191,3 +191,26 @@ fn file_format_and_storage_name_every_kind_of_file() {
     common::put(&p, &fx.path("f"), b"x");
     assert_eq!(s(&p, "f").as_deref(), Some("plain file (N-N)"));
 }
+
+/// An mtime set while the file is open for writing survives its close (issue 25, item 4): the
+/// close raised it back to the time of the last write, so `cp -p`, `tar x` and `os.utime(fd)`
+/// lost timestamps. A write after the utimens moves the mtime on again, as on a plain file.
+#[test]
+fn an_mtime_set_while_writing_survives_the_close() {
+    let fx = fixture("mtime", Workload::SharedFile);
+    let p = fx.plfs();
+    let f = fx.path("f");
+    let h = p.open(&f, rw_create(), 0o644, 1).unwrap();
+    h.write(b"data", 0).unwrap();
+    p.utimens(&f, plfs_core::TimeSpec::Omit, plfs_core::TimeSpec::At(1_577_923_200, 5))
+        .unwrap();
+    h.close().unwrap();
+    assert_eq!(fx.plfs().stat(&f).unwrap().mtime_ns, 1_577_923_200_000_000_005);
+    // A write after the utimens moves it on.
+    let h = p.open(&f, rw_create(), 0o644, 1).unwrap();
+    p.utimens(&f, plfs_core::TimeSpec::Omit, plfs_core::TimeSpec::At(1_577_923_200, 5))
+        .unwrap();
+    h.write(b"more", 4).unwrap();
+    h.close().unwrap();
+    assert!(fx.plfs().stat(&f).unwrap().mtime_ns > 1_700_000_000_000_000_000);
+}

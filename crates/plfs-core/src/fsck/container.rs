@@ -557,6 +557,7 @@ fn recover_frames(
     // the droppings check may write counts these writes too.
     if matches!(repair, Repair::Done(_) | Repair::Possible(_)) {
         s.records.extend(recs.iter().copied());
+        rep.records += recs.len() as u64;
     }
     let msg = format!(
         "{wname}: {} writes ({bytes} bytes) in the data log are not in its index log yet (a writer killed before appending their records); readers recover them from the data log",

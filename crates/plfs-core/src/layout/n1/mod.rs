@@ -378,7 +378,16 @@ impl Node for ContainerNode {
     }
 
     fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
-        self.with_c(|c| c.set_times(atime, mtime))
+        self.with_c(|c| c.set_times(atime, mtime))?;
+        // An mtime set while this process writes the file stays: its writers' closes must not
+        // raise it back to the time of their last write (tar x, cp -p and os.utime(fd) set times
+        // before close; issue 25, item 4). A later write moves it on, as on a plain file.
+        if !matches!(mtime, TimeSpec::Omit) {
+            if let Some(sh) = self.reg.get((self.st.st_dev, self.st.st_ino)) {
+                sh.mtime_was_set();
+            }
+        }
+        Ok(())
     }
 
     fn access(&self, mode: u32) -> Result<()> {

@@ -294,6 +294,14 @@ impl Shared {
         r
     }
 
+    /// The file's mtime was set (utimens): this process's writers forget the time of their
+    /// last write, so that their closes leave the mtime as set.
+    pub(crate) fn mtime_was_set(&self) {
+        for w in lock(&self.writers).values() {
+            lock(w).mtime_ns = 0;
+        }
+    }
+
     pub(crate) fn sync(&self, w: &Arc<Mutex<Writer>>) -> Result<()> {
         let mut wg = lock(w);
         if let Some(l) = &wg.logs {
