@@ -34,7 +34,10 @@ def _path(p):
 
 
 def _flags(mode):
-    """POSIX open flags for a Python mode string (without 'b'/'t')."""
+    """POSIX open flags for a Python mode string, checked as the built-in ``open`` checks it
+    (the error names the mode as the caller wrote it)."""
+    if not isinstance(mode, str) or set(mode) - set("rwxabt+") or len(set(mode)) != len(mode):
+        raise ValueError(f"invalid mode: {mode!r}")
     m = mode.replace("b", "").replace("t", "")
     plus = "+" in m
     m = m.replace("+", "")
@@ -173,9 +176,10 @@ class RawFile(io.RawIOBase):
 def open(path, mode="r", buffering=-1, encoding=None, errors=None, newline=None, perms=0o666):
     """Opens a PLFS file like the built-in ``open``: binary modes give a buffered binary file
     (or the :class:`RawFile` with ``buffering=0``), text modes an ``io.TextIOWrapper``."""
-    if "b" in mode and "t" in mode:
+    if isinstance(mode, str) and "b" in mode and "t" in mode:
         raise ValueError("can't have text and binary mode at once")
-    raw = RawFile(path, mode.replace("t", "").replace("b", "") + "b", perms)
+    _, kind, plus = _flags(mode)
+    raw = RawFile(path, kind + ("+" if plus else "") + "b", perms)
     try:
         if buffering == 0:
             if "b" not in mode:
@@ -215,10 +219,12 @@ def stat(path):
 
 
 def exists(path):
+    """Whether a logical path exists, as ``os.path.exists``: False, never an error, for a path
+    that does not (or cannot be looked at, or is not under a PLFS mount point)."""
     try:
         stat(path)
         return True
-    except FileNotFoundError:
+    except (OSError, ValueError):
         return False
 
 

@@ -35,6 +35,13 @@ fn os_error(e: plfs_core::Error, path: &Path) -> PyErr {
     let text = match &e {
         plfs_core::Error::Config(m) => format!("{}: {m}", strerror(errno)),
         plfs_core::Error::Corruption { what, .. } => format!("{}: damaged file ({what})", strerror(errno)),
+        // The core's reason (e.g. "not under a PLFS mount point" for EXDEV), without the path
+        // it starts with: OSError shows the path itself.
+        plfs_core::Error::Errno { msg, .. } => {
+            let shown = path.display().to_string();
+            let why = msg.strip_prefix(&shown).map_or(msg.as_str(), |m| m.trim_start_matches(": "));
+            format!("{}: {why}", strerror(errno))
+        }
         _ => strerror(errno),
     };
     PyOSError::new_err((errno, text, path.display().to_string()))

@@ -233,3 +233,21 @@ def test_checkpoint_example_runs():
     assert out.returncode == 0, out.stderr
     assert "VERIFIED" in out.stdout, out.stdout
     assert plfs.stat(f"{MOUNTS['n-1']}/example-ckpt").st_size == 3 * 2 * 1024 * 1024
+
+
+def test_paths_outside_a_mount_and_bad_modes_are_clear(mount):
+    """Issue 25, item 13: a path outside every mount point says so; exists() answers False for
+    it, as os.path.exists does, instead of raising; a bad mode is named as the caller wrote it."""
+    with pytest.raises(OSError) as e:
+        plfs.stat("/etc/passwd")
+    assert "not under a PLFS mount point" in str(e.value) and e.value.filename == "/etc/passwd"
+    assert plfs.exists("/etc/passwd") is False
+    assert plfs.exists(f"{mount}/no/such/dir/f") is False
+    for bad in ("rw", "rr", "ra", "q", "r++"):
+        with pytest.raises(ValueError) as e:
+            plfs.open(f"{mount}/m", bad)
+        assert repr(bad) in str(e.value), (bad, str(e.value))
+    with plfs.open(f"{mount}/m", "w") as f:
+        assert f.mode == "w"
+    with plfs.open(f"{mount}/m", "br") as f:
+        assert f.read() == b""
