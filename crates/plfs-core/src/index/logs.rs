@@ -176,11 +176,15 @@ pub(crate) fn scan_frames(
     let crc = flags & format::LOG_FLAG_DATA_CRC != 0;
     let mut pos = from;
     let mut buf = Vec::new();
+    // After a frame larger than a window, the next read is one page: enough for the next
+    // frame's header (and a few small frames), not a window of data nobody needs.
+    let mut window = WINDOW;
     'window: loop {
         if pos.saturating_add(FL) > len {
             return Ok(pos);
         }
-        buf.resize(WINDOW.min(len - pos) as usize, 0);
+        buf.resize(window.min(len - pos) as usize, 0);
+        window = WINDOW;
         let got = data.pread_full(&mut buf, pos)? as u64;
         if got < FL {
             return Ok(pos);
@@ -208,6 +212,7 @@ pub(crate) fn scan_frames(
             });
             if next >= pos + got {
                 pos = next; // its data runs past the window: read on from the next frame
+                window = 4096;
                 continue 'window;
             }
             at = next - pos;
