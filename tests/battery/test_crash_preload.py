@@ -110,3 +110,45 @@ def test_sigkill_keeps_every_returned_write(fs, progs):
     assert acked_total > 0, "no write was acknowledged"
     assert fs.backend_files("data.*"), "no PLFS data log on the backend: the writes bypassed PLFS"
     print(f"{KILL_TRIALS} kills through {fs.method}: {acked_total} acknowledged writes all read back")
+
+
+@pytest.mark.parametrize("method", ["preload"])
+def test_killed_mpi_io_job_keeps_every_returned_write(fs):
+    """Issue 23 through MPI-IO: a job of 2 ranks writing N-1 strided records with
+    MPI_File_write_at through ldplfs, never syncing, is killed whole (mpirun and its ranks) with
+    SIGKILL; every write a rank acknowledged reads back byte for byte."""
+    import shutil
+    from pathlib import Path
+
+    if not shutil.which("mpicc") or not shutil.which("mpirun"):
+        pytest.fail("MPICH not installed (apt-get install mpich libmpich-dev)")
+    exe = fs.root / "mpi_killed"
+    src = Path(__file__).resolve().parents[1] / "mpi" / "mpi_killed.c"
+    subprocess.run(["mpicc", "-O2", "-o", str(exe), str(src)], check=True)
+    rnd = random.Random(7)
+    acked_total = 0
+    for trial, rec in enumerate([4096, 47008, 1 << 20]):
+        target = fs.mount / f"mpi-{trial}"
+        fs.sh(f": > '{target}'")
+        p = subprocess.Popen(["mpirun", "-np", "2", str(exe), str(target), str(rec)], env=fs.env,
+                             stdout=subprocess.PIPE, start_new_session=True)
+        time.sleep(rnd.uniform(0.8, 1.5))
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        acked = [0, 0]
+        for line in out.decode().splitlines():
+            f = line.split()
+            if len(f) == 3 and f[0] == "ACK":
+                acked[int(f[1])] = max(acked[int(f[1])], int(f[2]))
+        size = int(fs.sh(f"stat -c %s '{target}'"))
+        data = fs.run(["cat", str(target)]).stdout
+        assert len(data) == size, f"trial {trial}: stat says {size}, read {len(data)}"
+        for r, a in enumerate(acked):
+            for i in range(a):
+                k = i * 2 + r
+                assert data[k * rec:(k + 1) * rec] == strided_record(k, rec), (
+                    f"trial {trial} ({rec} B): rank {r}'s write {i} of {a} acknowledged is not read back"
+                )
+            acked_total += a
+    assert acked_total > 0, "no rank acknowledged a write before the kill"
+    print(f"MPI-IO kills through ldplfs: {acked_total} acknowledged writes all read back")

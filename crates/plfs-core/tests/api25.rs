@@ -214,3 +214,31 @@ fn an_mtime_set_while_writing_survives_the_close() {
     h.close().unwrap();
     assert!(fx.plfs().stat(&f).unwrap().mtime_ns > 1_700_000_000_000_000_000);
 }
+
+/// A framed data log keeps the pattern-compressed index (issue 23): 1000 strided writes of one
+/// writer take a few pattern records, not 1000 write records of 48 bytes, and read back.
+#[test]
+fn strided_writes_to_a_framed_log_still_form_patterns() {
+    let fx = fixture("patterns", Workload::SharedFile);
+    let p = fx.plfs();
+    let f = fx.path("f");
+    let h = p.open(&f, common::wo_create(), 0o644, 1).unwrap();
+    let rec = 4096u64;
+    let mut want = vec![0u8; (2 * 1000 * rec) as usize];
+    for i in 0..1000u64 {
+        let off = 2 * i * rec;
+        let d = common::pattern(i, off, rec as usize);
+        h.write(&d, off).unwrap();
+        want[off as usize..(off + rec) as usize].copy_from_slice(&d);
+    }
+    h.close().unwrap();
+    want.truncate((2 * 999 * rec + rec) as usize);
+    let logs = fx.logs("f", "index.");
+    assert_eq!(logs.len(), 1);
+    let ix = std::fs::metadata(&logs[0]).unwrap().len();
+    // Header 64; 1000 writes in runs of at most 4096, with 1-byte timestamp deltas or so.
+    assert!(ix < 64 + 1000 * 48 / 8, "index log of {ix} bytes: no patterns formed");
+    let data = fx.logs("f", "data.");
+    assert_eq!(std::fs::metadata(&data[0]).unwrap().len(), 64 + 1000 * (32 + rec));
+    common::assert_bytes_eq(&common::read_fresh(&fx, &f).unwrap(), &want, "strided file");
+}
