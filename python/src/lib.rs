@@ -39,7 +39,9 @@ fn os_error(e: plfs_core::Error, path: &Path) -> PyErr {
         // it starts with: OSError shows the path itself.
         plfs_core::Error::Errno { msg, .. } => {
             let shown = path.display().to_string();
-            let why = msg.strip_prefix(&shown).map_or(msg.as_str(), |m| m.trim_start_matches(": "));
+            let why = msg
+                .strip_prefix(&shown)
+                .map_or(msg.as_str(), |m| m.trim_start_matches(": "));
             format!("{}: {why}", strerror(errno))
         }
         _ => strerror(errno),
