@@ -244,3 +244,95 @@ pub(super) fn retired_writers(c: &Container) -> Result<HashSet<u64>> {
         .map(|l| l.writer_id)
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::Create;
+
+    /// A data log with `writes` (logical offset, length) framed one after another from offset 64;
+    /// returns the log and where each write's data starts.
+    fn framed(tag: &str, writes: &[(u64, usize)]) -> (File, Vec<u8>, Vec<u64>) {
+        let dir = std::env::temp_dir().join(format!("plfs-frames-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = Dir::open_root(&dir).unwrap();
+        let f = d.create_file("data", 0o600, Create::Excl).unwrap();
+        let mut bytes = vec![0u8; format::DATA_HEADER_LEN];
+        let mut at = Vec::new();
+        for (i, &(off, len)) in writes.iter().enumerate() {
+            let fr = format::Frame {
+                logical_off: off,
+                length: len as u32,
+                ts: 100 + i as u64,
+                data_crc: 0,
+            };
+            bytes.extend_from_slice(&fr.encode());
+            at.push(bytes.len() as u64);
+            bytes.extend((0..len).map(|j| (i + j) as u8));
+        }
+        f.pwrite_all(&bytes, 0).unwrap();
+        (f, bytes, at)
+    }
+
+    fn scan(f: &File, from: u64, len: u64) -> (u64, Vec<format::WriteRecord>) {
+        let mut out = Vec::new();
+        let end = scan_frames(f, from, len, format::LOG_FLAG_FRAMED, &mut out).unwrap();
+        (end, out)
+    }
+
+    /// Small and large frames, frames across the 64 KiB window and a frame whose data runs
+    /// past several windows are all read, in order, with their data's offsets.
+    #[test]
+    fn every_whole_frame_is_read_across_windows() {
+        let writes: Vec<(u64, usize)> = (0..300u64)
+            .map(|i| match i % 7 {
+                0 => (i * 10, 1),
+                3 => (i * 1_000_000, 200_000),
+                _ => (i * 5000, 4000 + i as usize),
+            })
+            .collect();
+        let (f, bytes, at) = framed("windows", &writes);
+        let (end, recs) = scan(&f, 64, bytes.len() as u64);
+        assert_eq!(end, bytes.len() as u64);
+        assert_eq!(recs.len(), writes.len());
+        for (i, r) in recs.iter().enumerate() {
+            assert_eq!(
+                (r.logical_off, r.length, r.physical_off, r.ts),
+                (writes[i].0, writes[i].1 as u64, at[i], 100 + i as u64),
+                "write {i}"
+            );
+        }
+        // From the middle: the scan starts at a frame boundary it is given.
+        let (end, recs) = scan(&f, at[150] - format::FRAME_LEN as u64, bytes.len() as u64);
+        assert_eq!((end, recs.len()), (bytes.len() as u64, 150));
+    }
+
+    /// The scan stops at the first frame cut short by the end of the log (a write in progress,
+    /// or one killed part-way) and at the first frame that is not intact, and says where.
+    #[test]
+    fn a_cut_or_damaged_frame_ends_the_scan() {
+        let writes = [(0u64, 100usize), (100, 70_000), (70_100, 10), (70_110, 5)];
+        let (f, bytes, at) = framed("cut", &writes);
+        let frame_of = |i: usize| at[i] - format::FRAME_LEN as u64;
+        // Cut inside write 1's data, inside write 2's frame, right after write 2.
+        for (len, want_end, want_n) in [
+            (at[1] + 10, frame_of(1), 1),
+            (frame_of(2) + 5, frame_of(2), 2),
+            (at[2] + 10, frame_of(3), 3),
+        ] {
+            let (end, recs) = scan(&f, 64, len);
+            assert_eq!((end, recs.len()), (want_end, want_n), "log cut at {len}");
+        }
+        // A flipped bit in write 2's frame: writes 0 and 1 only.
+        let mut b = [0u8; 1];
+        f.pread_full(&mut b, frame_of(2) + 9).unwrap();
+        f.pwrite_all(&[b[0] ^ 4], frame_of(2) + 9).unwrap();
+        let (end, recs) = scan(&f, 64, bytes.len() as u64);
+        assert_eq!((end, recs.len()), (frame_of(2), 2));
+        // Zeros where a frame should be (a file extended but never written): nothing.
+        f.truncate(bytes.len() as u64 + 4096).unwrap();
+        let (end, recs) = scan(&f, bytes.len() as u64, bytes.len() as u64 + 4096);
+        assert_eq!((end, recs.len()), (bytes.len() as u64, 0));
+    }
+}
