@@ -88,3 +88,14 @@ def test_openat_chains_from_root_into_a_mount(fs, progs):
     assert r.returncode == 0 and r.stdout == "OK\n", r.stderr
     r = fs.run([progs["dirwalk"], fs.mount], check=False, text=True)
     assert r.returncode == 0 and r.stdout == "OK\n", r.stderr
+
+
+def test_rewinddir_shows_the_directory_as_it_is_now(fs, progs):
+    """Issue 25, item 6: after rewinddir, readdir lists the directory as it is now, as on a local
+    file system: an entry unlinked since opendir is gone (the FUSE daemon served the listing it
+    took at opendir again; plfs-regression readdir_ops)."""
+    d = fs.mount / "rd"
+    fs.sh(f"mkdir '{d}' && for f in a b c victim; do echo $f > '{d}'/$f; done")
+    out = fs.run([progs["rewinddir"], d]).stdout.decode().split("\n")
+    assert out[0] == "first 4 victim 1", out
+    assert out[1] == "again 3 victim 0", out

@@ -16,8 +16,8 @@
 use crate::attr::{errno, file_type};
 use crate::ident;
 use crate::inodes::GENERATION;
-use crate::state::lock;
 pub use crate::state::PlfsFs;
+use crate::state::{lock, OpenDir};
 use fuser::{
     AccessFlags, Errno, FileHandle, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner,
     OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
@@ -433,16 +433,38 @@ impl Filesystem for PlfsFs {
         guard("opendir", || match r() {
             Ok(list) => {
                 let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-                lock(&self.dirs).insert(fh, Arc::new(list));
+                lock(&self.dirs).insert(
+                    fh,
+                    OpenDir {
+                        list: Arc::new(list),
+                        served: false,
+                    },
+                );
                 reply.opened(FileHandle(fh), FopenFlags::empty())
             }
             Err(e) => reply.error(e),
         })
     }
 
-    fn readdir(&self, _req: &Request, _ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(&self, _req: &Request, ino: INodeNo, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
         guard("readdir", || {
-            let Some(list) = lock(&self.dirs).get(&fh.0).cloned() else {
+            let rewound = match lock(&self.dirs).get_mut(&fh.0) {
+                Some(d) => offset == 0 && std::mem::replace(&mut d.served, true),
+                None => return reply.error(Errno::EBADF),
+            };
+            // rewinddir: the directory as it is now, as on a local file system (an entry
+            // unlinked since opendir is gone; plfs-regression readdir_ops, issue 25 item 6).
+            if rewound {
+                match self.list_dir(ino) {
+                    Ok(l) => {
+                        if let Some(d) = lock(&self.dirs).get_mut(&fh.0) {
+                            d.list = Arc::new(l);
+                        }
+                    }
+                    Err(e) => return reply.error(e),
+                }
+            }
+            let Some(list) = lock(&self.dirs).get(&fh.0).map(|d| d.list.clone()) else {
                 return reply.error(Errno::EBADF);
             };
             for (i, (ino, kind, name)) in list.iter().enumerate().skip(offset as usize) {

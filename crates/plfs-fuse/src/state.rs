@@ -26,6 +26,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A directory listing taken at opendir: (inode, kind, name), `.` and `..` first.
 pub(crate) type Listing = Vec<(u64, FileKind, std::ffi::OsString)>;
 
+/// An open directory: the listing readdir serves, and whether any of it was served yet (a
+/// readdir at offset 0 after that is a rewinddir, which lists again).
+#[derive(Debug)]
+pub(crate) struct OpenDir {
+    pub(crate) list: Arc<Listing>,
+    pub(crate) served: bool,
+}
+
 /// One open file.
 #[derive(Debug)]
 pub(crate) struct Handle {
@@ -45,7 +53,7 @@ pub struct PlfsFs {
     pub(crate) mount_point: PathBuf,
     pub(crate) inodes: Mutex<Inodes>,
     pub(crate) handles: Mutex<HashMap<u64, Arc<Handle>>>,
-    pub(crate) dirs: Mutex<HashMap<u64, Arc<Listing>>>,
+    pub(crate) dirs: Mutex<HashMap<u64, OpenDir>>,
     pub(crate) next_fh: AtomicU64,
     /// Serialises truncates with closes (a truncate while a close writes its records).
     pub(crate) trunc_close: Mutex<()>,
