@@ -253,6 +253,8 @@ fn move_one(plfs: &Plfs, from: (Side, &Path), to: (Side, &Path), policy: Policy)
         to: ts,
         policy,
         recursive: true,
+        // mv keeps times, as mv(1) does across file systems.
+        preserve: true,
         progress: Progress::bytes(0, ""),
         failed: false,
     };

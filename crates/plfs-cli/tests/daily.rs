@@ -636,3 +636,44 @@ fn progress_bar_only_on_a_terminal() {
     assert!(tty.contains("MiB/24.00 MiB"), "no progress bar on a terminal: {tty:?}");
     assert!(env.run(&["cat", &dst]).stdout == std::fs::read(&big).unwrap());
 }
+
+/// Issue 25, item 11 (in part): `plfs cp -p` keeps the times (and the mode, as every copy does),
+/// on every workload and in both directions; without `-p` a copy is new.
+#[test]
+fn cp_p_keeps_times() {
+    let env = Env::new("cp-p");
+    let src = env.plain("old.dat");
+    let data = bytes(3 << 20, 11);
+    std::fs::write(&src, &data).unwrap();
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let when = std::time::UNIX_EPOCH + std::time::Duration::new(1_577_923_200, 123_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&src)
+        .unwrap()
+        .set_times(std::fs::FileTimes::new().set_accessed(when).set_modified(when))
+        .unwrap();
+    let p = env.plfs();
+    for (i, m) in env.mounts.iter().enumerate() {
+        let dst = format!("{m}/kept.dat");
+        env.ok(&["cp", "-p", src.to_str().unwrap(), &dst]);
+        let st = p.stat(Path::new(&dst)).unwrap();
+        assert_eq!(
+            (st.mtime_ns, st.mode & 0o7777),
+            (1_577_923_200_123_000_000, 0o640),
+            "{dst}"
+        );
+        // And back out.
+        let back = env.plain(&format!("back{i}"));
+        env.ok(&["cp", "-p", &dst, back.to_str().unwrap()]);
+        let md = std::fs::metadata(&back).unwrap();
+        assert_eq!(
+            (md.mtime(), md.mtime_nsec(), md.mode() & 0o7777),
+            (1_577_923_200, 123_000_000, 0o640)
+        );
+        assert!(std::fs::read(&back).unwrap() == data);
+        // Without -p the copy is new.
+        env.ok(&["cp", src.to_str().unwrap(), &format!("{m}/new.dat")]);
+        assert!(p.stat(Path::new(&format!("{m}/new.dat"))).unwrap().mtime_ns > 1_700_000_000_000_000_000);
+    }
+}

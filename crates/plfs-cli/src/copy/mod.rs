@@ -1,7 +1,8 @@
 //! `plfs cp`, `plfs import` and `plfs export`: copies between plain files and PLFS files, in both
-//! directions and within PLFS, of single files or (cp -r) directory trees. Modes are preserved;
-//! an existing target file is refused unless `-f` (overwrite) or `-n` (skip) is given. A
-//! progress bar is drawn on a terminal for long copies.
+//! directions and within PLFS, of single files or (cp -r) directory trees. Modes are preserved,
+//! and with `-p` the access and modification times; an existing target file is refused unless
+//! `-f` (overwrite) or `-n` (skip) is given. A progress bar is drawn on a terminal for long
+//! copies.
 
 use crate::fail::{CoreContext, Failure, Reported};
 use crate::globals::Globals;
@@ -28,6 +29,9 @@ pub struct CpArgs {
     /// Copy directories recursively (symbolic links inside are copied as links).
     #[arg(short = 'r', short_alias = 'R', long)]
     recursive: bool,
+    /// Keep the access and modification times (the mode is always kept).
+    #[arg(short = 'p', long)]
+    preserve: bool,
     #[command(flatten)]
     policy: PolicyArgs,
     /// Sources, then the destination (a directory when there are several sources). Each may be a
@@ -107,6 +111,8 @@ pub struct Copier<'a> {
     pub policy: Policy,
     /// Copy directories.
     pub recursive: bool,
+    /// Keep access and modification times (`cp -p`, and `mv` across file systems).
+    pub preserve: bool,
     /// Progress over the whole operation.
     pub progress: Progress,
     /// Failures were reported (the copy went on).
@@ -191,6 +197,10 @@ impl Copier<'_> {
                 if existing.is_none() {
                     self.to.chmod(dst, m.mode)?;
                 }
+                if self.preserve {
+                    // Last: filling the directory changed its times.
+                    self.to.set_times(dst, m.atime_ns, m.mtime_ns)?;
+                }
                 Ok(())
             }
             Kind::File | Kind::Symlink => {
@@ -241,7 +251,7 @@ impl Copier<'_> {
                     sum.links += 1;
                     return Ok(());
                 }
-                sum.bytes += self.copy_file(src, dst, m.mode, excl)?;
+                sum.bytes += self.copy_file(src, dst, &m, excl)?;
                 sum.files += 1;
                 Ok(())
             }
@@ -254,12 +264,12 @@ impl Copier<'_> {
         }
     }
 
-    /// Copies one regular file's bytes and mode; returns the bytes copied.
-    fn copy_file(&mut self, src: &Path, dst: &Path, mode: u32, excl: bool) -> Result<u64> {
+    /// Copies one regular file's bytes and mode (and times with `-p`); returns the bytes copied.
+    fn copy_file(&mut self, src: &Path, dst: &Path, m: &side::Meta, excl: bool) -> Result<u64> {
         self.progress
             .label(&src.file_name().unwrap_or_default().to_string_lossy());
         let r = self.from.open_read(src)?;
-        let w = self.to.create(dst, mode, excl)?;
+        let w = self.to.create(dst, m.mode, excl)?;
         let mut buf = vec![0u8; BUF_SIZE];
         let mut off = 0u64;
         loop {
@@ -274,7 +284,10 @@ impl Copier<'_> {
         r.close(src)?;
         w.close(dst)?;
         // The umask applied at create: set the exact source mode.
-        self.to.chmod(dst, mode)?;
+        self.to.chmod(dst, m.mode)?;
+        if self.preserve {
+            self.to.set_times(dst, m.atime_ns, m.mtime_ns)?;
+        }
         Ok(off)
     }
 }
@@ -319,7 +332,13 @@ fn summary_text(src: &Path, dst: &Path, s: &Summary) {
 }
 
 /// Runs a copy of `srcs` to `dst` (cp's rules for a directory target).
-fn run_copy(plfs: &Plfs, srcs: &[(Side, PathBuf)], to: (Side, PathBuf), policy: Policy, recursive: bool) -> Result<()> {
+fn run_copy(
+    plfs: &Plfs,
+    srcs: &[(Side, PathBuf)],
+    to: (Side, PathBuf),
+    policy: Policy,
+    (recursive, preserve): (bool, bool),
+) -> Result<()> {
     let (to_side, dst) = to;
     let dst_meta = to_side.stat(&dst, true)?;
     let dst_is_dir = dst_meta.is_some_and(|m| m.kind == Kind::Dir) || (dst_meta.is_none() && trailing_slash(&dst));
@@ -335,6 +354,7 @@ fn run_copy(plfs: &Plfs, srcs: &[(Side, PathBuf)], to: (Side, PathBuf), policy: 
             to: to_side,
             policy,
             recursive,
+            preserve,
             progress: Progress::bytes(0, ""),
             failed: false,
         };
@@ -382,7 +402,7 @@ pub fn cp(cli: &Globals, a: &CpArgs) -> Result<()> {
     let (srcs, dst) = a.paths.split_at(a.paths.len() - 1);
     let srcs = srcs.iter().map(|s| Side::of(&plfs, s)).collect::<Result<Vec<_>>>()?;
     let to = Side::of(&plfs, &dst[0])?;
-    run_copy(&plfs, &srcs, to, a.policy.policy(), a.recursive)
+    run_copy(&plfs, &srcs, to, a.policy.policy(), (a.recursive, a.preserve))
 }
 
 /// Runs `plfs import SRC DST`: one plain file into PLFS.
@@ -404,7 +424,13 @@ pub fn import(cli: &Globals, a: &ImportArgs) -> Result<()> {
         )
         .into());
     }
-    run_copy(&plfs, &[src], (Side::Plfs(&plfs), dst), a.policy.policy(), false)
+    run_copy(
+        &plfs,
+        &[src],
+        (Side::Plfs(&plfs), dst),
+        a.policy.policy(),
+        (false, false),
+    )
 }
 
 /// Runs `plfs export SRC DST`: one PLFS file out to a plain file.
@@ -425,6 +451,6 @@ pub fn export(cli: &Globals, a: &ImportArgs) -> Result<()> {
         &[(Side::Plfs(&plfs), src)],
         (Side::Plain, a.dst.clone()),
         a.policy.policy(),
-        false,
+        (false, false),
     )
 }

@@ -41,6 +41,9 @@ pub struct Meta {
     pub mode: u32,
     /// Size in bytes.
     pub size: u64,
+    /// Access and modification times, ns since the epoch.
+    pub atime_ns: i64,
+    pub mtime_ns: i64,
 }
 
 /// Where a path lives: a plain file system, or PLFS.
@@ -120,6 +123,8 @@ impl<'a> Side<'a> {
                             kind,
                             mode: m.mode() & 0o7777,
                             size: m.len(),
+                            atime_ns: m.atime() * 1_000_000_000 + m.atime_nsec(),
+                            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
                         }))
                     }
                     Err(e) if is_not_found(&e) => Ok(None),
@@ -135,6 +140,8 @@ impl<'a> Side<'a> {
                     },
                     mode: st.mode & 0o7777,
                     size: st.size,
+                    atime_ns: st.atime_ns,
+                    mtime_ns: st.mtime_ns,
                 })),
                 Err(e) if e.is_not_found() => Ok(None),
                 Err(e) => Err(Failure::core("cannot stat", p, e).into()),
@@ -194,6 +201,30 @@ impl<'a> Side<'a> {
         match self {
             Side::Plain => std::os::unix::fs::symlink(target, p).at("cannot create link", p),
             Side::Plfs(plfs) => plfs.symlink(Path::new(target), p).at("cannot create link", p),
+        }
+    }
+
+    /// Sets the access and modification times of a file or directory (`cp -p`).
+    pub(super) fn set_times(&self, p: &Path, atime_ns: i64, mtime_ns: i64) -> Result<()> {
+        let split = |ns: i64| (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+        match self {
+            Side::Plain => {
+                let at = |ns: i64| {
+                    let (s, n) = split(ns);
+                    std::time::UNIX_EPOCH + std::time::Duration::new(s.max(0) as u64, n as u32)
+                };
+                let times = std::fs::FileTimes::new()
+                    .set_accessed(at(atime_ns))
+                    .set_modified(at(mtime_ns));
+                std::fs::File::open(p)
+                    .and_then(|f| f.set_times(times))
+                    .at("cannot set the times of", p)
+            }
+            Side::Plfs(plfs) => {
+                let ((a, an), (m, mn)) = (split(atime_ns), split(mtime_ns));
+                plfs.utimens(p, plfs_core::TimeSpec::At(a, an), plfs_core::TimeSpec::At(m, mn))
+                    .at("cannot set the times of", p)
+            }
         }
     }
 
