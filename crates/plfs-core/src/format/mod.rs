@@ -322,6 +322,21 @@ pub struct PatternRecord {
 }
 
 impl PatternRecord {
+    /// Physical distance between elements in a data log whose writes lie `gap` bytes apart
+    /// ([`frame_gap`]).
+    pub fn pstride(&self, gap: u64) -> u64 {
+        self.length.saturating_add(gap)
+    }
+
+    /// One past the last data byte of the run in such a data log (saturating: a damaged record
+    /// ends past any log).
+    pub fn physical_end(&self, gap: u64) -> u64 {
+        let n = self.ts.len().max(1) as u64;
+        self.physical_start
+            .saturating_add((n - 1).saturating_mul(self.pstride(gap)))
+            .saturating_add(self.length)
+    }
+
     /// Appends the encoded record to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let start = out.len();

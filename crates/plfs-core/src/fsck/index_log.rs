@@ -45,7 +45,7 @@ pub(super) fn scan_index(log: &LogFile) -> Result<IndexScan> {
             dec.records.push(WriteRecord {
                 logical_off: p.logical_start + i * p.stride,
                 length: p.length,
-                physical_off: p.physical_start + i * (p.length + gap),
+                physical_off: p.physical_start + i * p.pstride(gap),
                 ts: *ts,
                 data_crc: 0,
             });
@@ -174,7 +174,6 @@ pub(super) fn fix_index_log(
     false
 }
 
-/// Writes `header` at offset 0 (if given) and truncates the index log to `len` bytes.
 /// Appends `recs` (writes read from the data log's frames) to an index log whose valid records
 /// end at `at`, replacing anything after that, and makes them durable.
 pub(super) fn append_records(ix: &LogFile, at: u64, recs: &[WriteRecord]) -> Result<()> {
@@ -186,6 +185,7 @@ pub(super) fn append_records(ix: &LogFile, at: u64, recs: &[WriteRecord]) -> Res
     f.fsync()
 }
 
+/// Writes `header` at offset 0 (if given) and truncates the index log to `len` bytes.
 fn rewrite_index(ix: &LogFile, header: Option<&[u8]>, len: u64) -> Result<()> {
     let f = ix.dir.open_file(&ix.name, Access::Write)?;
     if let Some(h) = header {

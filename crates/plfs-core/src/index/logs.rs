@@ -99,12 +99,7 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
         .records
         .iter()
         .map(|r| r.physical_off.saturating_add(r.length))
-        .chain(dec.patterns.iter().map(|p| {
-            let n = p.ts.len() as u64;
-            p.physical_start
-                .saturating_add((n - 1).saturating_mul(p.length.saturating_add(gap)))
-                .saturating_add(p.length)
-        }))
+        .chain(dec.patterns.iter().map(|p| p.physical_end(gap)))
         .max()
         .unwrap_or(0);
     tail.end = tail.end.max(end);
@@ -120,7 +115,7 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
             recovered: Vec::new(),
         });
     }
-    let (data, len) = match dir.open_file_sized(&data_name, Access::Read) {
+    let (data, len) = match no_link(dir.open_file_sized(&data_name, Access::Read), dir, &data_name) {
         Ok(v) => v,
         // A writer creates its data log before its index log, and a framed log that has no
         // records yet may be gone with a wipe: nothing to recover then.
@@ -131,7 +126,7 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
                 format!("missing, but its index log {} has records", f.path.display()),
             ))
         }
-        Err(e) => return Err(no_link::<()>(Err(e), dir, &data_name).unwrap_err()),
+        Err(e) => return Err(e),
     };
     // A size that lags (see above) is checked against the data itself before the records are
     // called damaged.

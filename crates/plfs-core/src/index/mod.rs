@@ -485,12 +485,8 @@ impl IndexState {
             }
             for pr in patterns {
                 let n = pr.ts.len() as u64;
-                let pstride = pr.length.saturating_add(gap);
-                let pend = pr
-                    .physical_start
-                    .saturating_add((n - 1).saturating_mul(pstride))
-                    .saturating_add(pr.length);
-                if pend > data_len {
+                let pstride = pr.pstride(gap);
+                if pr.physical_end(gap) > data_len {
                     return Err(past_end(f, pr.logical_start, data_len));
                 }
                 self.map.insert_pattern(crate::extent::Pattern {

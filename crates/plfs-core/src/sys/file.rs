@@ -168,21 +168,18 @@ impl File {
     /// writer holds one on its own log, so that a compaction never retires a log still being
     /// appended to). `Ok(false)` when the backend has no flock.
     pub fn lock_shared(&self) -> Result<bool> {
-        loop {
-            match fs::flock(&self.fd, fs::FlockOperation::LockShared) {
-                Ok(()) => return Ok(true),
-                Err(Errno::INTR) => continue,
-                Err(e) if super::unsupported(e) || e == Errno::NOLCK || e == Errno::BADF => return Ok(false),
-                Err(e) => return Err(Error::io(&self.path, "flock", e)),
-            }
-        }
+        self.flock_wait(fs::FlockOperation::LockShared)
     }
 
     /// Takes an exclusive flock(2) on the file, waiting while anyone else holds one. `Ok(false)`
     /// when the backend has no flock.
     pub fn lock_exclusive(&self) -> Result<bool> {
+        self.flock_wait(fs::FlockOperation::LockExclusive)
+    }
+
+    fn flock_wait(&self, op: fs::FlockOperation) -> Result<bool> {
         loop {
-            match fs::flock(&self.fd, fs::FlockOperation::LockExclusive) {
+            match fs::flock(&self.fd, op) {
                 Ok(()) => return Ok(true),
                 Err(Errno::INTR) => continue,
                 Err(e) if super::unsupported(e) || e == Errno::NOLCK || e == Errno::BADF => return Ok(false),

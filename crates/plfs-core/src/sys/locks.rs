@@ -16,27 +16,23 @@ impl Dir {
     /// is deleted only once nobody has it open. A backend without flock on directories
     /// (`EOPNOTSUPP`, `ENOLCK`, `EBADF` on NFS) is learned once; the call then succeeds.
     pub fn lock_shared(&self) -> Result<()> {
-        if !self.caps.locks() {
-            return Ok(());
-        }
-        loop {
-            match fs::flock(&self.fd, fs::FlockOperation::LockShared) {
-                Ok(()) => return Ok(()),
-                Err(Errno::INTR) => continue,
-                Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => return Ok(()),
-                Err(e) => return Err(Error::io(&self.path, "flock", e)),
-            }
-        }
+        self.flock_wait(fs::FlockOperation::LockShared).map(drop)
     }
 
     /// Takes an exclusive flock(2) on this directory, waiting while anyone else holds one:
     /// `Ok(false)` on a backend without flock on directories.
     pub fn lock_exclusive(&self) -> Result<bool> {
+        self.flock_wait(fs::FlockOperation::LockExclusive)
+    }
+
+    /// A blocking flock(2): `Ok(false)` when the backend has no flock on directories (learned
+    /// once).
+    fn flock_wait(&self, op: fs::FlockOperation) -> Result<bool> {
         if !self.caps.locks() {
             return Ok(false);
         }
         loop {
-            match fs::flock(&self.fd, fs::FlockOperation::LockExclusive) {
+            match fs::flock(&self.fd, op) {
                 Ok(()) => return Ok(true),
                 Err(Errno::INTR) => continue,
                 Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => return Ok(false),

@@ -200,12 +200,8 @@ fn merge(olds: &[Old], truncs: &[(u64, u64, u64)]) -> Result<ExtentMap> {
         let gap = format::frame_gap(h.flags);
         for p in dec.patterns {
             let n = p.ts.len() as u64;
-            let pstride = p.length.saturating_add(gap);
-            let pend = p
-                .physical_start
-                .saturating_add((n - 1).saturating_mul(pstride))
-                .saturating_add(p.length);
-            if pend > o.data_len {
+            let pstride = p.pstride(gap);
+            if p.physical_end(gap) > o.data_len {
                 return Err(Error::corrupt(&path, "a record points past the end of its data log"));
             }
             map.insert_pattern(Pattern {

@@ -422,8 +422,7 @@ impl Shared {
             }
             Ok(plan)
         })?;
-        let at = read_plan(&plan, buf)?;
-        let pos = plan.iter().map(|(len, _)| *len as usize).sum::<usize>();
+        let (at, pos) = read_plan(&plan, buf)?;
         if !checks.is_empty() {
             for Check {
                 sum: c, seg, file: f, ..
@@ -505,10 +504,11 @@ const MAX_GAP: u64 = format::FRAME_LEN as u64;
 /// The most stretches one `preadv` reads (two vectors each, within IOV_MAX).
 const MAX_RUN: usize = 256;
 
-/// Fills `buf` from the plan; returns where each stretch starts in `buf`. Consecutive stretches
+/// Fills `buf` from the plan; returns where each stretch starts in `buf`, and the bytes filled.
+/// Consecutive stretches
 /// of one data log that lie one frame apart (one writer's consecutive writes) are read by one
 /// `preadv`, as an unframed log's back-to-back writes were by one `pread`.
-fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<Vec<usize>> {
+fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<(Vec<usize>, usize)> {
     let mut at = Vec::with_capacity(plan.len());
     let mut pos = 0usize;
     for (len, _) in plan {
@@ -567,5 +567,5 @@ fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<Vec<usize>> {
         }
         i = j;
     }
-    Ok(at)
+    Ok((at, pos))
 }
