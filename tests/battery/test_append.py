@@ -40,3 +40,30 @@ def test_shell_loops_appending_to_one_log_keep_every_line(fs_append):
         mine = [int(l.split()[-1]) for l in lines if l.startswith(f"loop {n} ")]
         assert mine == list(range(1, LINES + 1)), f"loop {n}'s lines out of order"
     assert int(fs.sh(f"stat -c %s '{log}'")) == sum(len(l) + 1 for l in want)
+
+
+def test_noclobber_lock_files_have_one_winner_each(fs_append):
+    """`set -C` (O_CREAT|O_EXCL) lock files raced by four processes: each name has exactly one
+    winner and holds the winner's line. Before, on 1-N two processes could both create a name
+    (neither saw the other's record yet), and the name kept only one of the files."""
+    fs = fs_append
+    names = 40
+    script = (
+        f"set -C; for i in $(seq {names}); do "
+        f"if echo \"owner $N\" > '{fs.mount}/lock.'$i 2>/dev/null; then echo \"won $i\"; fi; done"
+    )
+    racers = [
+        subprocess.Popen(["bash", "-c", script], env={**fs.env, "N": str(n)}, stdout=subprocess.PIPE, text=True)
+        for n in range(LOOPS)
+    ]
+    won = {}
+    for n, p in enumerate(racers):
+        out, _ = p.communicate()
+        assert p.returncode == 0
+        for line in out.splitlines():
+            won.setdefault(int(line.split()[1]), []).append(n)
+    assert sorted(won) == list(range(1, names + 1)), f"names nobody won: {set(range(1, names + 1)) - set(won)}"
+    twice = {i: w for i, w in won.items() if len(w) != 1}
+    assert not twice, f"names won by more than one process: {twice}"
+    for i, (n,) in won.items():
+        assert fs.sh(f"cat '{fs.mount}/lock.{i}'") == f"owner {n}\n", f"lock.{i}"

@@ -18,7 +18,8 @@
 //! ([`CompactStatus::WritersOpen`]). This process's own log is closed first (its next record
 //! starts a new one).
 
-use super::view::{flush, Inner, SmallDir};
+use super::state::{flush, Inner};
+use super::view::SmallDir;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::format::compact::{self as cf, Journal};

@@ -1,6 +1,7 @@
 //! An open packed 1-N file.
 
-use super::view::{flush, stat_of, SmallDir, SmallMeta};
+use super::state::{flush, stat_of, Inner, SmallMeta};
+use super::view::SmallDir;
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::extent::Segment;
@@ -19,10 +20,10 @@ pub struct SmallHandle {
 }
 
 impl SmallHandle {
-    fn meta<R>(&self, g: &super::view::Inner, f: impl FnOnce(&SmallMeta) -> R) -> Result<R> {
-        g.files
-            .get(&self.id)
-            .map(f)
+    /// Applies `f` to this file's (canonical id, attributes).
+    fn meta<R>(&self, g: &Inner, f: impl FnOnce(u64, &SmallMeta) -> R) -> Result<R> {
+        g.file(self.id)
+            .map(|(id, m)| f(id, m))
             .ok_or_else(|| Error::errno(Errno::STALE, "packed file vanished from its directory's logs"))
     }
 
@@ -58,33 +59,23 @@ impl Handle for SmallHandle {
     }
 
     /// Appends of every process to the files of this directory take turns (O_APPEND, issue 25):
-    /// under an exclusive flock on the directory on the first backend (the lock a compaction of
-    /// the directory takes), the end is read from a refreshed view and the record reaches this
+    /// under [`SmallDir::exclusively`], the end is read from a refreshed view and the record reaches this
     /// process's log before the lock is let go. Before, the end came from this process's view,
     /// which misses what other processes appended.
     fn append(&self, buf: &[u8], _pid: u32) -> Result<(u64, usize)> {
-        let lockd = self.dir.mount.canonical[0].dir_opt(&self.dir.rel)?;
-        let locked = match &lockd {
-            Some(d) => d.lock_exclusive()?,
-            None => false,
-        };
-        let r = (|| {
+        self.dir.exclusively(|| {
             self.refresh()?;
             let off = self.size()?;
             let n = self.write(buf, off)?;
             flush(&mut self.dir.inner())?;
             Ok((off, n))
-        })();
-        if let (true, Some(d)) = (locked, &lockd) {
-            let _ = d.unlock();
-        }
-        r
+        })
     }
 
     fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
         let mut g = self.dir.inner();
         flush(&mut g)?;
-        let segs = self.meta(&g, |m| m.map.lookup(off, buf.len() as u64))?;
+        let segs = self.meta(&g, |_, m| m.map.lookup(off, buf.len() as u64))?;
         let mut pos = 0usize;
         for s in segs {
             match s {
@@ -130,12 +121,12 @@ impl Handle for SmallHandle {
 
     fn size(&self) -> Result<u64> {
         let g = self.dir.inner();
-        self.meta(&g, |m| m.map.size())
+        self.meta(&g, |_, m| m.map.size())
     }
 
     fn stat(&self) -> Result<Stat> {
         let g = self.dir.inner();
-        self.meta(&g, |m| stat_of(self.id, m))
+        self.meta(&g, stat_of)
     }
 
     /// Close: the file's records reach its log.

@@ -12,6 +12,7 @@ pub(crate) mod compact;
 mod handle;
 mod names;
 mod retired;
+mod state;
 mod view;
 
 pub use view::SmallDir;
@@ -184,7 +185,7 @@ impl Layout for Arc<Small> {
                 .map(|(_, d)| d.clone())
                 .collect()
         };
-        views.iter().try_for_each(|d| view::flush(&mut d.inner()))
+        views.iter().try_for_each(|d| state::flush(&mut d.inner()))
     }
 }
 

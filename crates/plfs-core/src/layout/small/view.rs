@@ -2,72 +2,20 @@
 //! and file → attributes and extent map, kept current, and this process's own writer log.
 
 use super::names::{check_name, effective_ids, le, new_file_id};
+use super::state::{apply, flush, lock, stat_of, Inner, LogRef, SmallWriter};
 use crate::clock;
 use crate::error::{Error, Result};
-use crate::extent::{ExtentMap, Key};
 use crate::format::small::{self as fmt, Rec, SMALL_DIR, SMALL_MAGIC};
 use crate::format::{self, LogHeader};
 use crate::mount::Mount;
-use crate::sys::{self, Access, Create, File};
-use crate::types::{FileKind, PackedUsage, Stat, BLKSIZE};
+use crate::sys::{self, Access, Create};
+use crate::types::{PackedUsage, Stat};
 use rustix::io::Errno;
-use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Pending bytes after which a writer appends its buffer even before a close.
 const FLUSH_BYTES: usize = 1 << 20;
-
-/// A packed file's attributes and data map.
-#[derive(Debug, Clone)]
-pub(super) struct SmallMeta {
-    pub(super) mode: u32,
-    pub(super) uid: u32,
-    pub(super) gid: u32,
-    pub(super) atime: i64,
-    pub(super) mtime: i64,
-    pub(super) ctime: i64,
-    pub(super) map: ExtentMap,
-    /// Timestamp of its CREATE record (a compaction writes it again with the same one).
-    pub(super) created: u64,
-}
-
-/// One log of the directory.
-#[derive(Debug)]
-pub(super) struct LogRef {
-    pub(super) path: PathBuf,
-    writer: u64,
-    pub(super) file: Arc<File>,
-    seen: u64,
-}
-
-/// This process's writer log in the directory.
-#[derive(Debug)]
-pub(super) struct SmallWriter {
-    pub(super) id: u64,
-    pub(super) file: Arc<File>,
-    /// Log offset where `buf` will land.
-    pub(super) off: u64,
-    buf: Vec<u8>,
-    log: usize,
-}
-
-#[derive(Debug, Default)]
-pub(super) struct Inner {
-    pub(super) names: BTreeMap<String, u64>,
-    pub(super) files: HashMap<u64, SmallMeta>,
-    pub(super) logs: Vec<LogRef>,
-    /// Modification stamp (mtime ns, inode) of each backend's store directory at the last listing.
-    dir_stamps: Vec<(i128, u64)>,
-    /// Whether the last listing was taken within a timestamp window of a store's mtime
-    /// (`Dir::timestamp_window_ns`): a log created after it may then have left the mtime as it
-    /// was, so the stamps cannot vouch for the listing and the next refresh lists again.
-    listed_recent: bool,
-    /// Whether the store existed on this process's writer backend at the last refresh.
-    store_here: bool,
-    pub(super) writer: Option<SmallWriter>,
-    pub(super) loaded: bool,
-}
 
 /// The small-file view of one logical directory, shared by this process.
 #[derive(Debug)]
@@ -79,10 +27,6 @@ pub struct SmallDir {
     umask: u32,
     /// This process's automatic compaction of the directory's logs.
     pub(super) auto: crate::layout::compaction::AutoState,
-}
-
-pub(super) fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl SmallDir {
@@ -266,6 +210,7 @@ impl SmallDir {
         recs.sort_by_key(|r| (r.0, r.1));
         g.names.clear();
         g.files.clear();
+        g.alias.clear();
         for (_, w, idx, r) in recs {
             apply(g, &r, w, idx);
         }
@@ -389,6 +334,11 @@ impl SmallDir {
     /// [`SmallDir::create`], asking `elsewhere`, when the view has no file `name`, whether one
     /// exists outside it (a PLFS 2.x packed file): then nothing is created (`Ok(None)`). A
     /// directory whose store vanished under this process's log was removed: `ENOENT`.
+    ///
+    /// Two processes that create one name at once without `O_EXCL` each write a CREATE record;
+    /// the replay merges them into one file (`Inner::alias`), so neither needs a lock. An
+    /// `O_EXCL` create must fail if the name exists anywhere, so it decides and writes its record
+    /// under [`SmallDir::exclusively`].
     pub fn create_unless(
         &self,
         name: &str,
@@ -397,6 +347,23 @@ impl SmallDir {
         elsewhere: impl FnOnce() -> Result<bool>,
     ) -> Result<Option<(u64, Stat, bool)>> {
         check_name(name)?;
+        if excl {
+            return self.exclusively(|| {
+                let r = self.create_in_view(name, mode, true, elsewhere)?;
+                flush(&mut self.inner())?;
+                Ok(r)
+            });
+        }
+        self.create_in_view(name, mode, false, elsewhere)
+    }
+
+    fn create_in_view(
+        &self,
+        name: &str,
+        mode: u32,
+        excl: bool,
+        elsewhere: impl FnOnce() -> Result<bool>,
+    ) -> Result<Option<(u64, Stat, bool)>> {
         let mut g = self.inner();
         self.refresh(&mut g)?;
         if g.writer.is_some() && !g.store_here {
@@ -431,6 +398,22 @@ impl SmallDir {
         })?;
         let st = g.files.get(&id).map(|m| stat_of(id, m)).ok_or_else(|| self.stale())?;
         Ok(Some((id, st, true)))
+    }
+
+    /// Runs `f` holding an exclusive flock on the directory on the first backend (the lock a
+    /// compaction of the directory takes), so that every process's decision made from a fresh
+    /// view (where a file ends, whether a name exists) and the record it writes take turns.
+    pub(super) fn exclusively<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let lockd = self.mount.canonical[0].dir_opt(&self.rel)?;
+        let locked = match &lockd {
+            Some(d) => d.lock_exclusive()?,
+            None => false,
+        };
+        let r = f();
+        if let (true, Some(d)) = (locked, &lockd) {
+            let _ = d.unlock();
+        }
+        r
     }
 
     fn stale(&self) -> Error {
@@ -557,9 +540,11 @@ impl SmallDir {
                     .sum::<u64>();
             }
         }
+        // Only files that have a name: one unlinked, or renamed over, is dead space (open or not).
         u.live_bytes = g
-            .files
+            .names
             .values()
+            .filter_map(|id| g.files.get(id))
             .map(|m| m.map.pieces().iter().map(|(_, p)| p.len).sum::<u64>())
             .sum();
         Ok(u)
@@ -571,129 +556,5 @@ impl Drop for SmallDir {
         if let Err(e) = flush(&mut lock(&self.inner)) {
             crate::warn!("{e}: small-file records not written");
         }
-    }
-}
-
-/// Appends this process's buffered records to its log.
-pub(super) fn flush(g: &mut Inner) -> Result<()> {
-    let Some(w) = g.writer.as_mut() else { return Ok(()) };
-    if w.buf.is_empty() {
-        return Ok(());
-    }
-    w.file.pwrite_all(&w.buf, w.off)?;
-    w.off += w.buf.len() as u64;
-    w.buf.clear();
-    let (log, off) = (w.log, w.off);
-    if let Some(l) = g.logs.get_mut(log) {
-        l.seen = off;
-    }
-    Ok(())
-}
-
-fn apply(g: &mut Inner, r: &Rec, writer: u64, log: usize) {
-    let ns = |ts: u64| ts as i64;
-    match r {
-        Rec::Create {
-            ts,
-            id,
-            mode,
-            uid,
-            gid,
-            name,
-        } => {
-            g.names.insert(name.clone(), *id);
-            let t = ns(*ts);
-            g.files.insert(
-                *id,
-                SmallMeta {
-                    mode: *mode,
-                    uid: *uid,
-                    gid: *gid,
-                    atime: t,
-                    mtime: t,
-                    ctime: t,
-                    map: ExtentMap::new(),
-                    created: *ts,
-                },
-            );
-        }
-        Rec::Write { ts, id, off, len, phys } => {
-            if let Some(m) = g.files.get_mut(id) {
-                m.map
-                    .insert_write(*off, *len, log as u32, *phys, Key { ts: *ts, writer });
-                m.mtime = m.mtime.max(ns(*ts));
-                m.ctime = m.ctime.max(ns(*ts));
-            }
-        }
-        Rec::Trunc { ts, id, size } => {
-            if let Some(m) = g.files.get_mut(id) {
-                m.map.insert_trunc(*size, Key { ts: *ts, writer });
-                m.mtime = m.mtime.max(ns(*ts));
-                m.ctime = m.ctime.max(ns(*ts));
-            }
-        }
-        Rec::Unlink { id, name, .. } => {
-            if g.names.get(name) == Some(id) {
-                g.names.remove(name);
-            }
-        }
-        Rec::Rename { ts, id, from, to } => {
-            if g.names.get(from) == Some(id) {
-                g.names.remove(from);
-                g.names.insert(to.clone(), *id);
-                if let Some(m) = g.files.get_mut(id) {
-                    m.ctime = m.ctime.max(ns(*ts));
-                }
-            }
-        }
-        Rec::SetAttr {
-            ts,
-            id,
-            mask,
-            mode,
-            uid,
-            gid,
-            atime,
-            mtime,
-        } => {
-            if let Some(m) = g.files.get_mut(id) {
-                if mask & fmt::SET_MODE != 0 {
-                    m.mode = *mode & 0o7777;
-                }
-                if mask & fmt::SET_UID != 0 {
-                    m.uid = *uid;
-                }
-                if mask & fmt::SET_GID != 0 {
-                    m.gid = *gid;
-                }
-                if mask & fmt::SET_ATIME != 0 {
-                    m.atime = *atime;
-                }
-                if mask & fmt::SET_MTIME != 0 {
-                    m.mtime = *mtime;
-                }
-                m.ctime = m.ctime.max(ns(*ts));
-            }
-        }
-    }
-}
-
-/// A packed file's stat.
-pub(super) fn stat_of(id: u64, m: &SmallMeta) -> Stat {
-    let size = m.map.size();
-    Stat {
-        kind: FileKind::File,
-        mode: 0o100000 | m.mode,
-        uid: m.uid,
-        gid: m.gid,
-        size,
-        blocks: size.div_ceil(512),
-        blksize: BLKSIZE,
-        atime_ns: m.atime,
-        mtime_ns: m.mtime,
-        ctime_ns: m.ctime,
-        ino: id >> 1,
-        dev: 0,
-        nlink: 1,
     }
 }

@@ -1,0 +1,226 @@
+//! The in-memory state of one 1-N directory's view: name → file id, file id → attributes and
+//! extent map, the directory's logs, this process's writer log and its buffer; and how one record
+//! of a log changes that state when the logs are replayed in timestamp order.
+
+use crate::error::Result;
+use crate::extent::{ExtentMap, Key};
+use crate::format::small::{self as fmt, Rec};
+use crate::sys::File;
+use crate::types::{FileKind, Stat, BLKSIZE};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A packed file's attributes and data map.
+#[derive(Debug, Clone)]
+pub(super) struct SmallMeta {
+    pub(super) mode: u32,
+    pub(super) uid: u32,
+    pub(super) gid: u32,
+    pub(super) atime: i64,
+    pub(super) mtime: i64,
+    pub(super) ctime: i64,
+    pub(super) map: ExtentMap,
+    /// Timestamp of its CREATE record (a compaction writes it again with the same one).
+    pub(super) created: u64,
+}
+
+/// One log of the directory.
+#[derive(Debug)]
+pub(super) struct LogRef {
+    pub(super) path: PathBuf,
+    pub(super) writer: u64,
+    pub(super) file: Arc<File>,
+    pub(super) seen: u64,
+}
+
+/// This process's writer log in the directory.
+#[derive(Debug)]
+pub(super) struct SmallWriter {
+    pub(super) id: u64,
+    pub(super) file: Arc<File>,
+    /// Log offset where `buf` will land.
+    pub(super) off: u64,
+    pub(super) buf: Vec<u8>,
+    pub(super) log: usize,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Inner {
+    pub(super) names: BTreeMap<String, u64>,
+    pub(super) files: HashMap<u64, SmallMeta>,
+    /// File ids of CREATE records that found their name already taken by a live file when
+    /// replayed (two processes creating one name at once, neither seeing the other's record):
+    /// each is the same file as the one that held the name, as two `open(O_CREAT)` of one path
+    /// must be. Maps such an id to the file's (first) id.
+    pub(super) alias: HashMap<u64, u64>,
+    pub(super) logs: Vec<LogRef>,
+    /// Modification stamp (mtime ns, inode) of each backend's store directory at the last listing.
+    pub(super) dir_stamps: Vec<(i128, u64)>,
+    /// Whether the last listing was taken within a timestamp window of a store's mtime
+    /// (`Dir::timestamp_window_ns`): a log created after it may then have left the mtime as it
+    /// was, so the stamps cannot vouch for the listing and the next refresh lists again.
+    pub(super) listed_recent: bool,
+    /// Whether the store existed on this process's writer backend at the last refresh.
+    pub(super) store_here: bool,
+    pub(super) writer: Option<SmallWriter>,
+    pub(super) loaded: bool,
+}
+
+impl Inner {
+    /// The id `id` stands for: itself, or the file its CREATE record was merged into.
+    pub(super) fn canonical(&self, id: u64) -> u64 {
+        self.alias.get(&id).copied().unwrap_or(id)
+    }
+
+    /// File `id` (or the file it was merged into): its canonical id and attributes.
+    pub(super) fn file(&self, id: u64) -> Option<(u64, &SmallMeta)> {
+        let id = self.canonical(id);
+        self.files.get(&id).map(|m| (id, m))
+    }
+}
+
+pub(super) fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Appends this process's buffered records to its log.
+pub(super) fn flush(g: &mut Inner) -> Result<()> {
+    let Some(w) = g.writer.as_mut() else { return Ok(()) };
+    if w.buf.is_empty() {
+        return Ok(());
+    }
+    w.file.pwrite_all(&w.buf, w.off)?;
+    w.off += w.buf.len() as u64;
+    w.buf.clear();
+    let (log, off) = (w.log, w.off);
+    if let Some(l) = g.logs.get_mut(log) {
+        l.seen = off;
+    }
+    Ok(())
+}
+
+pub(super) fn apply(g: &mut Inner, r: &Rec, writer: u64, log: usize) {
+    let ns = |ts: u64| ts as i64;
+    // Every record but a CREATE names its file by id, which may be merged into another.
+    let canon = match r {
+        Rec::Create { .. } => None,
+        Rec::Write { id, .. }
+        | Rec::Trunc { id, .. }
+        | Rec::Unlink { id, .. }
+        | Rec::Rename { id, .. }
+        | Rec::SetAttr { id, .. } => Some(g.canonical(*id)),
+    };
+    let id = &canon.unwrap_or(0);
+    match r {
+        Rec::Create {
+            ts,
+            id,
+            mode,
+            uid,
+            gid,
+            name,
+        } => {
+            // The name is held by a live file: a create that raced with it (see `Inner::alias`).
+            if let Some(&held) = g.names.get(name).filter(|held| g.files.contains_key(held)) {
+                if held != *id {
+                    g.alias.insert(*id, held);
+                }
+                return;
+            }
+            g.names.insert(name.clone(), *id);
+            let t = ns(*ts);
+            g.files.insert(
+                *id,
+                SmallMeta {
+                    mode: *mode,
+                    uid: *uid,
+                    gid: *gid,
+                    atime: t,
+                    mtime: t,
+                    ctime: t,
+                    map: ExtentMap::new(),
+                    created: *ts,
+                },
+            );
+        }
+        Rec::Write { ts, off, len, phys, .. } => {
+            if let Some(m) = g.files.get_mut(id) {
+                m.map
+                    .insert_write(*off, *len, log as u32, *phys, Key { ts: *ts, writer });
+                m.mtime = m.mtime.max(ns(*ts));
+                m.ctime = m.ctime.max(ns(*ts));
+            }
+        }
+        Rec::Trunc { ts, size, .. } => {
+            if let Some(m) = g.files.get_mut(id) {
+                m.map.insert_trunc(*size, Key { ts: *ts, writer });
+                m.mtime = m.mtime.max(ns(*ts));
+                m.ctime = m.ctime.max(ns(*ts));
+            }
+        }
+        Rec::Unlink { name, .. } => {
+            if g.names.get(name) == Some(id) {
+                g.names.remove(name);
+            }
+        }
+        Rec::Rename { ts, from, to, .. } => {
+            if g.names.get(from) == Some(id) {
+                g.names.remove(from);
+                g.names.insert(to.clone(), *id);
+                if let Some(m) = g.files.get_mut(id) {
+                    m.ctime = m.ctime.max(ns(*ts));
+                }
+            }
+        }
+        Rec::SetAttr {
+            ts,
+            mask,
+            mode,
+            uid,
+            gid,
+            atime,
+            mtime,
+            ..
+        } => {
+            if let Some(m) = g.files.get_mut(id) {
+                if mask & fmt::SET_MODE != 0 {
+                    m.mode = *mode & 0o7777;
+                }
+                if mask & fmt::SET_UID != 0 {
+                    m.uid = *uid;
+                }
+                if mask & fmt::SET_GID != 0 {
+                    m.gid = *gid;
+                }
+                if mask & fmt::SET_ATIME != 0 {
+                    m.atime = *atime;
+                }
+                if mask & fmt::SET_MTIME != 0 {
+                    m.mtime = *mtime;
+                }
+                m.ctime = m.ctime.max(ns(*ts));
+            }
+        }
+    }
+}
+
+/// A packed file's stat.
+pub(super) fn stat_of(id: u64, m: &SmallMeta) -> Stat {
+    let size = m.map.size();
+    Stat {
+        kind: FileKind::File,
+        mode: 0o100000 | m.mode,
+        uid: m.uid,
+        gid: m.gid,
+        size,
+        blocks: size.div_ceil(512),
+        blksize: BLKSIZE,
+        atime_ns: m.atime,
+        mtime_ns: m.mtime,
+        ctime_ns: m.ctime,
+        ino: id >> 1,
+        dev: 0,
+        nlink: 1,
+    }
+}
