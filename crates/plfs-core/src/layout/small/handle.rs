@@ -97,8 +97,14 @@ impl Handle for SmallHandle {
         Ok(pos)
     }
 
+    /// Publishes this process's buffered records, then sees other processes' (as a refresh of
+    /// an N-1 file does): ldplfs refreshes before a fork, and a child that inherits the
+    /// descriptor must find the file its parent created (issue 25, item 2: `{ echo a; /bin/echo
+    /// b; } > f` failed in /bin/echo with ENOENT). A refresh of the view alone publishes only
+    /// when another log changed.
     fn refresh(&self) -> Result<()> {
         let mut g = self.dir.inner();
+        flush(&mut g)?;
         self.dir.refresh(&mut g)
     }
 
