@@ -108,6 +108,7 @@ impl Run<'_> {
             dry_run: self.a.dry_run,
             thresholds: false,
             progress,
+            automatic: false,
         }
     }
 

@@ -614,3 +614,43 @@ fn compaction_of_a_million_records() {
     check(&fx, &path, &m, "1M records after compaction");
     fsck_clean(&fx, &path);
 }
+
+/// A last close that finishes an earlier compaction's journal holds `meta/`'s lock for a moment;
+/// an explicit compaction that meets it then waits it out instead of reporting the file busy
+/// (CI saw `plfs compact` return Busy while a reader closed: compaction_crash
+/// readers_during_compaction, round 7). A compaction the library starts on its own never waits.
+#[test]
+fn an_explicit_compaction_waits_out_a_moment_of_the_lock() {
+    let fx = Fixture::new("cmp-wait", 1, 0, no_auto());
+    let path = fx.path("f");
+    let p = fx.plfs();
+    for w in 0..2u32 {
+        let f = p.open(&path, rw(), 0o644, 1 + w).unwrap();
+        f.write(&[w as u8; 4096], 0).unwrap();
+        f.close().unwrap();
+    }
+    let meta = fx.container_dir("f").join("meta");
+    let hold = |ms: u64| {
+        let d = std::fs::File::open(&meta).unwrap();
+        rustix::fs::flock(&d, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            drop(d);
+        })
+    };
+    let t = hold(300);
+    let auto = Options {
+        automatic: true,
+        ..Options::default()
+    };
+    assert_eq!(compact::compact(&p, &path, &auto).unwrap().status, Status::Busy);
+    let r = compact::compact(&p, &path, &Options::default()).unwrap();
+    assert_eq!(r.status, Status::Compacted, "{r:?}");
+    t.join().unwrap();
+    assert_eq!(common::get(&p, &path), vec![1u8; 4096]);
+    // A lock held past the patience (a compaction that is still running) is reported.
+    let t = hold(3000);
+    let r = compact::compact(&p, &path, &Options::default()).unwrap();
+    assert_eq!(r.status, Status::Busy, "{r:?}");
+    t.join().unwrap();
+}

@@ -15,6 +15,9 @@ pub struct CompactOptions<'a> {
     pub thresholds: bool,
     /// Called with (bytes copied so far, bytes to copy) while live data is copied.
     pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+    /// Run by the library itself (at a close, while writing, after unlinks): it never waits for
+    /// the lock another compaction or a last close holds, it is tried again later.
+    pub automatic: bool,
 }
 
 impl std::fmt::Debug for CompactOptions<'_> {
@@ -22,7 +25,20 @@ impl std::fmt::Debug for CompactOptions<'_> {
         f.debug_struct("CompactOptions")
             .field("dry_run", &self.dry_run)
             .field("thresholds", &self.thresholds)
+            .field("automatic", &self.automatic)
             .finish()
+    }
+}
+
+/// How long a compaction waits for the lock that makes it the only one: an automatic one not at
+/// all (it runs again later), an explicit one a moment, since a process finishing an earlier
+/// compaction's journal at its last close holds the lock that long (a compaction still running
+/// holds it longer and is reported busy).
+pub(crate) fn patience(opts: &CompactOptions) -> std::time::Duration {
+    if opts.automatic || opts.thresholds {
+        std::time::Duration::ZERO
+    } else {
+        std::time::Duration::from_secs(2)
     }
 }
 

@@ -41,6 +41,22 @@ impl Dir {
         }
     }
 
+    /// [`Dir::try_lock_exclusive`], tried again every 10 ms for up to `patience`: for a lock
+    /// others hold only for moments (a last close finishing a compaction's journal), which an
+    /// explicit `plfs compact` should wait out rather than report as busy.
+    pub fn try_lock_exclusive_within(&self, patience: std::time::Duration) -> Result<bool> {
+        let until = std::time::Instant::now() + patience;
+        loop {
+            if self.try_lock_exclusive()? {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= until {
+                return Ok(false);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// Lets go of this description's flock(2).
     pub fn unlock(&self) -> Result<()> {
         fs::flock(&self.fd, fs::FlockOperation::Unlock).map_err(|e| Error::io(&self.path, "flock", e))

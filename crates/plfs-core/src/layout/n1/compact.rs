@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key, Pattern};
 use crate::format::compact::{self as cf, Journal};
 use crate::format::{self, LogHeader, MetaDropping};
-use crate::layout::compaction::{worth_it, CompactOptions, CompactReport, CompactStatus, Usage};
+use crate::layout::compaction::{patience, worth_it, CompactOptions, CompactReport, CompactStatus, Usage};
 use crate::sys::{Access, Dir};
 use rustix::io::Errno;
 use std::collections::{HashMap, HashSet};
@@ -246,7 +246,7 @@ pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactRepor
     let c = &sh.c;
     let mut rep = CompactReport::new(sh.logical.clone());
     let meta_lock = c.dir.open_dir(format::META_DIR)?;
-    if !meta_lock.try_lock_exclusive()? {
+    if !meta_lock.try_lock_exclusive_within(patience(opts))? {
         rep.status = CompactStatus::Busy;
         return Ok(rep);
     }
@@ -611,7 +611,13 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<Check> {
     ) {
         return Ok(Check::Kept);
     }
-    let r = compact(sh, &CompactOptions::default())?;
+    let r = compact(
+        sh,
+        &CompactOptions {
+            automatic: true,
+            ..Default::default()
+        },
+    )?;
     crate::debug!(
         "{}: automatic compaction: {} ({} -> {} bytes, {} logs retired, {:.1} ms)",
         sh.logical.display(),

@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::format::compact::{self as cf, Journal};
 use crate::format::small::{self as fmt, Rec, SMALL_MAGIC, SMALL_MAX_BODY};
 use crate::format::{self, LogHeader};
-use crate::layout::compaction::{worth_it, CompactOptions, CompactReport, CompactStatus, Usage};
+use crate::layout::compaction::{patience, worth_it, CompactOptions, CompactReport, CompactStatus, Usage};
 use crate::mount::Mount;
 use crate::sys::{self, Access, Create, Dir};
 use rustix::io::Errno;
@@ -237,7 +237,7 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
     let Some(lockd) = mount.canonical[0].dir_opt(&d.rel)? else {
         return Err(Error::NotFound(d.logical()));
     };
-    if !lockd.try_lock_exclusive()? {
+    if !lockd.try_lock_exclusive_within(patience(opts))? {
         rep.status = CompactStatus::Busy;
         return Ok(rep);
     }
@@ -415,7 +415,13 @@ pub(crate) fn after_change(d: &SmallDir, unlinks: u64) {
             (u.data, u.live)
         };
         if worth_it(data, live, 0, gp.compaction_min_bytes, gp.compaction_dead_permille) {
-            compact(d, &CompactOptions::default())?;
+            compact(
+                d,
+                &CompactOptions {
+                    automatic: true,
+                    ..Default::default()
+                },
+            )?;
             // The writer's log is new: count from its start.
             a.since.store(0, Ordering::Relaxed);
         }
