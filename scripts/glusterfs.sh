@@ -9,6 +9,8 @@
 #   scripts/glusterfs.sh umount DIR   unmount such an extra client
 #   scripts/glusterfs.sh run CMD...   CMD with the `env` variables exported; starts the volume
 #                                     first when none runs, and then (only then) stops it after
+#   scripts/glusterfs.sh gluster ARG...  the gluster CLI on the running volume's glusterd, e.g.
+#                                     `gluster volume profile plfs info` (brick operation counts)
 #
 # `start` gives a fresh, empty volume; on a running one it only remounts clients that stopped
 # answering (the data stays); with glusterd or a brick gone it stops everything and starts anew.
@@ -466,6 +468,12 @@ run)
     ;;
 stop) do_stop ;;
 status) do_status ;;
+gluster)
+    shift
+    require_root
+    [ -n "$(netns_inode)" ] || die "the volume is not running (start it first)"
+    cli "$@"
+    ;;
 env) do_env ;;
 mount)
     [ -n "${2:-}" ] || die "usage: $0 mount DIR"
@@ -483,7 +491,7 @@ umount)
     umount_client "$(realpath -m "$2")"
     ;;
 *)
-    echo "usage: $0 start|stop|status|env|mount DIR|umount DIR|run CMD..." >&2
+    echo "usage: $0 start|stop|status|env|mount DIR|umount DIR|run CMD...|gluster ARG..." >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Brick operations per file on the GlusterFS volume (issue 22, item 2): what the file system itself
+counts (`gluster volume profile`, summed over the bricks) for basic operations on a logical file
+made through ldplfs on an N-1 mount, against the same operations on plain files of the volume.
+Counts, not times: noise cannot move them.
+
+Each phase runs in a fresh Python process (under LD_PRELOAD for plfs, the same interpreter
+without it for plain) on FILES files; the profile is cleared before and read after, and the
+counts are divided by FILES:
+
+    create   open(O_CREAT|O_WRONLY), one 4 KiB write, close
+    stat     os.stat of a closed file (new process, so nothing cached in it)
+    read     open, read it all, close
+    unlink   os.unlink
+    open4    4 processes open one new N-1 file, each writes 4 KiB at its own offset, close:
+             per file, to compare with `create` (the budget: at most 2x one writer's)
+
+Run with the volume up (scripts/glusterfs.sh run python3 bench/brickops.py [--json] [LIB]).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+FILES = int(os.environ.get("BRICKOPS_FILES", "20"))
+# Client-side bookkeeping the bricks report, not operations a client asked for.
+NOT_OPS = {"FORGET"}
+
+PHASES = {
+    "create": "for i in range(N):\n"
+              "    fd = os.open(f'{D}/f{i}', os.O_CREAT | os.O_WRONLY, 0o644)\n"
+              "    os.write(fd, b'x' * 4096)\n"
+              "    os.close(fd)\n",
+    "stat": "for i in range(N):\n    os.stat(f'{D}/f{i}')\n",
+    "read": "for i in range(N):\n"
+            "    fd = os.open(f'{D}/f{i}', os.O_RDONLY)\n"
+            "    assert os.read(fd, 8192) == b'x' * 4096\n"
+            "    os.close(fd)\n",
+    "unlink": "for i in range(N):\n    os.unlink(f'{D}/f{i}')\n",
+}
+# Four writers of one file each: started together, each opens (creating), writes its 4 KiB
+# block, closes.
+OPEN4 = ("import sys\nk = int(sys.argv[1])\n"
+         "for i in range(N):\n"
+         "    fd = os.open(f'{D}/g{i}', os.O_CREAT | os.O_WRONLY, 0o644)\n"
+         "    os.pwrite(fd, b'x' * 4096, 4096 * k)\n"
+         "    os.close(fd)\n")
+
+
+def gluster(*args, check=True):
+    out = subprocess.run([os.path.join(ROOT, "scripts/glusterfs.sh"), "gluster", *args],
+                         check=check, capture_output=True, text=True)
+    return out.stdout
+
+
+def profile_counts():
+    """Calls per fop, summed over the bricks, since the last clear (cumulative section only)."""
+    text = gluster("volume", "profile", os.environ.get("PLFS_GLUSTER_VOLUME", "plfs"), "info", "cumulative")
+    calls = Counter()
+    for line in text.splitlines():
+        m = re.match(r"^\s*[\d.]+\s+[\d.]+ \w+\s+[\d.]+ \w+\s+[\d.]+ \w+\s+(\d+)\s+(\w+)\s*$", line)
+        if m and m.group(2) not in NOT_OPS:
+            calls[m.group(2)] += int(m.group(1))
+    return calls
+
+
+def clear():
+    gluster("volume", "profile", os.environ.get("PLFS_GLUSTER_VOLUME", "plfs"), "info", "clear")
+
+
+def run_phase(code, d, env, procs=1):
+    script = f"import os\nN = {FILES}\nD = {d!r}\n" + code
+    ps = [subprocess.Popen([sys.executable, "-c", script, str(k)], env=env) for k in range(procs)]
+    for p in ps:
+        if p.wait() != 0:
+            raise SystemExit(f"phase failed: {code.splitlines()[0]} in {d}")
+
+
+def measure(d, env):
+    out = {}
+    for name, code in PHASES.items():
+        clear()
+        run_phase(code, d, env)
+        c = profile_counts()
+        out[name] = {"per_file": round(sum(c.values()) / FILES, 1),
+                     "by_fop": {k: round(v / FILES, 2) for k, v in c.most_common()}}
+    clear()
+    run_phase(OPEN4, d, env, procs=4)
+    c = profile_counts()
+    out["open4"] = {"per_file": round(sum(c.values()) / FILES, 1),
+                    "by_fop": {k: round(v / FILES, 2) for k, v in c.most_common()}}
+    return out
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    lib = os.path.abspath(args[0] if args else os.path.join(ROOT, "target/release/libldplfs.so"))
+    vol = os.environ.get("PLFS_GLUSTER_MOUNT")
+    if not vol:
+        raise SystemExit("brickops: no volume (run under scripts/glusterfs.sh run)")
+    # Fails when profiling is already on, which is as good.
+    gluster("volume", "profile", os.environ.get("PLFS_GLUSTER_VOLUME", "plfs"), "start", check=False)
+    work = tempfile.mkdtemp(prefix="brickops.", dir=vol)
+    plain = os.path.join(work, "plain")
+    backend = os.path.join(work, "backend")
+    os.mkdir(plain)
+    os.mkdir(backend)
+    local = tempfile.mkdtemp(prefix="brickops-rc.")
+    rc = os.path.join(local, "plfsrc")
+    mnt = os.path.join(local, "mnt")
+    with open(rc, "w") as f:
+        f.write(f"- mount_point: {mnt}\n  backends:\n    - location: {backend}\n")
+    env_plain = dict(os.environ)
+    env_plfs = dict(os.environ, LD_PRELOAD=lib, PLFSRC=rc)
+    res = {"files": FILES, "plain": measure(plain, env_plain), "plfs": measure(mnt, env_plfs)}
+    subprocess.run(["rm", "-rf", work, local], check=True)
+    if "--json" in sys.argv:
+        print(json.dumps(res, indent=1))
+        return
+    print(f"brick operations per file, summed over the bricks ({FILES} files a phase)")
+    print(f"{'phase':8} {'plain':>7} {'plfs':>7}   plfs by fop")
+    for ph in list(PHASES) + ["open4"]:
+        top = ", ".join(f"{k} {v}" for k, v in list(res["plfs"][ph]["by_fop"].items())[:8])
+        print(f"{ph:8} {res['plain'][ph]['per_file']:7} {res['plfs'][ph]['per_file']:7}   {top}")
+
+
+if __name__ == "__main__":
+    main()
