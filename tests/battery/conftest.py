@@ -125,12 +125,15 @@ def fs(method, preload_lib):
     yield from plfs_fixture(method, preload_lib)
 
 
-def plfs_fixture(method, preload_lib, workload=None, prefix="plfs-battery-"):
+def plfs_fixture(method, preload_lib, workload=None, prefix="plfs-battery-", backend_setup=None):
     """A fresh mount (one backend; `workload` in the plfsrc when given) through front end
-    `method`: yields its PlfsFixture, then removes everything."""
+    `method`: yields its PlfsFixture, then removes everything. `backend_setup` is called with the
+    backend directory before anything uses it (to mount a small file system there)."""
     root = Path(tempfile.mkdtemp(prefix=prefix, dir=TEST_ROOT))
     backend = root / "backend"
     backend.mkdir()
+    if backend_setup:
+        backend_setup(backend)
     (root / "plain").mkdir()
     rc = root / "plfsrc"
     wl = f"  workload: {workload}\n" if workload else ""

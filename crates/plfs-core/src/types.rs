@@ -193,7 +193,7 @@ pub struct IndexStats {
 pub struct PackedUsage {
     /// Logs in the directory's store (every backend).
     pub logs: u64,
-    /// Their total size in bytes.
+    /// Their total size in bytes, with the stores' reserves (docs/format.md §11).
     pub log_bytes: u64,
     /// Bytes of file data the logs hold, live or overwritten (the data of every WRITE record).
     pub data_bytes: u64,

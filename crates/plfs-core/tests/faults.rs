@@ -491,7 +491,11 @@ mod fuzz {
             }
             drop(sp);
             let sdir = fx.canonical[0].join(".plfs_small");
-            let small_path = std::fs::read_dir(&sdir).unwrap().next().unwrap().unwrap().path();
+            let small_path = std::fs::read_dir(&sdir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.file_name().unwrap().to_str().unwrap().starts_with("log."))
+                .unwrap();
             Corpus {
                 marker: std::fs::read(dir.join(".plfscontainer")).unwrap(),
                 index: std::fs::read(&index_path).unwrap(),

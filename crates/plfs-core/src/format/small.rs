@@ -7,6 +7,11 @@
 
 /// Name of the per-directory store.
 pub const SMALL_DIR: &str = ".plfs_small";
+/// Space a store sets aside so that deleting works on a full backend (docs/format.md §11):
+/// a file of this name in the store, ignored by readers.
+pub const RESERVE_NAME: &str = "reserve";
+/// Its size.
+pub const RESERVE_BYTES: usize = 64 << 10;
 /// Small-file log magic.
 pub const SMALL_MAGIC: [u8; 8] = *b"PLFSSML\0";
 /// Record frame overhead: kind u16, flags u16, body_len u32, crc32c u32.
@@ -207,6 +212,15 @@ pub fn decode(body: &[u8], base: u64) -> (Vec<Rec>, usize, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserve_matches_format_md() {
+        let doc = include_str!("../../../../docs/format.md");
+        let sec = &doc[doc.find("## 11. 1-N mode").expect("format.md has §11")..];
+        assert!(sec.contains(&format!("`{RESERVE_NAME}`")), "§11 names the reserve");
+        assert_eq!(RESERVE_BYTES, 65_536);
+        assert!(sec.contains("65,536 zero bytes"));
+    }
 
     #[test]
     fn records_roundtrip() {

@@ -243,11 +243,18 @@ fn one_n_mode_packs_small_files() {
         h.write(&vec![i as u8; 1000 + i as usize], 0).unwrap();
         h.close().unwrap();
     }
-    // One log per writer, not one file per logical file.
-    let logs: usize = (0..2)
-        .map(|b| std::fs::read_dir(d.join(format!("b{b}/d/.plfs_small"))).map_or(0, |r| r.count()))
-        .sum();
-    assert_eq!(logs, 1);
+    // One log per writer, not one file per logical file (and the store's reserve).
+    let names: Vec<String> = (0..2)
+        .flat_map(|b| {
+            std::fs::read_dir(d.join(format!("b{b}/d/.plfs_small")))
+                .into_iter()
+                .flatten()
+        })
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.iter().filter(|n| n.starts_with("log.")).count(), 1, "{names:?}");
+    assert_eq!(names.iter().filter(|n| *n == "reserve").count(), 1, "{names:?}");
+    assert_eq!(names.len(), 2, "{names:?}");
     // Another process sees every file after close, with no explicit flush.
     let q = plfs_mode(&d, 2, Workload::SmallFile);
     let names = q.readdir(Path::new("/mnt/plfs/d")).unwrap();

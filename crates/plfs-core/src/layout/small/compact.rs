@@ -296,6 +296,14 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
             }
         }
     }
+    // Dead logs go first, without writing anything: on a full backend that is all there is room
+    // for (docs/format.md §14).
+    let (dead, _) = if opts.dry_run {
+        (0, 0)
+    } else {
+        super::dead::retire(&logs, own.as_deref())?
+    };
+    let logs = if dead > 0 { list_logs(mount, &d.rel)? } else { logs };
     g.loaded = false;
     d.refresh(&mut g)?;
     rep.before = usage(&g, &logs)?;
@@ -356,6 +364,14 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
     };
     if let Err(e) = build() {
         let _ = store.unlink_opt(&tmp);
+        if dead > 0 && super::state::is_nospace(&e) {
+            // The dead logs are gone; the rest waits for the space a rewrite needs.
+            rep.logs_retired = dead;
+            rep.after = usage(&g, &list_logs(mount, &d.rel)?)?;
+            rep.status = CompactStatus::Compacted;
+            rep.seconds = t0.elapsed().as_secs_f64();
+            return Ok(rep);
+        }
         return Err(e);
     }
     // Published: replayed with all the old logs, it changes nothing.
@@ -389,6 +405,9 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
 /// `compaction_min_bytes` since the last look, or after many unlinks, the thresholds are checked
 /// against the view.
 pub(crate) fn after_change(d: &SmallDir, unlinks: u64) {
+    if d.reserve_spent.swap(false, Ordering::Relaxed) {
+        after_reserve_spent(d);
+    }
     let gp = &d.mount.global;
     if !gp.auto_compaction {
         return;
@@ -430,5 +449,26 @@ pub(crate) fn after_change(d: &SmallDir, unlinks: u64) {
     a.running.store(false, Ordering::Release);
     if let Err(e) = r {
         crate::warn!("{}: automatic compaction: {e}", d.logical().display());
+    }
+}
+
+/// After this process spent the store's reserve (a namespace change on a full backend, docs/
+/// format.md §11): a compaction frees what the change made dead (whatever `auto_compaction`
+/// says: without it a full backend stays full), then the reserve is made again if there is room.
+fn after_reserve_spent(d: &SmallDir) {
+    let opts = CompactOptions {
+        automatic: true,
+        ..Default::default()
+    };
+    match compact(d, &opts) {
+        Ok(r) => crate::debug!("{}: after a full backend: {:?}", d.logical().display(), r.status),
+        Err(e) => crate::warn!("{}: freeing space after a full backend: {e}", d.logical().display()),
+    }
+    let store = d.mount.canonical[d.writer_backend()]
+        .dir_opt(&d.store_rel())
+        .ok()
+        .flatten();
+    if let Some(store) = store {
+        super::reserve::make(&store);
     }
 }

@@ -122,7 +122,7 @@ impl Handle for SmallHandle {
         let fixed: Vec<u8> = [ts, self.id, size].iter().flat_map(|v| v.to_le_bytes()).collect();
         let id = self.id;
         self.dir
-            .record(&mut g, fmt::K_TRUNC, &fixed, &[], move |_| Rec::Trunc { ts, id, size })
+            .record_change(&mut g, fmt::K_TRUNC, &fixed, &[], move |_| Rec::Trunc { ts, id, size })
     }
 
     fn size(&self) -> Result<u64> {

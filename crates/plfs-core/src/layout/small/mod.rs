@@ -9,8 +9,10 @@
 //! and visible to other processes from then on, with no explicit flush.
 
 pub(crate) mod compact;
+mod dead;
 mod handle;
 mod names;
+mod reserve;
 mod retired;
 mod state;
 mod view;

@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::extent::{ExtentMap, Key};
 use crate::format::small::{self as fmt, Rec};
-use crate::sys::File;
+use crate::sys::{Dir, File};
 use crate::types::{FileKind, Stat, BLKSIZE};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -39,6 +39,8 @@ pub(super) struct LogRef {
 pub(super) struct SmallWriter {
     pub(super) id: u64,
     pub(super) file: Arc<File>,
+    /// The store the log is in (where its reserve is).
+    pub(super) store: Dir,
     /// Log offset where `buf` will land.
     pub(super) off: u64,
     pub(super) buf: Vec<u8>,
@@ -98,6 +100,27 @@ pub(super) fn flush(g: &mut Inner) -> Result<()> {
         l.seen = off;
     }
     Ok(())
+}
+
+/// [`flush`] for records that must get through on a full backend (namespace changes: UNLINK,
+/// RENAME, TRUNC, SETATTR): on `ENOSPC` the store's reserve is deleted and the append tried once
+/// more (docs/format.md §11). Returns whether the reserve was spent.
+pub(super) fn flush_reserved(g: &mut Inner) -> Result<bool> {
+    match flush(g) {
+        Err(e) if is_nospace(&e) => {
+            let Some(w) = g.writer.as_ref() else { return Err(e) };
+            if !w.store.unlink_opt(fmt::RESERVE_NAME)? {
+                return Err(e);
+            }
+            flush(g)?;
+            Ok(true)
+        }
+        r => r.map(|()| false),
+    }
+}
+
+pub(super) fn is_nospace(e: &crate::error::Error) -> bool {
+    e.raw_errno() == rustix::io::Errno::NOSPC.raw_os_error()
 }
 
 pub(super) fn apply(g: &mut Inner, r: &Rec, writer: u64, log: usize) {

@@ -2,13 +2,14 @@
 //! and file → attributes and extent map, kept current, and this process's own writer log.
 
 use super::names::{check_name, effective_ids, le, new_file_id};
-use super::state::{apply, flush, lock, stat_of, Inner, LogRef, SmallWriter};
+use super::reserve;
+use super::state::{apply, flush, flush_reserved, lock, stat_of, Inner, LogRef, SmallWriter};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::format::small::{self as fmt, Rec, SMALL_DIR, SMALL_MAGIC};
 use crate::format::{self, LogHeader};
 use crate::mount::Mount;
-use crate::sys::{self, Access, Create};
+use crate::sys::{self, Access};
 use crate::types::{PackedUsage, Stat};
 use rustix::io::Errno;
 use std::path::PathBuf;
@@ -27,6 +28,8 @@ pub struct SmallDir {
     umask: u32,
     /// This process's automatic compaction of the directory's logs.
     pub(super) auto: crate::layout::compaction::AutoState,
+    /// This process spent the store's reserve (a namespace change on a full backend).
+    pub(super) reserve_spent: std::sync::atomic::AtomicBool,
 }
 
 impl SmallDir {
@@ -38,6 +41,7 @@ impl SmallDir {
             inner: Mutex::new(Inner::default()),
             umask,
             auto: Default::default(),
+            reserve_spent: Default::default(),
         }
     }
 
@@ -238,20 +242,22 @@ impl SmallDir {
     }
 
     /// Creates this process's log in the store on its backend.
-    fn new_writer(&self, g: &mut Inner) -> Result<()> {
+    /// Creates this process's log in the store on its backend (making the store, and its reserve,
+    /// first if needed). With `reserved` (a namespace change), a full backend spends the reserve.
+    pub(super) fn new_writer(&self, g: &mut Inner, reserved: bool) -> Result<()> {
         let b = &self.mount.canonical[self.writer_backend()];
         let dir = b.dir(&self.rel).map_err(|e| match e.raw_errno() {
             n if n == Errno::NOENT.raw_os_error() => Error::NotFound(self.logical()),
             _ => e,
         })?;
-        dir.mkdir_ok(SMALL_DIR, 0o755)?;
+        let made = dir.mkdir_ok(SMALL_DIR, 0o755)?;
         let store = dir.open_dir(SMALL_DIR)?;
+        if made {
+            reserve::make(&store);
+        }
         let id = clock::random_u64();
         let pid = clock::pid();
         let name = format!("log.{id:016x}.{pid}.{}", clock::hostname());
-        let f = store.create_file(&name, 0o644, Create::Excl)?;
-        // Held while this process appends to the log: a compaction never retires a log in use.
-        f.lock_shared()?;
         let h = LogHeader {
             magic: SMALL_MAGIC,
             writer_id: id,
@@ -259,22 +265,48 @@ impl SmallDir {
             pid,
             flags: 0,
         };
-        f.pwrite_all(&h.encode(), 0)?;
+        let (f, spent) = reserve::create_log(&store, &name, &h, reserved)?;
+        if spent {
+            self.reserve_spent.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let file = Arc::new(f.kept());
         g.logs.push(LogRef {
             path: file.path().to_path_buf(),
             writer: id,
             file: file.clone(),
-            seen: format::INDEX_HEADER_LEN as u64,
+            seen: reserve::HEADER_LEN,
         });
         let log = g.logs.len() - 1;
         g.writer = Some(SmallWriter {
             id,
             file,
-            off: format::INDEX_HEADER_LEN as u64,
+            store,
+            off: reserve::HEADER_LEN,
             buf: Vec::new(),
             log,
         });
+        Ok(())
+    }
+
+    /// Records a namespace change (`record` then a flush that may spend the store's reserve,
+    /// docs/format.md §11): deleting, renaming, truncating and changing attributes work on a
+    /// full backend. Spending the reserve is remembered for `compact::after_change`, which frees
+    /// what it can and makes the reserve again.
+    pub(super) fn record_change(
+        &self,
+        g: &mut Inner,
+        kind: u16,
+        fixed: &[u8],
+        tail: &[u8],
+        rec: impl FnOnce(u64) -> Rec,
+    ) -> Result<()> {
+        if g.writer.is_none() {
+            self.new_writer(g, true)?;
+        }
+        self.push(g, kind, fixed, tail, rec)?;
+        if flush_reserved(g)? {
+            self.reserve_spent.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -287,8 +319,17 @@ impl SmallDir {
         tail: &[u8],
         rec: impl FnOnce(u64) -> Rec,
     ) -> Result<()> {
+        if self.push(g, kind, fixed, tail, rec)? {
+            flush(g)?;
+        }
+        Ok(())
+    }
+
+    /// Buffers a record and applies it to the view; returns whether the buffer is now big enough
+    /// to be written out.
+    fn push(&self, g: &mut Inner, kind: u16, fixed: &[u8], tail: &[u8], rec: impl FnOnce(u64) -> Rec) -> Result<bool> {
         if g.writer.is_none() {
-            self.new_writer(g)?;
+            self.new_writer(g, false)?;
         }
         let w = g.writer.as_mut().expect("writer created");
         let data_at = w.off + w.buf.len() as u64 + 8 + fixed.len() as u64;
@@ -297,10 +338,7 @@ impl SmallDir {
         let big = w.buf.len() >= FLUSH_BYTES;
         let r = rec(data_at);
         apply(g, &r, id, log);
-        if big {
-            flush(g)?;
-        }
-        Ok(())
+        Ok(big)
     }
 
     /// Looks a name up: its file id and attributes.
@@ -440,10 +478,10 @@ impl SmallDir {
         let id = self.id_of(&g, name)?;
         let ts = clock::next_ts();
         let owned = name.to_string();
-        self.record(&mut g, fmt::K_UNLINK, &le(&[ts, id]), name.as_bytes(), move |_| {
+        self.record_change(&mut g, fmt::K_UNLINK, &le(&[ts, id]), name.as_bytes(), move |_| {
             Rec::Unlink { ts, id, name: owned }
         })?;
-        flush(&mut g)
+        Ok(())
     }
 
     /// Renames `from` to `to` within this directory (replacing `to`).
@@ -457,13 +495,13 @@ impl SmallDir {
         fixed.extend_from_slice(&(from.len() as u16).to_le_bytes());
         fixed.extend_from_slice(from.as_bytes());
         let (f, t) = (from.to_string(), to.to_string());
-        self.record(&mut g, fmt::K_RENAME, &fixed, to.as_bytes(), move |_| Rec::Rename {
+        self.record_change(&mut g, fmt::K_RENAME, &fixed, to.as_bytes(), move |_| Rec::Rename {
             ts,
             id,
             from: f,
             to: t,
         })?;
-        flush(&mut g)
+        Ok(())
     }
 
     /// Changes attributes of `name` (mask of `SET_*`).
@@ -478,7 +516,7 @@ impl SmallDir {
             fixed.extend_from_slice(&v.to_le_bytes());
         }
         fixed.extend_from_slice(&le(&[atime as u64, mtime as u64]));
-        self.record(&mut g, fmt::K_SETATTR, &fixed, &[], move |_| Rec::SetAttr {
+        self.record_change(&mut g, fmt::K_SETATTR, &fixed, &[], move |_| Rec::SetAttr {
             ts,
             id,
             mask,
@@ -488,7 +526,7 @@ impl SmallDir {
             atime,
             mtime,
         })?;
-        flush(&mut g)
+        Ok(())
     }
 
     /// Removes the store directories once no name is left (before rmdir of the directory).
@@ -538,6 +576,14 @@ impl SmallDir {
                     .iter()
                     .map(|r| if let Rec::Write { len, .. } = r { *len } else { 0 })
                     .sum::<u64>();
+            }
+        }
+        // The reserve is space the directory takes on its backends too.
+        for b in &self.mount.canonical {
+            if let Some(store) = b.dir_opt(&self.store_rel())? {
+                if let Some(st) = store.stat_opt(fmt::RESERVE_NAME)? {
+                    u.log_bytes += st.st_size.max(0) as u64;
+                }
             }
         }
         // Only files that have a name: one unlinked, or renamed over, is dead space (open or not).
