@@ -654,3 +654,55 @@ fn an_explicit_compaction_waits_out_a_moment_of_the_lock() {
     assert_eq!(r.status, Status::Busy, "{r:?}");
     t.join().unwrap();
 }
+
+/// A reader of a closed file looks for more at every short read (ldplfs) and every fstat: that
+/// look lists `meta/` and nothing else while the droppings are the ones it last merged with no
+/// writer open (issue 22: a `cat` of a closed file listed `meta/`, the container and each hostdir
+/// three times, 102 brick operations on GlusterFS). It still sees whatever another process
+/// writes or truncates afterwards.
+#[test]
+fn a_reader_of_a_closed_file_lists_only_meta_when_it_looks_for_more() {
+    let fx = Fixture::new("quiet-reader", 1, 0, no_auto());
+    let path = fx.path("f");
+    let mut m = Model::default();
+    for w in 0..3u64 {
+        let p = fx.plfs();
+        let f = p.open(&path, rw(), 0o644, 1 + w as u32).unwrap();
+        let d = data(w, w * 5000, 5000);
+        f.write(&d, w * 5000).unwrap();
+        m.write(w * 5000, &d);
+        f.close().unwrap();
+    }
+    let calls = count_metadata_calls(&fx);
+    let p = fx.plfs();
+    let f = p.open(&path, ro(), 0, 9).unwrap();
+    assert_eq!(read_all(&f).unwrap(), m.0);
+    let before = calls();
+    for _ in 0..10 {
+        f.refresh().unwrap();
+        assert_eq!(f.stat().unwrap().size, 15_000);
+    }
+    let after = calls();
+    // [readdir, open, stat, create]: one listing of meta/ per look, two looks a round (the
+    // refresh, and the size the stat asks for).
+    assert_eq!(
+        after[0] - before[0],
+        20,
+        "listings for 20 looks (before, after): {before:?} {after:?}"
+    );
+    assert_eq!(after[3] - before[3], 0, "creates");
+    // Another process writes, then truncates: the reader sees both.
+    let q = fx.plfs();
+    let w = q.open(&path, rw(), 0o644, 20).unwrap();
+    let d = data(20, 15_000, 3000);
+    w.write(&d, 15_000).unwrap();
+    m.write(15_000, &d);
+    w.close().unwrap();
+    f.refresh().unwrap();
+    assert_eq!(read_all(&f).unwrap(), m.0, "after another process wrote");
+    q.truncate(&path, 7000).unwrap();
+    m.truncate(7000);
+    f.refresh().unwrap();
+    assert_eq!(read_all(&f).unwrap(), m.0, "after another process truncated");
+    f.close().unwrap();
+}

@@ -67,6 +67,9 @@ pub struct IndexState {
     written: HashMap<u64, u64>,
     /// Set when the state was loaded from a flattened index with this signature.
     flat_sig: Option<u64>,
+    /// The signature of `meta/` (`flat::signature`) at the end of the last refresh, when no
+    /// writer had the file open: a refresh that lists the same droppings has nothing to read.
+    quiet_sig: Option<u64>,
     /// The data checksums of the logs written with them.
     pub sums: Sums,
 }
@@ -96,6 +99,7 @@ impl IndexState {
             records_read: 0,
             written: HashMap::new(),
             flat_sig: None,
+            quiet_sig: None,
             sums: Sums::default(),
         }
     }
@@ -139,13 +143,16 @@ impl IndexState {
     /// a piece at a time straight into the map (a reader never holds the file, nor a decoded
     /// copy of it); on an error the caller drops this state and merges the logs.
     fn load_flat(&mut self, c: &Container, logical: &Path) -> Result<bool> {
-        let Some(sig) = flat::signature(&c.list_meta()?) else {
-            return Ok(false);
-        };
+        // The file first: most containers have none, and then `meta/` is listed once, by the
+        // refresh. (A flattened index replaced after this open still holds the signature of the
+        // droppings it was made for, which the listing below checks.)
         let (file, len) = match c.dir.open_file_sized(FLAT_NAME, Access::Read) {
             Ok(v) => v,
             Err(e) if crate::sys::is_missing(&e) => return Ok(false),
             Err(e) => return Err(e),
+        };
+        let Some(sig) = flat::signature(&c.list_meta()?) else {
+            return Ok(false);
         };
         let path = c.sub(FLAT_NAME);
         let mut read = |off: u64, buf: &mut [u8]| {
@@ -250,6 +257,9 @@ impl IndexState {
     /// Applies truncate dropping (`ts`, `size`, `writer`) once, this process's own too: a known
     /// dropping that vanishes from `meta/` means a wipe, and the next refresh starts again.
     pub fn insert_trunc(&mut self, ts: u64, size: u64, writer: u64) {
+        // Changed here, not only from the droppings: the next refresh must read them (a wipe can
+        // bring `meta/` back to the listing it had before this truncate's dropping).
+        self.quiet_sig = None;
         if self.truncs.insert((ts, size, writer)) {
             self.map.insert_trunc(size, Key { ts, writer });
         }
@@ -273,7 +283,9 @@ impl IndexState {
     }
 
     /// The chunk id of a writer's data log, registering it if new.
+    /// (Called for this process's own writes, which change the state: see `insert_trunc`.)
     pub fn chunk_for(&mut self, dir: usize, writer_id: u64, pid: u32, host: &str) -> u32 {
+        self.quiet_sig = None;
         if let Some((_, c)) = self.last_chunk.filter(|&(w, _)| w == writer_id) {
             return c;
         }
@@ -304,6 +316,14 @@ impl IndexState {
     /// [`IndexState::refresh`]; `tries` counts the rebuilds after a listed log vanished.
     fn refresh_n(&mut self, c: &Container, tries: u32) -> Result<()> {
         let meta = c.list_meta()?;
+        // Nothing was opened, written, closed, truncated or compacted since the last refresh,
+        // which found no writer open: every one of those leaves or changes a dropping (a writer
+        // makes its open dropping before its logs). This is what a short read's look for more,
+        // or an fstat, of a closed file costs: one listing of `meta/`, not every directory.
+        let sig = flat::signature(&meta);
+        if sig.is_some() && sig == self.quiet_sig {
+            return Ok(());
+        }
         if let Some(sig) = self.flat_sig {
             if flat::signature(&meta) == Some(sig) {
                 return Ok(()); // nothing was written, truncated or opened since the flattening
@@ -550,6 +570,7 @@ impl IndexState {
                 }
             }
         }
+        self.quiet_sig = sig;
         Ok(())
     }
 
