@@ -677,3 +677,56 @@ fn cp_p_keeps_times() {
         assert!(p.stat(Path::new(&format!("{m}/new.dat"))).unwrap().mtime_ns > 1_700_000_000_000_000_000);
     }
 }
+
+/// `plfs cp` is atomic (issue 25, item 11): a copy that fails part-way (an I/O error injected at
+/// the second backend write) leaves neither a partial file under the name, which a later `cp -n`
+/// would skip as done, nor its temporary file, and a file it was replacing stays as it was; a
+/// copy that succeeds replaces the old file whole, on every mount.
+#[test]
+fn cp_is_atomic() {
+    let env = Env::new("cp-atomic");
+    let src = env.plain("big.dat");
+    let data = bytes(12 << 20, 12); // three of the copy's 4 MiB writes
+    std::fs::write(&src, &data).unwrap();
+    let old = env.plain("old.dat");
+    std::fs::write(&old, b"the old file").unwrap();
+    let p = env.plfs();
+    for m in &env.mounts {
+        for (dst, existed) in [(format!("{m}/new.dat"), false), (format!("{m}/old.dat"), true)] {
+            if existed {
+                env.ok(&["cp", old.to_str().unwrap(), &dst]);
+            }
+            let o = env
+                .cmd()
+                .env("PLFS_FAILPOINTS", "sys::pwrite_all=EIO@1")
+                .args(["cp", src.to_str().unwrap(), &dst])
+                .output()
+                .unwrap();
+            assert_eq!(
+                o.status.code(),
+                Some(1),
+                "{dst}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains(&dst) && !err.contains(".plfs-cp."), "{err}");
+            let names: Vec<String> = p
+                .readdir(Path::new(m))
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name.to_string_lossy().into_owned())
+                .collect();
+            assert!(!names.iter().any(|n| n.starts_with(".plfs-cp.")), "{m}: {names:?}");
+            let got = env.plain("got");
+            if existed {
+                env.ok(&["cp", "-f", &dst, got.to_str().unwrap()]);
+                assert_eq!(std::fs::read(&got).unwrap(), b"the old file", "{dst}");
+            } else {
+                assert!(p.stat(Path::new(&dst)).is_err(), "{dst}: a partial copy is there");
+            }
+            env.ok(&["cp", "-f", src.to_str().unwrap(), &dst]);
+            env.ok(&["cp", "-f", &dst, got.to_str().unwrap()]);
+            assert!(std::fs::read(&got).unwrap() == data, "{dst}");
+        }
+    }
+}

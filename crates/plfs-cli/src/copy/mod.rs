@@ -265,9 +265,51 @@ impl Copier<'_> {
     }
 
     /// Copies one regular file's bytes and mode (and times with `-p`); returns the bytes copied.
+    /// The copy is atomic (issue 25, item 11): it is written under a temporary name beside `dst`
+    /// (`.plfs-cp.<pid>.<name>`, as rsync does), given its mode and times, then renamed over
+    /// `dst`. An interrupted copy leaves no partial file under the name (which `cp -n` would
+    /// then skip), only the temporary one; a copy that fails removes it.
     fn copy_file(&mut self, src: &Path, dst: &Path, m: &side::Meta, excl: bool) -> Result<u64> {
         self.progress
             .label(&src.file_name().unwrap_or_default().to_string_lossy());
+        let name = dst
+            .file_name()
+            .ok_or_else(|| Failure::new(dst, EINVAL, format!("{}: not a file name", dst.display())))?;
+        // At most 200 bytes of the name, so the temporary one stays within NAME_MAX.
+        use std::os::unix::ffi::OsStrExt;
+        let short = &name.as_bytes()[..name.len().min(200)];
+        let mut tmp_name = std::ffi::OsString::from(format!(".plfs-cp.{}.", std::process::id()));
+        tmp_name.push(std::ffi::OsStr::from_bytes(short));
+        let tmp = dst.with_file_name(tmp_name);
+        // One left by an earlier copy that was killed, whose pid this process now has.
+        if self.to.stat(&tmp, false)?.is_some() {
+            self.to.unlink(&tmp)?;
+        }
+        let r = self.copy_to(src, &tmp, m);
+        match r {
+            Ok(n) => {
+                if excl && self.to.stat(dst, false)?.is_some() {
+                    let _ = self.to.unlink(&tmp);
+                    return Err(
+                        Failure::new(dst, 17, format!("{}: created while it was copied", dst.display())).into(),
+                    );
+                }
+                if let Err(e) = self.to.rename(&tmp, dst) {
+                    let _ = self.to.unlink(&tmp);
+                    return Err(e);
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                let _ = self.to.unlink(&tmp);
+                Err(about(e, &tmp, dst))
+            }
+        }
+    }
+
+    /// The bytes, mode and (with `-p`) times of `src` into a new file `tmp`.
+    fn copy_to(&mut self, src: &Path, tmp: &Path, m: &side::Meta) -> Result<u64> {
+        let (dst, excl) = (tmp, true);
         let r = self.from.open_read(src)?;
         let w = self.to.create(dst, m.mode, excl)?;
         let mut buf = vec![0u8; BUF_SIZE];
@@ -289,6 +331,21 @@ impl Copier<'_> {
             self.to.set_times(dst, m.atime_ns, m.mtime_ns)?;
         }
         Ok(off)
+    }
+}
+
+/// An error about the temporary file of a copy, told about the file the user named.
+fn about(e: anyhow::Error, tmp: &Path, dst: &Path) -> anyhow::Error {
+    match e.downcast::<Failure>() {
+        Ok(mut f) => {
+            let (t, d) = (tmp.display().to_string(), dst.display().to_string());
+            f.msg = f.msg.replace(&t, &d);
+            if f.path.as_deref() == Some(tmp) {
+                f.path = Some(dst.to_path_buf());
+            }
+            f.into()
+        }
+        Err(e) => e,
     }
 }
 

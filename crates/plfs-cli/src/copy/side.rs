@@ -229,6 +229,14 @@ impl<'a> Side<'a> {
     }
 
     /// Removes a file or symlink.
+    /// Renames `from` to `to` (replacing `to`), both on this side.
+    pub(super) fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        match self {
+            Side::Plain => std::fs::rename(from, to).at("cannot rename into place", to),
+            Side::Plfs(plfs) => plfs.rename(from, to).at("cannot rename into place", to),
+        }
+    }
+
     pub fn unlink(&self, p: &Path) -> Result<()> {
         match self {
             Side::Plain => std::fs::remove_file(p).at("cannot remove", p),
