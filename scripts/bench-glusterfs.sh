@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make bench-glusterfs`: the benchmark's bandwidth and metadata sections (plain N-1 and N-N files,
 # ldplfs, FUSE and the C API; creates, stats, unlinks) with the work area on a live GlusterFS
-# volume (scripts/glusterfs.sh), results in bench/results/<date>-glusterfs/ as for make bench.
+# volume (scripts/glusterfs.sh), results in bench/results/<date>-glusterfs/ as for make bench;
+# then the brick operations per create, stat, read, unlink and 4-writer open (bench/brickops.py,
+# counted by `gluster volume profile`), printed and saved beside them as brickops.json.
 # Runs under `scripts/glusterfs.sh run` (starts the volume when none runs, stops exactly what it
 # started). Needs root, /dev/fuse and network namespaces; expects make build and make -C bench
 # programs.
@@ -16,3 +18,15 @@ trap 'rm -rf "$WORK" || true' EXIT
 mkdir -p "$WORK"
 chmod 755 "$WORK"
 ${PYTHON:-python3} bench/run.py --profile glusterfs --only bandwidth,meta --tmpdir "$WORK" "$@"
+# The newest results folder is the one run.py just made.
+out=$(ls -d bench/results/*-glusterfs 2>/dev/null | sort | tail -1)
+${PYTHON:-python3} bench/brickops.py --json > "$out/brickops.json"
+${PYTHON:-python3} - "$out/brickops.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"brick operations per file, summed over the bricks ({r['files']} files a phase; budget from issue 22)")
+budget = {"create": "<= 30", "stat": "<= 4", "read": "<= 10", "unlink": "<= 30", "open4": "<= 2x create"}
+print(f"{'phase':8} {'plain':>7} {'plfs':>7}  budget")
+for ph in ["create", "stat", "read", "unlink", "open4"]:
+    print(f"{ph:8} {r['plain'][ph]['per_file']:7} {r['plfs'][ph]['per_file']:7}  {budget[ph]}")
+PY
