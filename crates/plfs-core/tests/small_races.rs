@@ -40,29 +40,13 @@ fn two_processes_creating_one_name_at_once_write_one_file() {
     let names: Vec<_> = c.readdir(&fx.path("d")).unwrap().into_iter().map(|e| e.name).collect();
     assert_eq!(names.iter().filter(|n| n.as_os_str() == "log").count(), 1, "{names:?}");
     assert_eq!(a.stat(&path).unwrap().ino, b.stat(&path).unwrap().ino);
-    // Still open in both: the later opener's writes land in the one file too.
-    let fa = a
-        .open(
-            &path,
-            OpenFlags {
-                write: true,
-                ..Default::default()
-            },
-            0,
-            1,
-        )
-        .unwrap();
-    let fb = b
-        .open(
-            &path,
-            OpenFlags {
-                write: true,
-                ..Default::default()
-            },
-            0,
-            2,
-        )
-        .unwrap();
+    // Opened again by both: writes through either land in the one file.
+    let write = OpenFlags {
+        write: true,
+        ..Default::default()
+    };
+    let fa = a.open(&path, write, 0, 1).unwrap();
+    let fb = b.open(&path, write, 0, 2).unwrap();
     fb.write(b"b", 8).unwrap();
     fa.write(b"a", 9).unwrap();
     fb.close().unwrap();

@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 
 /// Logs beyond which the pairwise replays are not tried (the regular compaction handles those).
 const MAX_LOGS: usize = 256;
+/// Replays one call may make (each checks one candidate against every record of the directory):
+/// a bound on what this pass adds to a compaction, which rewrites whatever it leaves anyway.
+const MAX_REPLAYS: usize = 64;
 
 /// One log: where it is, its writer id, its records (empty for a header-only or empty log).
 struct Log {
@@ -106,7 +109,7 @@ pub(super) fn retire(logs: &[(Dir, String, u64)], own: Option<&Path>) -> Result<
     }
     let mut left: Vec<&Log> = all.iter().collect();
     let want = view(&left);
-    let (mut n, mut freed) = (0u64, 0u64);
+    let (mut n, mut freed, mut replays) = (0u64, 0u64, 0usize);
     loop {
         let mut progress = false;
         let mut i = 0;
@@ -116,6 +119,10 @@ pub(super) fn retire(logs: &[(Dir, String, u64)], own: Option<&Path>) -> Result<
             // Cheap test first: a log holding live data is never dead.
             let holds_live = want.values().any(|v| v.7.iter().any(|e| e.2 == l.dir.sub(&l.name)));
             if !is_own && !holds_live {
+                if replays == MAX_REPLAYS {
+                    return Ok((n, freed));
+                }
+                replays += 1;
                 let rest: Vec<&Log> = left.iter().copied().filter(|o| !std::ptr::eq(*o, l)).collect();
                 if view(&rest) == want {
                     l.dir.unlink_opt(&l.name)?;
