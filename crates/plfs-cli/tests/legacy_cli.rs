@@ -214,3 +214,72 @@ fn upgrade_without_rename_exchange() {
     let fsck = e.run(&["fsck", &e.mount.display().to_string()]);
     assert_eq!(fsck.status.code(), Some(0), "{}", String::from_utf8_lossy(&fsck.stdout));
 }
+
+/// The files of tests/fixtures/plfs-2.5.1-more.tar.gz (issue 25, items 8 and 9): one flattened
+/// by the original's `plfs_flatten_index` tool (chunk paths with `//`), one behind a metalink
+/// (two backends). `plfs cat` reads both byte-exact, `plfs upgrade` converts both, and they read
+/// the same after.
+#[test]
+fn flattened_by_the_tool_and_metalinked_files_cat_and_upgrade() {
+    let dir = std::env::temp_dir().join(format!("plfs-cli-legacy-more-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/plfs-2.5.1-more.tar.gz");
+    let st = Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "tar xzf");
+    // The metalink names the backends where the original wrote them; point it here.
+    let link = dir.join("be1/metalinked/hostdir.23");
+    std::fs::remove_file(&link).unwrap();
+    let text = format!(
+        "{}{}",
+        dir.join("be1").to_string_lossy().len(),
+        dir.join("be2").display()
+    );
+    std::os::unix::fs::symlink(text, &link).unwrap();
+    let m1 = PathBuf::from(format!("/plfs-cli-legacy-more-{}-a", std::process::id()));
+    let m2 = PathBuf::from(format!("/plfs-cli-legacy-more-{}-b", std::process::id()));
+    let cfg = dir.join("plfsrc");
+    let rc = format!(
+        "- mount_point: {}\n  backends:\n    - location: {}\n    - location: {}\n- mount_point: {}\n  backends:\n    - location: {}\n",
+        m1.display(),
+        dir.join("be1").display(),
+        dir.join("be2").display(),
+        m2.display(),
+        dir.join("befl").display()
+    );
+    std::fs::write(&cfg, rc).unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_plfs"))
+            .env("PLFSRC", &cfg)
+            .env("HOME", &dir)
+            .env("PLFS_LOG", "off")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "plfs {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        o.stdout
+    };
+    for (file, expected) in [
+        (m1.join("metalinked"), "metalink.expected"),
+        (m2.join("flat"), "flat_tool.expected"),
+    ] {
+        let want = std::fs::read(dir.join(expected)).unwrap();
+        let f = file.to_str().unwrap();
+        assert!(run(&["cat", f]) == want, "{f}: cat");
+        run(&["upgrade", f]);
+        assert!(run(&["cat", f]) == want, "{f}: cat after upgrade");
+        let st = String::from_utf8(run(&["stat", f])).unwrap();
+        assert!(st.contains("plfs v2"), "{f}: {st}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -313,6 +313,21 @@ impl Loc {
     fn find_raw(&self) -> Result<Found> {
         let h = self.home();
         let (p, st) = probe_stable(&self.mount.canonical[h], &self.rel)?;
+        if p == Probe::Dir && self.mount.canonical.len() > 1 && self.legacy_shadow(h, st)? {
+            // The hostdirs a PLFS 2.x container left behind when a rename moved it to another
+            // backend (its metalinks point here): the file is the container on that backend.
+            for (i, b) in self.mount.canonical.iter().enumerate() {
+                if i != h {
+                    if let (Probe::Legacy, st) = probe(b, &self.rel)? {
+                        return Ok(Found {
+                            backend: i,
+                            probe: Probe::Legacy,
+                            st,
+                        });
+                    }
+                }
+            }
+        }
         if p != Probe::Missing || self.mount.canonical.len() == 1 {
             return Ok(Found {
                 backend: h,
@@ -337,6 +352,21 @@ impl Loc {
             probe: Probe::Missing,
             st: None,
         })
+    }
+
+    /// Whether the directory at this path on backend `b` (its stat `st`) may be what PLFS 2.x
+    /// left of a container on a backend that is no longer its canonical one: a directory holding
+    /// `meta/`. The original placed containers by a hash of its own, so such a directory can sit
+    /// on the backend this library looks at first. A leaf directory (two links) holds no
+    /// `meta/` and costs nothing more; any other costs one `lstat`.
+    fn legacy_shadow(&self, b: usize, st: Option<sys::RawStat>) -> Result<bool> {
+        if self.is_root() || st.is_some_and(|st| st.st_nlink == 2) {
+            return Ok(false);
+        }
+        let meta = self.mount.canonical[b]
+            .root()?
+            .stat_beneath_opt(&self.rel.join(format::legacy::META_DIR))?;
+        Ok(meta.is_some_and(|m| sys::FileType::from_raw_mode(m.st_mode) == sys::FileType::Directory))
     }
 
     /// True if this path on backend `b` goes through a file: its parent or grandparent is a

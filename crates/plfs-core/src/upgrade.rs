@@ -227,7 +227,12 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
         if let Err(e) = r {
             crate::warn!("{e}: upgraded, but a PLFS 2.x shadow hostdir could not be removed");
         }
-        // Its now empty container directory on the shadow backend.
+        // Its container directory on the shadow backend, now empty but for the empty `meta/`
+        // the original made there too (rmdir removes only empty directories). Left behind, it
+        // would be a directory of the file's name.
+        if let Ok(d) = shadow.dir(&loc.rel) {
+            let _ = d.rmdir(crate::format::legacy::META_DIR);
+        }
         if let Ok(d) = shadow.dir(loc.parent_rel()) {
             let _ = d.rmdir(loc.name());
         }

@@ -1077,3 +1077,106 @@ fn upgrade_of_a_metalinked_container_removes_its_shadow_hostdir() {
     // The set-id bit of the access file is not carried over either.
     assert_eq!(fx.plfs().stat(&fx.path("f")).unwrap().mode, 0o100755);
 }
+
+// ---- more files of the real PLFS 2.5.1 (tests/fixtures/plfs-2.5.1-more.tar.gz) -----------------
+// Written by the original on backends /work/plfs251/{be1,be2,befl} (tests/fixtures/README.md):
+// `flat`, flattened by its `plfs_flatten_index` tool, whose global.index names chunks with `//`
+// in the path; `metalinked`, renamed once by `plfs_rename` so that its canonical container moved
+// from be2 to be1, leaving hostdir.23 on be2 behind the metalink `17/work/plfs251/be2`.
+
+/// Extracts the second tarball into `x`.
+fn extract_more(x: &Path) {
+    std::fs::create_dir_all(x).unwrap();
+    let tar = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/plfs-2.5.1-more.tar.gz");
+    let st = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(tar)
+        .arg("-C")
+        .arg(x)
+        .status()
+        .expect("tar runs");
+    assert!(st.success(), "tar xzf failed");
+}
+
+/// Moves every entry of `from` into `to`.
+fn move_entries(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::rename(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn a_file_flattened_by_the_original_tool_reads_byte_exact() {
+    let fx = Fixture::new("legacy-flat-tool", 1, 0, GlobalParams::default());
+    let x = fx.dir.path().join("x");
+    extract_more(&x);
+    move_entries(&x.join("befl"), &fx.canonical[0]);
+    let want = std::fs::read(x.join("flat_tool.expected")).unwrap();
+    let f = fx.path("flat");
+    let g = std::fs::read(fx.canonical[0].join("flat/global.index")).unwrap();
+    assert!(
+        g.windows(13).any(|w| w == b"hostdir.23//d"),
+        "the fixture's chunk paths have `//`"
+    );
+    let p = fx.plfs();
+    assert!(reads_flattened(&p, &f), "read through its global.index");
+    assert!(read(&p, &f) == want, "bytes through global.index");
+    assert_eq!(p.stat(&f).unwrap().size, want.len() as u64);
+    // Only the flattened index left: the same bytes.
+    for e in std::fs::read_dir(fx.canonical[0].join("flat/hostdir.23")).unwrap() {
+        let e = e.unwrap();
+        if e.file_name().to_string_lossy().starts_with("dropping.index.") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    assert!(read(&fx.plfs(), &f) == want, "bytes from global.index alone");
+    // And `plfs upgrade` converts it.
+    let p = fx.plfs();
+    plfs_core::upgrade::upgrade(&p, &f, &mut |_, _| {}).unwrap();
+    let fresh = fx.plfs();
+    assert_eq!(format_of(&fresh, &f), "plfs v2 (N-1 container)");
+    assert!(read(&fresh, &f) == want, "bytes after upgrade");
+}
+
+#[test]
+fn a_file_whose_canonical_container_moved_reads_through_its_metalink() {
+    let fx = Fixture::new("legacy-metalink-real", 2, 0, GlobalParams::default());
+    let x = fx.dir.path().join("x");
+    extract_more(&x);
+    move_entries(&x.join("be1"), &fx.canonical[0]);
+    move_entries(&x.join("be2"), &fx.canonical[1]);
+    // The metalink names the backends where the original wrote; point it at where they are now
+    // (as a site that moved its backends would): `<length of be1's path><be2's path>`.
+    let link = fx.canonical[0].join("metalinked/hostdir.23");
+    assert_eq!(std::fs::read_link(&link).unwrap(), Path::new("17/work/plfs251/be2"));
+    std::fs::remove_file(&link).unwrap();
+    let text = format!(
+        "{}{}",
+        fx.canonical[0].to_string_lossy().len(),
+        fx.canonical[1].display()
+    );
+    std::os::unix::fs::symlink(text, &link).unwrap();
+    let want = std::fs::read(x.join("metalink.expected")).unwrap();
+    let f = fx.path("metalinked");
+    let p = fx.plfs();
+    let st = p.stat(&f).unwrap();
+    assert_eq!((st.kind, st.size), (FileKind::File, want.len() as u64));
+    assert!(read(&p, &f) == want, "bytes through the metalink");
+    let names: Vec<String> = p
+        .readdir(Path::new(MOUNT))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["metalinked"], "one file, not a file and a directory");
+    // `plfs upgrade` converts it and removes the shadow hostdir.
+    plfs_core::upgrade::upgrade(&p, &f, &mut |_, _| {}).unwrap();
+    let fresh = fx.plfs();
+    assert_eq!(format_of(&fresh, &f), "plfs v2 (N-1 container)");
+    assert!(read(&fresh, &f) == want, "bytes after upgrade");
+    assert!(
+        !fx.canonical[1].join("metalinked").exists(),
+        "the shadow container removed"
+    );
+}

@@ -158,8 +158,9 @@ impl LegacyIndex {
         let mut chunks = Vec::with_capacity(g.chunks.len());
         for p in &g.chunks {
             // Only the last two components count: the path was absolute on the machine that
-            // flattened, and the container may have moved since.
-            let mut it = p.rsplit('/');
+            // flattened, and the container may have moved since. The original's tool wrote
+            // `<backend>//<file>/hostdir.N//dropping.data...`: empty components are skipped.
+            let mut it = p.rsplit('/').filter(|c| !c.is_empty());
             let (file, hd) = (it.next().unwrap_or(""), it.next().unwrap_or(""));
             let d = Dropping::parse(file).filter(|d| !d.is_index);
             let h = hostdirs.iter().position(|x| x.name == hd);
