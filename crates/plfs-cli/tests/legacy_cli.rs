@@ -10,6 +10,23 @@ use std::process::{Command, Output};
 
 const FIXTURES: [&str; 4] = ["n1_strided", "n1_flat", "n1_holes", "empty"];
 
+/// Unpacks tests/fixtures/`tarball` into `dir` (emptied first).
+fn unpack(tarball: &str, dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(tarball);
+    let st = Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "tar xzf {}", tarball.display());
+}
+
 struct Env {
     dir: PathBuf,
     cfg: PathBuf,
@@ -19,17 +36,7 @@ struct Env {
 impl Env {
     fn new(name: &str) -> Env {
         let dir = std::env::temp_dir().join(format!("plfs-cli-legacy-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/plfs-2.5.1-containers.tar.gz");
-        let st = Command::new("tar")
-            .arg("xzf")
-            .arg(&tarball)
-            .arg("-C")
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(st.success(), "tar xzf");
+        unpack("plfs-2.5.1-containers.tar.gz", &dir);
         let mount = PathBuf::from(format!("/plfs-cli-legacy-{}-{name}", std::process::id()));
         let cfg = dir.join("plfsrc");
         let text = format!(
@@ -222,17 +229,7 @@ fn upgrade_without_rename_exchange() {
 #[test]
 fn flattened_by_the_tool_and_metalinked_files_cat_and_upgrade() {
     let dir = std::env::temp_dir().join(format!("plfs-cli-legacy-more-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/plfs-2.5.1-more.tar.gz");
-    let st = Command::new("tar")
-        .arg("xzf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(st.success(), "tar xzf");
+    unpack("plfs-2.5.1-more.tar.gz", &dir);
     // The metalink names the backends where the original wrote them; point it here.
     let link = dir.join("be1/metalinked/hostdir.23");
     std::fs::remove_file(&link).unwrap();
