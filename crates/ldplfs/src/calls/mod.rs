@@ -2,13 +2,15 @@
 //! [`fds`] (close, dup, fcntl, ioctl), [`io`] (read/write and friends, lseek, sync), [`mmap`]
 //! (mappings), [`stat`], [`ns`] (namespace: unlink, rename, mkdir...), [`attrs`] (chmod, chown,
 //! times, xattrs), [`cwd`] (working directory, realpath, mkstemp), [`dirs`] (directory
-//! streams), [`stdio`], [`aio`], [`process`] (exec, spawn, wait, exit; the constructor).
+//! streams), [`stdio`], [`aio`], [`exec`] (the exec family, posix_spawn, dlopen),
+//! [`process`] (what exec and spawn do first, vfork, exit; the constructor).
 //! Uses `file`, `fd` and `rt`; no module of `calls` is used by a lower layer.
 
 pub mod aio;
 pub mod attrs;
 pub mod cwd;
 pub mod dirs;
+pub mod exec;
 pub mod fds;
 pub mod io;
 pub mod mmap;

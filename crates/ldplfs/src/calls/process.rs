@@ -1,6 +1,7 @@
-//! Process boundaries: exec (close this image's files so their droppings are written; the new
-//! image re-adopts inherited placeholders), posix_spawn/system/popen (make our writes visible
-//! to the child first), and exit (close everything, also on `_exit` after fork).
+//! Process boundaries: what happens before an exec (close this image's files so their droppings
+//! are written; the new image re-adopts inherited placeholders) and before a spawn (make our
+//! writes visible to the child first), both used by [`super::exec`]; vfork, system, popen; and
+//! exit (close everything, also on `_exit` after fork).
 
 use crate::fd::conf::{enabled, foreign_child};
 use crate::fd::{entry, held, table};
@@ -11,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Before an exec: a vfork child only flushes (its memory is the parent's); a process of its own
 /// closes its files, which the new image reopens through the inherited placeholders.
-fn before_exec() {
+pub(super) fn before_exec() {
     if let Some(_busy) = enter() {
         if !enabled() {
             return;
@@ -35,7 +36,7 @@ fn before_exec() {
 
 /// Before starting a child that shares nothing but descriptors: make our writes visible to it,
 /// and hand it the locks of the files it inherits (dups, returned for [`after_spawn`]).
-fn before_spawn() -> Vec<i32> {
+pub(super) fn before_spawn() -> Vec<i32> {
     if let Some(_busy) = enter() {
         if enabled() {
             let _ = std::panic::catch_unwind(table::flush_all);
@@ -49,126 +50,17 @@ fn before_spawn() -> Vec<i32> {
 }
 
 /// After the child started (it has its copies of the dups by now, or failed): ours go.
-fn after_spawn(dups: Vec<i32>) {
+pub(super) fn after_spawn(dups: Vec<i32>) {
     for fd in dups {
         let _ = crate::rt::real::sys::close(fd);
     }
 }
 
-type Argv = *const *const c_char;
-
-/// execve(2).
-#[no_mangle]
-pub unsafe extern "C" fn execve(path: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    before_exec();
-    crate::real!(execve(path, argv, envp): fn(*const c_char, Argv, Argv) -> c_int)
-}
-/// execv(3).
-#[no_mangle]
-pub unsafe extern "C" fn execv(path: *const c_char, argv: Argv) -> c_int {
-    before_exec();
-    crate::real!(execv(path, argv): fn(*const c_char, Argv) -> c_int)
-}
-/// execvp(3).
-#[no_mangle]
-pub unsafe extern "C" fn execvp(file: *const c_char, argv: Argv) -> c_int {
-    before_exec();
-    crate::real!(execvp(file, argv): fn(*const c_char, Argv) -> c_int)
-}
-/// execvpe(3).
-#[no_mangle]
-pub unsafe extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int {
-    before_exec();
-    crate::real!(execvpe(file, argv, envp): fn(*const c_char, Argv, Argv) -> c_int)
-}
-/// fexecve(3).
-#[no_mangle]
-pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
-    before_exec();
-    crate::real!(fexecve(fd, argv, envp): fn(c_int, Argv, Argv) -> c_int)
-}
-/// execveat(2).
-#[no_mangle]
-pub unsafe extern "C" fn execveat(dirfd: c_int, path: *const c_char, argv: Argv, envp: Argv, flags: c_int) -> c_int {
-    before_exec();
-    crate::real!(execveat(dirfd, path, argv, envp, flags): fn(c_int, *const c_char, Argv, Argv, c_int) -> c_int)
-}
-
-// ---------------------------------------------------------------- the variadic exec calls
-
-/// The real function behind execl (0), execle (1) or execlp (2), after [`before_exec`]; a
-/// function failing with ENOSYS if libc lacks it.
-extern "C" fn variadic_exec(which: usize) -> usize {
-    before_exec();
-    static SLOTS: [AtomicUsize; 3] = [const { AtomicUsize::new(0) }; 3];
-    const NAMES: [&str; 3] = ["execl\0", "execle\0", "execlp\0"];
-    match crate::rt::real::resolve(&SLOTS[which % 3], NAMES[which % 3]) {
-        0 => no_such_function as *const () as usize,
-        p => p,
-    }
-}
-
-extern "C" fn no_such_function() -> c_int {
+/// Stands in for a function libc lacks: fails with ENOSYS.
+pub(super) extern "C" fn no_such_function() -> c_int {
     crate::rt::errno::set_errno(libc::ENOSYS);
     -1
 }
-
-/// Defines a variadic exec call as a trampoline: stable Rust cannot define a C-variadic
-/// function, and glibc builds the argument vector and calls its internal execve, which no
-/// interposer sees. The trampoline saves the argument registers, calls [`variadic_exec`]
-/// (which runs [`before_exec`] and returns the real function), restores them and jumps to the
-/// real function; the arguments passed on the stack are never touched, so any number of them
-/// reaches it.
-macro_rules! variadic_exec {
-    ($(#[$m:meta])* $name:ident = $which:literal) => {
-        $(#[$m])*
-        #[unsafe(naked)]
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(path: *const c_char, arg0: *const c_char) -> c_int {
-            // x86_64: six integer argument registers, and %al (vector registers used by a
-            // variadic call). Seven pushes keep the stack 16-byte aligned for the call.
-            #[cfg(target_arch = "x86_64")]
-            std::arch::naked_asm!(
-                "push rdi", "push rsi", "push rdx", "push rcx", "push r8", "push r9", "push rax",
-                "mov edi, {which}",
-                "call {hook}",
-                "mov r11, rax",
-                "pop rax", "pop r9", "pop r8", "pop rcx", "pop rdx", "pop rsi", "pop rdi",
-                "jmp r11",
-                which = const $which,
-                hook = sym variadic_exec,
-            );
-            // aarch64: eight argument registers, the frame pointer and the link register.
-            #[cfg(target_arch = "aarch64")]
-            std::arch::naked_asm!(
-                "stp x29, x30, [sp, #-80]!",
-                "mov x29, sp",
-                "stp x0, x1, [sp, #16]",
-                "stp x2, x3, [sp, #32]",
-                "stp x4, x5, [sp, #48]",
-                "stp x6, x7, [sp, #64]",
-                "mov x0, #{which}",
-                "bl {hook}",
-                "mov x16, x0",
-                "ldp x0, x1, [sp, #16]",
-                "ldp x2, x3, [sp, #32]",
-                "ldp x4, x5, [sp, #48]",
-                "ldp x6, x7, [sp, #64]",
-                "ldp x29, x30, [sp], #80",
-                "br x16",
-                which = const $which,
-                hook = sym variadic_exec,
-            );
-        }
-    };
-}
-
-variadic_exec!(/// execl(3): `execl(path, arg0, ..., NULL)`.
-    execl = 0);
-variadic_exec!(/// execle(3): `execle(path, arg0, ..., NULL, envp)`.
-    execle = 1);
-variadic_exec!(/// execlp(3): `execlp(file, arg0, ..., NULL)`.
-    execlp = 2);
 
 /// The real vfork (or `__vfork`, `which` 1) after the positions kept in this process were
 /// written to the kernel offsets: the child shares the open file descriptions, and what it
@@ -228,36 +120,6 @@ vfork_trampoline!(/// vfork(2).
 vfork_trampoline!(/// glibc alias of vfork.
     __vfork = 1);
 
-/// posix_spawn(3).
-#[no_mangle]
-pub unsafe extern "C" fn posix_spawn(
-    pid: *mut pid_t,
-    path: *const c_char,
-    fa: *const libc::posix_spawn_file_actions_t,
-    attr: *const libc::posix_spawnattr_t,
-    argv: Argv,
-    envp: Argv,
-) -> c_int {
-    let dups = before_spawn();
-    let r = crate::real!(posix_spawn(pid, path, fa, attr, argv, envp): fn(*mut pid_t, *const c_char, *const libc::posix_spawn_file_actions_t, *const libc::posix_spawnattr_t, Argv, Argv) -> c_int);
-    after_spawn(dups);
-    r
-}
-/// posix_spawnp(3).
-#[no_mangle]
-pub unsafe extern "C" fn posix_spawnp(
-    pid: *mut pid_t,
-    file: *const c_char,
-    fa: *const libc::posix_spawn_file_actions_t,
-    attr: *const libc::posix_spawnattr_t,
-    argv: Argv,
-    envp: Argv,
-) -> c_int {
-    let dups = before_spawn();
-    let r = crate::real!(posix_spawnp(pid, file, fa, attr, argv, envp): fn(*mut pid_t, *const c_char, *const libc::posix_spawn_file_actions_t, *const libc::posix_spawnattr_t, Argv, Argv) -> c_int);
-    after_spawn(dups);
-    r
-}
 /// system(3).
 #[no_mangle]
 pub unsafe extern "C" fn system(cmd: *const c_char) -> c_int {

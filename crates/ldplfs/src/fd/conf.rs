@@ -120,6 +120,16 @@ pub fn plfs() -> Res<&'static Plfs> {
     }
 }
 
+/// A PLFS instance of its own for one task of a child that shares its parent's memory (a vfork
+/// child, whose program may have closed every descriptor, the instance's included, and whose
+/// parent's instance may be locked by another of the parent's threads): leaked like the others,
+/// never installed.
+pub fn private_plfs() -> Res<&'static Plfs> {
+    let c = conf().ok_or(Errno(libc::ENOSYS))?;
+    let inst = Plfs::new(c.cfg.clone()).map_err(Errno::from)?;
+    Ok(Box::leak(Box::new(inst)))
+}
+
 /// True once this process built its PLFS instance (so the core may hold descriptors).
 pub fn plfs_active() -> bool {
     !PLFS.load(Ordering::Relaxed).is_null()

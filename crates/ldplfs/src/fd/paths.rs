@@ -226,8 +226,12 @@ pub enum Followed {
 }
 
 /// Follows symbolic links in the final component (up to 40), as stat/open do.
-pub fn follow(mut p: PathBuf) -> Res<Followed> {
-    let plfs = plfs()?;
+pub fn follow(p: PathBuf) -> Res<Followed> {
+    follow_with(plfs()?, p)
+}
+
+/// [`follow`] with a given instance.
+pub fn follow_with(plfs: &plfs_core::Plfs, mut p: PathBuf) -> Res<Followed> {
     for _ in 0..40 {
         let st = match plfs.stat(&p) {
             Ok(st) => st,

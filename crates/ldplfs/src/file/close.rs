@@ -60,10 +60,12 @@ pub fn close_plfs(fd: i32) -> Res<()> {
 }
 
 /// Before a program closes descriptors wholesale, or dup2s onto a number the core holds: closes
-/// every open PLFS file of this process so the core holds no descriptors (files reopen lazily).
-/// The caller holds the guard.
+/// every open PLFS file of this process so the core holds no descriptors (files reopen lazily),
+/// and retires the instance, whose directory descriptors are about to go (the next call builds
+/// a new one; before, every later call failed with EBADF). The caller holds the guard.
 pub fn release_core_fds() {
     if plfs_active() && !foreign_child() {
         table::close_all();
+        crate::fd::conf::forget_instance();
     }
 }

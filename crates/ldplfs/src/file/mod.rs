@@ -5,6 +5,7 @@
 //! interposer). Uses `fd` and `rt`.
 
 pub mod close;
+pub mod image;
 pub mod init;
 pub mod io;
 pub mod locks;
