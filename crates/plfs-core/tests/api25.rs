@@ -242,3 +242,57 @@ fn strided_writes_to_a_framed_log_still_form_patterns() {
     assert_eq!(std::fs::metadata(&data[0]).unwrap().len(), 64 + 1000 * (32 + rec));
     common::assert_bytes_eq(&common::read_fresh(&fx, &f).unwrap(), &want, "strided file");
 }
+
+/// A 1-N append that fails for good (here ENOSPC from the seam) is reported to the caller, its
+/// records are dropped and cut off the log, and the directory works on in the same process: the
+/// view is rebuilt from the logs, a later create, write and delete succeed, and a fresh process
+/// sees exactly what this one sees. Before, the records stayed in the buffer of a long-lived
+/// process (the FUSE daemon), and every later change of the directory, a delete included,
+/// failed with ENOSPC again.
+#[test]
+fn a_failed_1n_append_is_dropped_and_the_directory_works_on() {
+    let fx = Fixture::small("api25-1n-drop", 1, GlobalParams::default());
+    let p = fx.plfs();
+    p.mkdir(&fx.path("d"), 0o755).unwrap();
+    let kept = p.open(&fx.path("d/kept"), rw_create(), 0o644, 1).unwrap();
+    kept.write(b"kept bytes", 0).unwrap();
+    kept.close().unwrap();
+    let lost = p.open(&fx.path("d/lost"), rw_create(), 0o644, 1).unwrap();
+    lost.write(&[7u8; 5000], 0).unwrap();
+    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+        name: "sys::pwrite_all".into(),
+        filter: "api25-1n-drop".into(),
+        action: plfs_core::failpoint::Action::Errno(Errno::NOSPC),
+        after: 0,
+        times: None,
+    });
+    let r = lost.close();
+    plfs_core::failpoint::clear();
+    assert_errno(r, Errno::NOSPC, "the close that flushes");
+    // The same process goes on: its view is what the logs hold.
+    assert_errno(
+        p.stat(&fx.path("d/lost")),
+        Errno::NOENT,
+        "the file whose CREATE was dropped",
+    );
+    let again = p.open(&fx.path("d/again"), rw_create(), 0o644, 1).unwrap();
+    again.write(b"again", 0).unwrap();
+    again.close().unwrap();
+    p.unlink(&fx.path("d/kept")).unwrap();
+    let names = |q: &Plfs| -> Vec<String> {
+        q.readdir(&fx.path("d"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name.to_string_lossy().into_owned())
+            .collect()
+    };
+    assert_eq!(names(&p), ["again"]);
+    let fresh = fx.plfs();
+    assert_eq!(names(&fresh), ["again"]);
+    assert_eq!(
+        read_all(&fresh.open(&fx.path("d/again"), ro(), 0, 2).unwrap()).unwrap(),
+        b"again"
+    );
+    let rep = fsck::fsck(&fresh, Path::new(MOUNT), &Options::default()).unwrap();
+    assert_eq!(rep.problems(), 0, "{:?}", rep.findings);
+}

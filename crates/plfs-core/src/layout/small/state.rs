@@ -88,6 +88,11 @@ pub(super) fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 
 /// Appends this process's buffered records to its log.
 pub(super) fn flush(g: &mut Inner) -> Result<()> {
+    flush_or_keep(g).inspect_err(|_| abandon(g))
+}
+
+/// [`flush`] that keeps the buffer when the append fails (for one more try).
+fn flush_or_keep(g: &mut Inner) -> Result<()> {
     let Some(w) = g.writer.as_mut() else { return Ok(()) };
     if w.buf.is_empty() {
         return Ok(());
@@ -106,17 +111,37 @@ pub(super) fn flush(g: &mut Inner) -> Result<()> {
 /// RENAME, TRUNC, SETATTR): on `ENOSPC` the store's reserve is deleted and the append tried once
 /// more (docs/format.md §11). Returns whether the reserve was spent.
 pub(super) fn flush_reserved(g: &mut Inner) -> Result<bool> {
-    match flush(g) {
-        Err(e) if is_nospace(&e) => {
-            let Some(w) = g.writer.as_ref() else { return Err(e) };
-            if !w.store.unlink_opt(fmt::RESERVE_NAME)? {
-                return Err(e);
-            }
-            flush(g)?;
-            Ok(true)
-        }
+    let r = match flush_or_keep(g) {
+        Err(e) if is_nospace(&e) => match g.writer.as_ref().map(|w| w.store.unlink_opt(fmt::RESERVE_NAME)) {
+            Some(Ok(true)) => flush_or_keep(g).map(|()| true),
+            Some(Err(u)) => Err(u),
+            _ => Err(e),
+        },
         r => r.map(|()| false),
+    };
+    if r.is_err() {
+        abandon(g);
     }
+    r
+}
+
+/// After a flush failed for good (a full backend, an I/O error): the records in the buffer will
+/// not reach the log. Whoever asked for the flush gets the error (a write, a close, an fsync, as
+/// a program learns of a failed writeback on a local file system); the buffer is dropped, the
+/// log is cut back to where the buffer would have landed (a partial append must not leave whole
+/// records that readers would take), and the view, which had those records applied, is
+/// forgotten: the next call rebuilds it from the logs, as every other process sees them. The
+/// writer log is let go too; a new one is made when needed (on a full backend a namespace change
+/// spends the reserve for it). Before, a long-lived process (the FUSE daemon) kept the failed
+/// records in its buffer for good, and every later change of the directory, a delete included,
+/// failed with ENOSPC.
+fn abandon(g: &mut Inner) {
+    if let Some(w) = g.writer.take() {
+        if let Err(e) = w.file.truncate(w.off) {
+            crate::warn!("{e}: a failed append to a 1-N log could not be cut back");
+        }
+    }
+    *g = Inner::default();
 }
 
 pub(super) fn is_nospace(e: &crate::error::Error) -> bool {
