@@ -409,3 +409,45 @@ fn create_applies_the_callers_umask_only() {
     assert_eq!(mode(&m.p("dir")), 0o775);
     assert_eq!(mode(&m.p("open666")), 0o640);
 }
+
+/// A relative path of PATH_MAX - 1 bytes from a cwd in the mount (pjdfstest's `dirgen_max`:
+/// components of 127 bytes) can be created, changed, stat'ed and removed, as on ext4 (issue 25,
+/// item 7). Before, the daemon's look-ups appended a container's own names to such a path
+/// and the kernel refused the result: ENAMETOOLONG.
+#[test]
+fn a_path_of_path_max_bytes_from_the_cwd_works() {
+    if !fuse_available() {
+        return;
+    }
+    let m = shared_mount("longpath", &[]);
+    let script = r#"
+import os
+comps, total = [], 0
+while True:
+    room = 4095 - total - (1 if comps else 0)
+    if room <= 127:
+        comps.append("f" * room)
+        break
+    comps.append("d%02d" % len(comps) + "x" * 124)
+    total += 127 + (1 if len(comps) > 1 else 0)
+f = "/".join(comps)
+assert len(f) == 4095
+os.makedirs(os.path.dirname(f))
+os.close(os.open(f, os.O_CREAT | os.O_WRONLY, 0o644))
+os.chmod(f, 0o642)
+print(oct(os.stat(f).st_mode & 0o7777))
+os.truncate(f, 5)
+print(os.stat(f).st_size)
+os.unlink(f)
+os.mkdir(f)
+os.rmdir(f)
+print("done")
+"#;
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&m.mnt)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&ok(out)), "0o642\n5\ndone\n");
+}

@@ -94,6 +94,12 @@ pub(super) fn fresh<T>(mut f: impl FnMut() -> rustix::io::Result<T>) -> rustix::
     f()
 }
 
+/// The longest path the kernel takes in one call, its NUL included (`PATH_MAX`). A longer
+/// relative path beneath a directory (a logical path near the limit, plus a container's own
+/// names) is resolved one component at a time (pjdfstest */03.t: ext4 takes such paths from a
+/// cwd, and so must a mount).
+const PATH_MAX: usize = 4096;
+
 /// Whether the kernel has `openat2` (0 unknown, 1 yes, 2 no).
 static OPENAT2: AtomicU8 = AtomicU8::new(0);
 
@@ -253,7 +259,7 @@ impl Dir {
             let fd = fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
             return Ok(self.child(fd, p));
         }
-        if OPENAT2.load(Ordering::Relaxed) != 2 {
+        if OPENAT2.load(Ordering::Relaxed) != 2 && rel.as_os_str().len() < PATH_MAX {
             let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
             let kernel = super::failpoint::answer("sys::openat2", &p).map(Err);
             match kernel.unwrap_or_else(|| fresh(|| fs::openat2(&self.fd, rel, DIR_FLAGS, Mode::empty(), how))) {
@@ -469,6 +475,16 @@ impl Dir {
     /// link). `Ok(None)` when nothing is there.
     pub fn stat_beneath_opt(&self, rel: &Path) -> Result<Option<RawStat>> {
         beneath(&self.path, rel)?;
+        if rel.as_os_str().len() >= PATH_MAX {
+            // Too long for one call: the parent directory first, then the name.
+            let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+                return Ok(None);
+            };
+            return match self.open_dir_beneath_opt(parent)? {
+                Some(d) => d.stat_opt(name),
+                None => Ok(None),
+            };
+        }
         // The display path is built only for a failpoint or an error (a look-up's hot path).
         let p = || self.path.join(rel);
         if super::failpoint::armed() {
