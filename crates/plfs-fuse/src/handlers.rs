@@ -33,6 +33,18 @@ use std::time::{Duration, SystemTime};
 /// How long the kernel may cache attributes and names. Writes through this mount keep the
 /// kernel's size current; the TTL bounds staleness after changes made outside the mount.
 pub const TTL: Duration = Duration::from_secs(1);
+/// How long the kernel may keep `a`: [`TTL`], but nothing for a regular file with set-user-ID
+/// or set-group-ID bits, since a write by another user clears them here, in the daemon, after
+/// the kernel's copy was made (issue 25, item 7: `stat` showed them for up to a second).
+fn ttl(a: &fuser::FileAttr) -> Duration {
+    let setid = u32::from(a.perm) & (libc::S_ISUID | libc::S_ISGID) != 0;
+    if setid && a.kind == fuser::FileType::RegularFile {
+        Duration::ZERO
+    } else {
+        TTL
+    }
+}
+
 /// Largest write and read request we ask the kernel for.
 pub const MAX_IO: u32 = 1 << 20;
 /// How handles are opened. Writable ones bypass the page cache (each write(2) reaches the
@@ -103,7 +115,7 @@ impl Filesystem for PlfsFs {
             let r = self.child(parent, name);
             let r = r.and_then(|rel| self.as_meta(req, &rel, 0).map(|()| rel));
             match r.and_then(|rel| self.entry_for(&rel)) {
-                Ok((a, _)) => reply.entry(&TTL, &a, Generation(GENERATION)),
+                Ok((a, _)) => reply.entry(&ttl(&a), &a, Generation(GENERATION)),
                 Err(e) => reply.error(e),
             }
         })
@@ -115,7 +127,10 @@ impl Filesystem for PlfsFs {
 
     fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         guard("getattr", || match self.getattr_inner(req, ino, fh) {
-            Ok(st) => reply.attr(&TTL, &self.attr(&st, ino.0)),
+            Ok(st) => {
+                let a = self.attr(&st, ino.0);
+                reply.attr(&ttl(&a), &a)
+            }
             Err(e) => reply.error(e),
         })
     }
@@ -140,7 +155,10 @@ impl Filesystem for PlfsFs {
     ) {
         guard("setattr", || {
             match self.setattr_inner(req, ino, mode, uid, gid, size, atime, mtime, fh) {
-                Ok(st) => reply.attr(&TTL, &self.attr(&st, ino.0)),
+                Ok(st) => {
+                    let a = self.attr(&st, ino.0);
+                    reply.attr(&ttl(&a), &a)
+                }
                 Err(e) => reply.error(e),
             }
         })
@@ -185,7 +203,7 @@ impl Filesystem for PlfsFs {
                     self.entry_for(&rel)
                 });
             match r {
-                Ok((a, _)) => reply.entry(&TTL, &a, Generation(GENERATION)),
+                Ok((a, _)) => reply.entry(&ttl(&a), &a, Generation(GENERATION)),
                 Err(e) => reply.error(e),
             }
         })
@@ -203,7 +221,7 @@ impl Filesystem for PlfsFs {
                     self.entry_for(&rel)
                 });
             match r {
-                Ok((a, _)) => reply.entry(&TTL, &a, Generation(GENERATION)),
+                Ok((a, _)) => reply.entry(&ttl(&a), &a, Generation(GENERATION)),
                 Err(e) => reply.error(e),
             }
         })
@@ -255,7 +273,7 @@ impl Filesystem for PlfsFs {
                     self.entry_for(&rel)
                 });
             match r {
-                Ok((a, _)) => reply.entry(&TTL, &a, Generation(GENERATION)),
+                Ok((a, _)) => reply.entry(&ttl(&a), &a, Generation(GENERATION)),
                 Err(e) => reply.error(e),
             }
         })
@@ -525,7 +543,7 @@ impl Filesystem for PlfsFs {
     ) {
         guard("create", || match self.create_inner(req, parent, name, mode, flags) {
             Ok((a, fh)) => reply.created(
-                &TTL,
+                &ttl(&a),
                 &a,
                 Generation(GENERATION),
                 FileHandle(fh),

@@ -226,6 +226,28 @@ fn writes_clear_set_id_bits() {
     set(0o6777);
     sh(&format!("echo root >> {}", f.display()));
     assert_eq!(mode(&f), 0o6777, "root keeps them");
+    // Seen at once, also by a process that had the old mode cached (issue 25, item 7: the kernel
+    // kept it for up to a second; pjdfstest chmod/12.t).
+    for _ in 0..3 {
+        set(0o6777);
+        assert_eq!(mode(&f), 0o6777);
+        ok(c(&format!(
+            "python3 -c \"import os; fd = os.open('{}', os.O_WRONLY); os.write(fd, b'x'); os.close(fd)\"",
+            f.display()
+        )));
+        // `stat -c %a` asks for the mode alone (statx), which the kernel answers from its copy
+        // when only the size and times were invalidated by the write.
+        let shown = ok(std::process::Command::new("stat")
+            .args(["-c", "%a"])
+            .arg(&f)
+            .output()
+            .unwrap());
+        assert_eq!(
+            String::from_utf8_lossy(&shown),
+            "777\n",
+            "stat right after another user's write"
+        );
+    }
     // The owner's own write clears them too (Linux: no CAP_FSETID).
     ok(a(&format!(
         "echo x > {0}/own && chmod 4755 {0}/own && echo y >> {0}/own",
