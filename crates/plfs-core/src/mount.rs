@@ -199,10 +199,17 @@ pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
     let Some(st) = root.stat_beneath_opt(rel)? else {
         return Ok((Probe::Missing, None));
     };
+    // A directory the caller may not search is no container: every container is searchable by
+    // all (`container::container_dir_mode`), so EACCES for a name inside it means a directory
+    // (pjdfstest open/06: the owner of a 0600 directory changes its mode).
+    let inside = |name: &str| match root.stat_beneath_opt(&rel.join(name)) {
+        Err(e) if e.raw_errno() == Errno::ACCESS.raw_os_error() => Ok(None),
+        r => r,
+    };
     Ok(match sys::FileType::from_raw_mode(st.st_mode) {
-        sys::FileType::Directory => match root.stat_beneath_opt(&rel.join(format::MARKER_NAME))? {
+        sys::FileType::Directory => match inside(format::MARKER_NAME)? {
             Some(m) => (Probe::Container, Some(m)),
-            None => match root.stat_beneath_opt(&rel.join(format::legacy::ACCESS_NAME))? {
+            None => match inside(format::legacy::ACCESS_NAME)? {
                 Some(a) if !rel.as_os_str().is_empty() => (Probe::Legacy, Some(a)),
                 _ => (Probe::Dir, Some(st)),
             },

@@ -473,3 +473,33 @@ print("done")
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&ok(out)), "0o642\n5\ndone\n");
 }
+
+/// The owner of a directory it may not read or search still changes its mode and times, and
+/// another user renames a directory it cannot search within a directory it may write, as on
+/// ext4 (pjdfstest open/06, rename/21). Before, the look-up stat-ed the container marker inside
+/// the directory as the caller, and chmod opened the directory: EACCES. (rmdir of an empty
+/// directory its owner may not read is still refused: the daemon lists it first.)
+#[test]
+fn a_directory_its_owner_cannot_search_still_changes() {
+    if !fuse_available() {
+        return;
+    }
+    let m = shared_mount("nosearch", &[]);
+    let d = m.p("d");
+    let shown = ok(a(&format!(
+        "mkdir {0} && chmod 0060 {0} && chmod 0006 {0} && touch -d 2020-01-02 {0} && chmod 0000 {0} && stat -c %a.%y {0} && chmod 0770 {0} && rmdir {0}",
+        d.display()
+    )));
+    let shown = String::from_utf8_lossy(&shown);
+    assert!(shown.starts_with("0.2020-01-02 00:00:00"), "{shown}");
+    assert!(!d.exists());
+    // Root's 0700 directory, renamed by another user in a 0777 directory.
+    let pub_dir = m.p("pub");
+    std::fs::create_dir(&pub_dir).unwrap();
+    std::fs::set_permissions(&pub_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let x = pub_dir.join("x");
+    std::fs::create_dir(&x).unwrap();
+    std::fs::set_permissions(&x, std::fs::Permissions::from_mode(0o700)).unwrap();
+    ok(a(&format!("mv -T {} {}", x.display(), pub_dir.join("y").display())));
+    assert!(pub_dir.join("y").is_dir() && !x.exists());
+}

@@ -298,7 +298,9 @@ impl Plfs {
         let loc = self.resolve(path)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.chmod(mode),
-            Entry::Dir(..) => self.on_every_dir(&loc, |d| d.chmod_self(mode & 0o7777)),
+            Entry::Dir(..) => {
+                self.on_every_dir(&loc, |d| d.chmod_self(mode & 0o7777), |p, n| p.chmod(n, mode & 0o7777))
+            }
             Entry::Symlink(..) => Err(loc.err(Errno::OPNOTSUPP, "cannot change the mode of a symbolic link")),
             Entry::Missing => Err(loc.not_found()),
         }
@@ -309,7 +311,7 @@ impl Plfs {
         let loc = self.resolve(path)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.chown(uid, gid),
-            Entry::Dir(..) => self.on_every_dir(&loc, |d| d.chown_self(uid, gid)),
+            Entry::Dir(..) => self.on_every_dir(&loc, |d| d.chown_self(uid, gid), |p, n| p.chown(n, uid, gid)),
             Entry::Symlink(b, _) => loc.parent_dir(b)?.chown(loc.name(), uid, gid),
             Entry::Missing => Err(loc.not_found()),
         }
@@ -320,7 +322,11 @@ impl Plfs {
         let loc = self.resolve(path)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.utimens(atime, mtime),
-            Entry::Dir(..) => self.on_every_dir(&loc, |d| d.set_own_times(atime, mtime)),
+            Entry::Dir(..) => self.on_every_dir(
+                &loc,
+                |d| d.set_own_times(atime, mtime),
+                |p, n| p.set_times(n, atime, mtime),
+            ),
             Entry::Symlink(b, _) => loc.parent_dir(b)?.set_times(loc.name(), atime, mtime),
             Entry::Missing => Err(loc.not_found()),
         }
@@ -466,11 +472,26 @@ impl Plfs {
 
     /// Runs `f` on the directory at `loc` on every canonical backend (a replica missing on a
     /// backend other than the first is skipped).
-    fn on_every_dir(&self, loc: &Loc, f: impl Fn(&sys::Dir) -> Result<()>) -> Result<()> {
+    /// Applies a change to the directory `loc` on every backend that has it: `own` on the
+    /// directory opened (no link can be swapped in between), or, where opening it is refused
+    /// (it needs read permission, which its owner need not have: pjdfstest open/06, the owner
+    /// of a 0060 directory changes its mode), `named` with its parent and its name.
+    fn on_every_dir(
+        &self,
+        loc: &Loc,
+        own: impl Fn(&sys::Dir) -> Result<()>,
+        named: impl Fn(&sys::Dir, &std::ffi::OsStr) -> Result<()>,
+    ) -> Result<()> {
         for (i, b) in loc.mount.canonical.iter().enumerate() {
-            match b.dir(&loc.rel) {
-                Ok(d) => f(&d)?,
-                Err(e) if i > 0 && sys::is_missing(&e) => {}
+            let r = match b.dir(&loc.rel) {
+                Err(e) if !loc.is_root() && e.raw_errno() == Errno::ACCESS.raw_os_error() => {
+                    loc.parent_dir(i).and_then(|p| named(&p, loc.name()))
+                }
+                r => r.and_then(|d| own(&d)),
+            };
+            match r {
+                Ok(()) => {}
+                Err(e) if i > 0 && (sys::is_missing(&e) || e.is_not_found()) => {}
                 Err(e) => return Err(e),
             }
         }
