@@ -503,3 +503,33 @@ fn a_directory_its_owner_cannot_search_still_changes() {
     ok(a(&format!("mv -T {} {}", x.display(), pub_dir.join("y").display())));
     assert!(pub_dir.join("y").is_dir() && !x.exists());
 }
+
+/// A rename of a file over a symbolic link that the backend refuses leaves the link in place
+/// (pjdfstest rename/10). A container cannot replace a link in one rename(2), so the link is
+/// moved aside first; before, it was unlinked, and the refused move (another user's file to
+/// another directory: EACCES, a documented limit) lost it.
+#[test]
+fn a_refused_rename_over_a_symlink_keeps_the_link() {
+    if !fuse_available() {
+        return;
+    }
+    let m = shared_mount("renamelink", &[]);
+    for d in ["d1", "d2"] {
+        std::fs::create_dir(m.p(d)).unwrap();
+        std::fs::set_permissions(m.p(d), std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    ok(a(&format!("echo data > {}", m.p("d1/f").display())));
+    ok(b(&format!("ln -s somewhere {}", m.p("d2/l").display())));
+    let out = b(&format!("mv -T {} {}", m.p("d1/f").display(), m.p("d2/l").display()));
+    assert!(!out.status.success(), "the move is refused: {out:?}");
+    assert_eq!(std::fs::read_link(m.p("d2/l")).unwrap(), Path::new("somewhere"));
+    assert_eq!(std::fs::read(m.p("d1/f")).unwrap(), b"data\n");
+    let names: Vec<_> = std::fs::read_dir(m.p("d2"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["l"]);
+    // By its owner the same rename works and replaces the link.
+    ok(a(&format!("mv -T {} {}", m.p("d1/f").display(), m.p("d2/l").display())));
+    assert_eq!(std::fs::read(m.p("d2/l")).unwrap(), b"data\n");
+}

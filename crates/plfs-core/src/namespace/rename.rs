@@ -2,6 +2,7 @@
 
 use super::{Entry, Plfs};
 use crate::error::{Error, Result};
+use crate::format;
 use rustix::io::Errno;
 use std::path::Path;
 use std::sync::Arc;
@@ -75,12 +76,26 @@ impl Plfs {
                     Entry::File(target) => target.replace_by(&from_parent, lf.name()),
                     Entry::Symlink(bt, _) => {
                         // rename(2) replaces a symlink by a file atomically; a container (a
-                        // directory) cannot replace it that way.
+                        // directory) cannot replace it that way. The link is moved aside to a
+                        // temporary name (hidden, and cleared as debris) and back if the move
+                        // fails (it can: moving a directory to another parent needs write
+                        // permission on it), so a refused rename leaves the link in place.
                         let tp = lt.parent_dir(bt)?;
                         match from_parent.rename(lf.name(), &tp, lt.name()) {
                             Err(e) if crate::layout::is_type_clash(&e) => {
-                                tp.unlink(lt.name())?;
-                                from_parent.rename(lf.name(), &tp, lt.name())
+                                let aside = format!("{}{:016x}", format::TMP_PREFIX, crate::clock::random_u64());
+                                tp.rename(lt.name(), &tp, &aside)?;
+                                match from_parent.rename(lf.name(), &tp, lt.name()) {
+                                    Ok(()) => tp.unlink(&aside),
+                                    Err(e) => {
+                                        if let Err(back) = tp.rename(&aside, &tp, lt.name()) {
+                                            crate::warn!(
+                                                "{back}: a symbolic link moved aside for a rename stays there"
+                                            );
+                                        }
+                                        Err(e)
+                                    }
+                                }
                             }
                             r => r,
                         }
