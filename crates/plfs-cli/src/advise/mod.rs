@@ -90,6 +90,12 @@ pub fn advise(g: &Globals, a: &AdviseArgs) -> Result<()> {
     };
     let x = model::predict(&p, wl);
     let mut reasons = x.reasons.clone();
+    if p.record_bytes < a.record {
+        reasons.push(format!(
+            "the probe wrote records of {} B (its limit per writer); bandwidths for {} B records are assumed the same",
+            p.record_bytes, a.record
+        ));
+    }
     if a.writers > MAX_PROBE_THREADS {
         reasons.push(format!(
             "the probe ran {MAX_PROBE_THREADS} threads on this host; bandwidths for {} writers are assumed flat beyond",

@@ -122,14 +122,17 @@ fn timed(f: impl FnOnce() -> io::Result<()>) -> io::Result<f64> {
     Ok(us(t.elapsed()))
 }
 
-/// Runs the whole probe in `scratch` (an empty directory) for `writers` writers of `record` bytes.
+/// Runs the whole probe in `scratch` (an empty directory) for `writers` writers of `record` bytes
+/// (at most `budget.bytes_per_writer`).
 pub fn run(scratch: &Path, writers: usize, record: u64, budget: Budget) -> io::Result<Probe> {
     let start = Instant::now();
     let at = |frac: f64| start + budget.total.mul_f64(frac);
     let meta = metadata(scratch, budget.max_files, at(0.35))?;
     let fsync_us = fsync(scratch, at(0.42))?;
 
-    let rec = record.max(1);
+    // Records above the per-writer amount are probed at that size (one write per writer): the
+    // probe's memory and bytes stay bounded whatever `--record` says.
+    let rec = record.clamp(1, budget.bytes_per_writer.max(1));
     let recs = budget.bytes_per_writer.div_ceil(rec).max(1);
     let buf: Arc<Vec<u8>> = Arc::new((0..rec).map(|i| (i % 251) as u8).collect());
     let (mut w1, mut nn, mut n1, mut rd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
