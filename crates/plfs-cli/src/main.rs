@@ -107,6 +107,7 @@ enum Cmd {
     Upgrade(upgrade_cmd::UpgradeArgs),
     /// Probe a plain file system for a few seconds and predict whether PLFS helps an N-1 workload
     /// there (`plfs advise DIR [--writers N] [--record BYTES] [--quick]`).
+    #[command(after_long_help = advise::HELP)]
     Advise(advise::AdviseArgs),
     /// Mount PLFS with FUSE: `plfs mount MOUNTPOINT [--config FILE] [--foreground]`.
     Mount(mount_cmd::MountArgs),
