@@ -19,7 +19,7 @@ What it measures (in DIR/.plfs-advise.<pid>.<n>, removed at the end, also on err
   median latency of create, stat, readdir, rename, unlink and mkdir; an fsync after 4 KiB; write
   bandwidth (fsync included) of 1 writer, of N threads each into its own file (N-N) and of N
   threads strided into one shared file at the record size (N-1), at most 4 MiB per writer and
-  repeated while the budget lasts; the read-back of the shared file. Every phase has a deadline.
+  64 MiB per run (256 MiB without --quick), repeated while the budget lasts; the read-back of the shared file. Every phase has a deadline.
 
 What it predicts: for N writers of --per-writer bytes each in --record-byte writes, the write
 bandwidth of a plain shared file, of plain files per writer and of plfs, and the read-back of the
@@ -44,7 +44,7 @@ pub struct AdviseArgs {
     #[arg(long, default_value = "47008", value_parser = crate::util::parse_count, value_name = "BYTES")]
     pub record: u64,
     /// Bytes each writer writes in the predicted workload (the probe itself writes at most 4 MiB
-    /// per writer).
+    /// per writer and 64 or 256 MiB in all).
     #[arg(long, default_value = "256M", value_parser = crate::util::parse_count, value_name = "BYTES")]
     pub per_writer: u64,
     /// Probe for at most 5 seconds instead of 30 (fewer samples).

@@ -3,7 +3,8 @@
 //! writer, N writers into N files (N-N) and N writers strided into one shared file (N-1), plus the
 //! read-back of the shared file.
 //!
-//! Every phase has a deadline derived from the budget (30 s, or 5 s with `--quick`): loops stop
+//! Every phase has a deadline derived from the budget (30 s, or 5 s with `--quick`; the bandwidth
+//! phases end by 80 % of it, leaving the rest for the last fsyncs and the clean-up): loops stop
 //! early when it passes, so a slow file system gets fewer samples, never a longer run. Everything
 //! is created under one directory that a [`Scratch`] guard removes on drop, also on error.
 
@@ -51,6 +52,8 @@ pub struct Budget {
     pub max_files: usize,
     /// Bytes each writer writes in one bandwidth run (rounded to whole records, at least one).
     pub bytes_per_writer: u64,
+    /// ... and all writers together at most this many (many writers write less each).
+    pub bytes_per_run: u64,
     pub reps: usize,
 }
 
@@ -61,6 +64,7 @@ impl Budget {
                 total: Duration::from_secs(5),
                 max_files: 64,
                 bytes_per_writer: 4 << 20,
+                bytes_per_run: 64 << 20,
                 reps: 15,
             }
         } else {
@@ -68,6 +72,7 @@ impl Budget {
                 total: Duration::from_secs(30),
                 max_files: 256,
                 bytes_per_writer: 4 << 20,
+                bytes_per_run: 256 << 20,
                 reps: 41,
             }
         }
@@ -123,7 +128,7 @@ fn timed(f: impl FnOnce() -> io::Result<()>) -> io::Result<f64> {
 }
 
 /// Runs the whole probe in `scratch` (an empty directory) for `writers` writers of `record` bytes
-/// (at most `budget.bytes_per_writer`).
+/// (at most `budget.bytes_per_writer`, and at most `budget.bytes_per_run` over all writers).
 pub fn run(scratch: &Path, writers: usize, record: u64, budget: Budget) -> io::Result<Probe> {
     let start = Instant::now();
     let at = |frac: f64| start + budget.total.mul_f64(frac);
@@ -132,14 +137,18 @@ pub fn run(scratch: &Path, writers: usize, record: u64, budget: Budget) -> io::R
 
     // Records above the per-writer amount are probed at that size (one write per writer): the
     // probe's memory and bytes stay bounded whatever `--record` says.
-    let rec = record.clamp(1, budget.bytes_per_writer.max(1));
-    let recs = budget.bytes_per_writer.div_ceil(rec).max(1);
+    let per_writer = budget
+        .bytes_per_writer
+        .min(budget.bytes_per_run / writers.max(1) as u64)
+        .max(64 << 10);
+    let rec = record.clamp(1, per_writer);
+    let recs = per_writer.div_ceil(rec).max(1);
     let buf: Arc<Vec<u8>> = Arc::new((0..rec).map(|i| (i % 251) as u8).collect());
     let (mut w1, mut nn, mut n1, mut rd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut reps = 0;
     for rep in 0..budget.reps {
         let now = Instant::now();
-        let end = at(0.9);
+        let end = at(0.8);
         if now >= end {
             break;
         }
@@ -344,7 +353,9 @@ fn read_run(path: &Path, readers: usize, rec: u64, recs: u64, end: Instant) -> i
         .map(|w| {
             let (file, barrier) = (Arc::clone(&file), Arc::clone(&barrier));
             std::thread::spawn(move || -> io::Result<u64> {
-                let mut buf = vec![0u8; usize::try_from(rec).unwrap_or(usize::MAX)];
+                // A record is read in pieces of at most 1 MiB: 64 readers of 4 MiB records need
+                // no 256 MiB of buffers.
+                let mut buf = vec![0u8; usize::try_from(rec.min(1 << 20)).unwrap_or(1 << 20)];
                 barrier.wait();
                 let mut done = 0;
                 for k in 0..recs {
@@ -352,7 +363,16 @@ fn read_run(path: &Path, readers: usize, rec: u64, recs: u64, end: Instant) -> i
                     if off >= len || (k > 0 && Instant::now() >= end) {
                         break;
                     }
-                    done += file.read_at(&mut buf, off)? as u64;
+                    let mut at = 0;
+                    while at < rec {
+                        let want = usize::try_from((rec - at).min(buf.len() as u64)).unwrap_or(buf.len());
+                        let got = file.read_at(&mut buf[..want], off + at)? as u64;
+                        if got == 0 {
+                            break;
+                        }
+                        at += got;
+                    }
+                    done += at;
                 }
                 Ok(done)
             })
@@ -400,6 +420,7 @@ mod tests {
             total: Duration::from_secs(2),
             max_files: 16,
             bytes_per_writer: 1 << 18,
+            bytes_per_run: 1 << 20,
             reps: 1,
         };
         let p = {
@@ -423,5 +444,33 @@ mod tests {
             p.nn_write_mibs > 0.0 && p.n1_write_mibs > 0.0 && p.read_mibs > 0.0,
             "{p:?}"
         );
+    }
+
+    #[test]
+    fn many_writers_and_large_records_stay_near_a_short_budget() {
+        let base = std::env::temp_dir().join(format!("plfs-advise-unit-big-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let budget = Budget {
+            total: Duration::from_millis(500),
+            max_files: 256,
+            bytes_per_writer: 4 << 20,
+            bytes_per_run: 32 << 20,
+            reps: 41,
+        };
+        let t = Instant::now();
+        let p = {
+            let s = Scratch::new(&base).unwrap();
+            run(&s.path, 16, 8 << 20, budget).unwrap()
+        };
+        // Loose on purpose (a shared, noisy machine): the point is "bounded", not "exactly 0.5 s".
+        assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+        assert_eq!(
+            p.record_bytes,
+            2 << 20,
+            "records are probed at the per-writer limit, 32 MiB / 16"
+        );
+        assert!(p.bandwidth_reps >= 1 && p.read_mibs > 0.0, "{p:?}");
+        assert_eq!(std::fs::read_dir(&base).unwrap().count(), 0);
+        std::fs::remove_dir(&base).unwrap();
     }
 }
