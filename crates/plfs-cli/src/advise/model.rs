@@ -165,8 +165,13 @@ pub fn predict(p: &Probe, wl: Workload) -> Prediction {
     };
     let mut reasons = vec![
         format!(
-            "N-1 penalty: {} writers into one shared file {:.0} MiB/s, into their own files {:.0} MiB/s ({penalty:.2}x)",
-            p.writers, p.n1_write_mibs, p.nn_write_mibs
+            "N-1 penalty: {} writers into one shared file {:.0} MiB/s, into their own files {:.0} MiB/s ({penalty:.2}x; \
+             one writer alone {:.0} MiB/s, fsync {:.1} ms)",
+            p.writers,
+            p.n1_write_mibs,
+            p.nn_write_mibs,
+            p.write_1_mibs,
+            p.fsync_us / 1e3
         ),
         format!(
             "metadata: create {:.0} us, mkdir {:.0} us, stat {:.0} us, rename {:.0} us; plfs spends {:.1} ms on \
