@@ -8,6 +8,7 @@
 
 #[macro_use]
 mod out;
+mod advise;
 mod compact_cmd;
 mod config_cmd;
 mod copy;
@@ -104,6 +105,10 @@ enum Cmd {
     /// Convert files written by PLFS 2.x (read-only here) to this format, in place: FILE, or
     /// every such file under DIR. Crash-safe: the original stays until its copy is verified.
     Upgrade(upgrade_cmd::UpgradeArgs),
+    /// Probe a plain file system for a few seconds and predict whether PLFS helps an N-1 workload
+    /// there (`plfs advise DIR [--writers N] [--record BYTES] [--quick]`).
+    #[command(after_long_help = advise::HELP)]
+    Advise(advise::AdviseArgs),
     /// Mount PLFS with FUSE: `plfs mount MOUNTPOINT [--config FILE] [--foreground]`.
     Mount(mount_cmd::MountArgs),
     /// Unmount a PLFS FUSE mount, waiting until its daemon has closed every file.
@@ -140,6 +145,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Cmd::Fsck(a) => fsck_cmd::fsck(g, a),
         Cmd::Verify(a) => fsck_cmd::verify(g, a),
         Cmd::Upgrade(a) => upgrade_cmd::upgrade(g, a),
+        Cmd::Advise(a) => advise::advise(g, a),
         Cmd::Mount(a) => mount_cmd::mount(g, a),
         Cmd::Umount(a) => mount_cmd::umount(g, a),
         Cmd::Generate(a) => generate::generate(a, Cli::command()),

@@ -1,0 +1,218 @@
+//! Integration tests of `plfs advise`: the real binary probes a temporary directory on the test
+//! file system (`$PLFS_TEST_ROOT` or the system temp dir).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn test_root() -> PathBuf {
+    std::env::var_os("PLFS_TEST_ROOT")
+        .filter(|p| !p.is_empty())
+        .map_or_else(std::env::temp_dir, PathBuf::from)
+}
+
+/// A fresh empty directory, removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let d = test_root().join(format!("plfs-advise-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `plfs` with a plfsrc whose mount point is private (so no real mount point interferes).
+fn plfs(cfg_dir: &Path, args: &[&str]) -> Output {
+    let cfg = cfg_dir.join("plfsrc");
+    let be = cfg_dir.join("be");
+    std::fs::create_dir_all(&be).unwrap();
+    let mount = format!("/plfs-advise-test-{}", std::process::id());
+    std::fs::write(
+        &cfg,
+        format!(
+            "- mount_point: {mount}\n  backends:\n    - location: {}\n",
+            be.display()
+        ),
+    )
+    .unwrap();
+    Command::new(env!("CARGO_BIN_EXE_plfs"))
+        .args(args)
+        .env("PLFSRC", &cfg)
+        .output()
+        .unwrap()
+}
+
+fn names(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn quick_json_probe_has_every_key_and_leaves_the_directory_as_it_was() {
+    let cfg = Dir::new("cfg");
+    let d = Dir::new("quick");
+    let target = d.0.join("t");
+    std::fs::create_dir(&target).unwrap();
+    let before = names(&d.0);
+    let o = plfs(&cfg.0, &["advise", target.to_str().unwrap(), "--quick", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    for k in [
+        "plain_n1_mibs",
+        "plain_nn_mibs",
+        "plfs_mibs",
+        "read_plain_mibs",
+        "read_plfs_mibs",
+        "ratio_plfs_vs_n1",
+        "elapsed_s",
+    ] {
+        let x = v[k].as_f64().unwrap_or_else(|| panic!("{k} missing: {v}"));
+        assert!(x.is_finite() && x > 0.0, "{k} = {x}");
+    }
+    // The budget is 5 s; a noisy shared machine gets slack, not a tight bound.
+    assert!(v["elapsed_s"].as_f64().unwrap() <= 10.0, "{v}");
+    assert_eq!(v["writers"], 4);
+    assert_eq!(v["record_bytes"], 47008);
+    let rec = &v["recommend"];
+    assert!(rec["use"] == "plfs" || rec["use"] == "plain", "{rec}");
+    assert_eq!(rec["workload"], "n-1");
+    assert_eq!(rec["num_hostdirs"], 2);
+    assert!(rec["auto_compaction"].is_boolean());
+    assert!(!v["reasons"].as_array().unwrap().is_empty());
+    for k in [
+        "create_us",
+        "mkdir_us",
+        "stat_us",
+        "readdir_us",
+        "unlink_us",
+        "rename_us",
+        "fsync_us",
+        "write_1_mibs",
+        "nn_write_mibs",
+        "n1_write_mibs",
+        "read_mibs",
+    ] {
+        let x = v["probe"][k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("probe.{k} missing: {v}"));
+        assert!(x.is_finite() && x > 0.0, "probe.{k} = {x}");
+    }
+    assert!(names(&target).is_empty(), "left behind: {:?}", names(&target));
+    assert_eq!(names(&d.0), before);
+}
+
+#[test]
+fn text_output_starts_with_the_recommendation() {
+    let cfg = Dir::new("cfg-text");
+    let d = Dir::new("text");
+    let o = plfs(
+        &cfg.0,
+        &[
+            "advise",
+            d.0.to_str().unwrap(),
+            "--quick",
+            "--writers",
+            "2",
+            "--record",
+            "1M",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("use "), "{text}");
+    assert!(
+        text.contains("N-1 penalty") && text.contains("metadata") && text.contains("read-back"),
+        "{text}"
+    );
+    assert!(names(&d.0).is_empty());
+}
+
+#[test]
+fn bad_directories_fail_naming_the_path() {
+    let cfg = Dir::new("cfg-bad");
+    let d = Dir::new("bad");
+    let missing = d.0.join("missing");
+    let file = d.0.join("file");
+    std::fs::write(&file, b"x").unwrap();
+    for (p, why) in [(&missing, "No such file or directory"), (&file, "Not a directory")] {
+        let o = plfs(&cfg.0, &["advise", p.to_str().unwrap(), "--quick"]);
+        assert_eq!(o.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(p.to_str().unwrap()) && err.contains(why), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let o = plfs(&cfg.0, &["advise", p.to_str().unwrap(), "--quick", "--json"]);
+        assert_eq!(o.status.code(), Some(1));
+        let v: Value = serde_json::from_slice(&o.stderr).expect("a JSON error");
+        assert_eq!(v["path"], p.to_str().unwrap());
+    }
+}
+
+#[test]
+fn a_read_only_directory_fails_with_a_clear_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let cfg = Dir::new("cfg-ro");
+    let d = Dir::new("ro");
+    let ro = d.0.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // Root writes anyway: nothing to check then.
+    if std::fs::write(ro.join("probe"), b"").is_ok() {
+        let _ = std::fs::remove_file(ro.join("probe"));
+        return;
+    }
+    let o = plfs(&cfg.0, &["advise", ro.to_str().unwrap(), "--quick"]);
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(ro.to_str().unwrap()) && err.contains("Permission denied"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_directory_under_a_plfs_mount_point_is_refused() {
+    let cfg = Dir::new("cfg-mnt");
+    // The configured mount point does not exist on the kernel's side; make one that does: a
+    // configuration whose mount point is a real directory.
+    let d = Dir::new("mnt");
+    let mnt = d.0.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let be = d.0.join("be");
+    std::fs::create_dir(&be).unwrap();
+    let rc = cfg.0.join("plfsrc-mnt");
+    std::fs::write(
+        &rc,
+        format!(
+            "- mount_point: {}\n  backends:\n    - location: {}\n",
+            mnt.display(),
+            be.display()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_plfs"))
+        .args(["advise", mnt.to_str().unwrap(), "--quick"])
+        .env("PLFSRC", &rc)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("PLFS mount point") && err.contains(mnt.to_str().unwrap()),
+        "{err}"
+    );
+    assert!(names(&mnt).is_empty());
+}
