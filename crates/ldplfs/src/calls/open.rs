@@ -330,6 +330,56 @@ const PROCESS_MAKING: [libc::c_long; 4] = [libc::SYS_fork, libc::SYS_vfork, libc
 #[cfg(target_arch = "aarch64")]
 const PROCESS_MAKING: [libc::c_long; 2] = [libc::SYS_clone, libc::SYS_clone3];
 
+/// Raw system calls that name a path: (number, the dirfd argument if any, the path argument, name).
+/// With `LDPLFS_REPORT`, one of these naming a path under a mount point is counted as gone around
+/// ldplfs (the kernel cannot see the logical path).
+const PATH_CALLS: &[(libc::c_long, Option<usize>, usize, &str)] = &[
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_open, None, 0, "open"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_stat, None, 0, "stat"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_lstat, None, 0, "lstat"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_unlink, None, 0, "unlink"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_mkdir, None, 0, "mkdir"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_rename, None, 0, "rename"),
+    #[cfg(target_arch = "x86_64")]
+    (libc::SYS_access, None, 0, "access"),
+    (libc::SYS_openat, Some(0), 1, "openat"),
+    (libc::SYS_newfstatat, Some(0), 1, "newfstatat"),
+    (libc::SYS_statx, Some(0), 1, "statx"),
+    (libc::SYS_unlinkat, Some(0), 1, "unlinkat"),
+    (libc::SYS_mkdirat, Some(0), 1, "mkdirat"),
+    (libc::SYS_renameat2, Some(0), 1, "renameat2"),
+    (libc::SYS_faccessat, Some(0), 1, "faccessat"),
+    (libc::SYS_fchmodat, Some(0), 1, "fchmodat"),
+    (libc::SYS_execve, None, 0, "execve"),
+];
+
+/// With `LDPLFS_REPORT`: counts raw system call `n` if it names a path under a mount point.
+fn note_around(n: libc::c_long, a: [libc::c_long; 6]) {
+    if !crate::rt::report::wanted() {
+        return;
+    }
+    let Some(&(_, dirfd, p, name)) = PATH_CALLS.iter().find(|c| c.0 == n) else {
+        return;
+    };
+    let Some(_busy) = enter() else { return };
+    let path = a[p] as *const c_char;
+    if path.is_null() {
+        return;
+    }
+    let dirfd = dirfd.map_or(libc::AT_FDCWD, |i| a[i] as c_int);
+    // SAFETY: the caller's path argument, a C string for these calls.
+    if let Target::Plfs(_) = unsafe { classify_c(dirfd, path) } {
+        // SAFETY: as above.
+        crate::rt::report::went_around(name, unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes());
+    }
+}
+
 /// syscall(2): glibc 2.36 has no openat2 wrapper, so programs call `syscall(SYS_openat2, ...)`;
 /// that one is served like openat2. Every other number goes to the kernel unchanged, with the
 /// instruction itself (errno set as glibc's syscall does). The six arguments are read as named
@@ -359,6 +409,7 @@ pub unsafe extern "C" fn syscall(
             }
         }
     }
+    note_around(n, [a1, a2, a3, a4, a5, a6]);
     if PROCESS_MAKING.contains(&n) {
         if let Some(_busy) = enter() {
             if enabled() {

@@ -137,8 +137,16 @@ pub unsafe extern "C" fn popen(cmd: *const c_char, mode: *const c_char) -> *mut 
     r
 }
 
+/// `LDPLFS_REPORT=1`: this process's summary (not a vfork child's: it is its parent's).
+fn report_at_exit() {
+    if !foreign_child() {
+        crate::rt::report::print_if_wanted(crate::rt::real::sys::getpid());
+    }
+}
+
 /// Closes every file of this process at exit; later writes reopen and close again.
 pub fn at_exit() {
+    report_at_exit();
     if let Some(_busy) = enter() {
         if !enabled() || foreign_child() {
             return;
@@ -173,6 +181,7 @@ pub extern "C" fn _Exit(status: c_int) -> ! {
 
 /// Like [`at_exit`] without flushing stdio (`_exit` must not flush streams).
 fn at_exit_raw() {
+    report_at_exit();
     if let Some(_busy) = enter() {
         if !enabled() || foreign_child() {
             return;
@@ -243,6 +252,7 @@ pub unsafe extern "C" fn forkpty(
 
 extern "C" fn constructor() {
     // Initialises (configuration, adoption of inherited placeholders, cwd) before main.
+    crate::rt::report::init();
     let _busy = enter();
 }
 

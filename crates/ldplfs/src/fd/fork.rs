@@ -35,6 +35,7 @@ extern "C" fn parent() {
 }
 
 extern "C" fn child() {
+    crate::rt::report::reset();
     conf::set_pid();
     conf::forget_instance();
     table::renew_in_child();

@@ -85,11 +85,13 @@ fn for_exec_with(dirfd: i32, path: &[u8], inline: bool) -> Res<Exec> {
         let mut args = vec![interp.clone()];
         args.extend(arg);
         args.push(CString::new(path).map_err(|_| Errno(libc::EINVAL))?);
+        crate::rt::report::count(crate::rt::report::Count::Image, 0);
         return Ok(Exec::Script { interp, args });
     }
     let fd = copy_to_memfd(&f, &p, script.is_none());
     let _ = f.close();
     let fd = fd?;
+    crate::rt::report::count(crate::rt::report::Count::Image, 0);
     Ok(Exec::Image {
         fd,
         path: proc_path(fd),
@@ -187,6 +189,7 @@ pub fn for_dlopen(name: &[u8]) -> Res<Option<*const libc::c_char>> {
     let path = proc_path(fd?);
     let ptr = path.as_ptr();
     libs.insert(p, path);
+    crate::rt::report::count(crate::rt::report::Count::Image, 0);
     Ok(Some(ptr))
 }
 

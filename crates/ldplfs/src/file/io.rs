@@ -9,6 +9,7 @@
 use crate::fd::entry::{self, file_of, Entry, FileState, Kind};
 use crate::rt::errno::{Errno, Res};
 use crate::rt::real::sys;
+use crate::rt::report::{self, Count};
 use libc::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -122,6 +123,9 @@ pub fn read_at(e: &Entry, fd: i32, buf: &mut [u8], at: Option<u64>) -> Res<usize
     if let Some(c) = cur {
         c.settle(&mut st, fd, r.as_ref().ok().map(|&n| n as u64))?;
     }
+    if let Ok(n) = r {
+        report::count(Count::Read, n as u64);
+    }
     r
 }
 
@@ -152,6 +156,7 @@ pub fn write_at(e: &Entry, fd: i32, buf: &[u8], at: Option<u64>) -> Res<usize> {
     if AFTER_EXIT.load(Ordering::Relaxed) {
         entry::close_file(&mut st)?;
     }
+    report::count(Count::Write, n as u64);
     Ok(n)
 }
 

@@ -117,6 +117,9 @@ pub fn open_entry(e: &Entry, flags: c_int, mode: c_uint) -> Res<c_int> {
 fn publish(kind: Kind, flags: c_int, p: PathBuf, file: Option<OpenFile>) -> Res<c_int> {
     let ident = file.as_ref().and_then(|f| f.ident());
     let (fd, entry) = placeholder::create(kind, flags, ident, &p)?;
+    if file.is_some() {
+        crate::rt::report::count(crate::rt::report::Count::Open, 0);
+    }
     if let Some(f) = file {
         let mut st = entry.lock();
         st.file = Some(f);

@@ -76,6 +76,7 @@ pub unsafe extern "C" fn pthread_create(
 /// Runs `f` at the FFI boundary: a value on success; the failure value with errno set on error;
 /// EIO on panic. The caller must hold a [`Busy`].
 pub fn run<R: Fail>(f: impl FnOnce() -> Res<R>) -> R {
+    crate::rt::report::count(crate::rt::report::Count::Served, 0);
     let saved = errno();
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => {
