@@ -134,7 +134,17 @@ def test_killed_mpi_io_job_keeps_every_returned_write(fs):
                              stdout=subprocess.PIPE, start_new_session=True)
         time.sleep(rnd.uniform(0.8, 1.5))
         os.killpg(p.pid, signal.SIGKILL)
+        # MPICH's proxy starts each rank in a session of its own, outside the group killed: they
+        # die when they notice the proxy is gone, which on a loaded machine can take a while (a
+        # rank still writing between the stat and the read below made them disagree). Kill them
+        # too and wait until none runs.
+        subprocess.run(["pkill", "-KILL", "-f", str(exe)], check=False)
         out, _ = p.communicate()
+        deadline = time.monotonic() + 10
+        while subprocess.run(["pgrep", "-f", str(exe)], capture_output=True).returncode == 0:
+            assert time.monotonic() < deadline, "the ranks outlived SIGKILL by 10 s"
+            subprocess.run(["pkill", "-KILL", "-f", str(exe)], check=False)
+            time.sleep(0.05)
         acked = [0, 0]
         for line in out.decode().splitlines():
             f = line.split()
