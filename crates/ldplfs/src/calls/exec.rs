@@ -113,6 +113,16 @@ unsafe fn exec_at(
     }
 }
 
+/// The process's `PATH` (what glibc's own search reads: the current environment, not an
+/// `envp` given to execvpe).
+fn path_env() -> Option<&'static [u8]> {
+    // SAFETY: getenv returns NULL or a C string that lives in the environment.
+    unsafe {
+        let p = libc::getenv(c"PATH".as_ptr());
+        (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+    }
+}
+
 /// What an exec that searches PATH (execvp, execvpe, posix_spawnp) runs: a name with a slash
 /// itself; a bare name, the logical path where the search finds it first under a mount, or
 /// None: libc's own search then finds the same program (a bare name is never looked up in a
@@ -130,12 +140,7 @@ unsafe fn searched(file: *const c_char) -> Option<CString> {
     if !enabled() {
         return None;
     }
-    // SAFETY: getenv returns NULL or a C string.
-    let path = unsafe {
-        let p = libc::getenv(c"PATH".as_ptr());
-        (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
-    };
-    std::panic::catch_unwind(|| image::search(name, path))
+    std::panic::catch_unwind(|| image::search(name, path_env()))
         .ok()
         .flatten()
         .and_then(|c| CString::new(c).ok())
@@ -335,13 +340,8 @@ fn variadic_path(which: usize, path: *const c_char) -> Option<CString> {
         // SAFETY: the caller's C string.
         let name = unsafe { bytes(path) };
         let found = if which == 2 && !name.contains(&b'/') {
-            // SAFETY: getenv returns NULL or a C string.
-            let env = unsafe {
-                let p = libc::getenv(c"PATH".as_ptr());
-                (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
-            };
             // Not found under a mount: libc searches (a bare name is not looked up in a cwd).
-            Some(image::search(name, env)?)
+            Some(image::search(name, path_env())?)
         } else {
             None
         };

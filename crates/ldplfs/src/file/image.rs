@@ -13,7 +13,8 @@
 
 use crate::fd::conf::{foreign_child, my_pid, plfs, private_plfs};
 use crate::fd::paths::{classify_at, follow, follow_with, Followed, Target};
-use crate::rt::errno::{errno, Errno, Res};
+use crate::rt::errno::{Errno, Res};
+use crate::rt::real::sys::check;
 use plfs_core::Plfs;
 use plfs_core::{FileKind, OpenFlags};
 use std::collections::HashMap;
@@ -236,14 +237,6 @@ fn shebang(head: &[u8]) -> Option<(CString, Option<CString>)> {
 
 fn proc_path(fd: i32) -> CString {
     CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a number")
-}
-
-fn check(r: libc::c_long) -> Res<libc::c_long> {
-    if r < 0 {
-        Err(Errno(errno()))
-    } else {
-        Ok(r)
-    }
 }
 
 /// Copies the logical file into a new memfd, seals it and returns a read-only descriptor of it,

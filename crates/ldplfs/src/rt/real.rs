@@ -44,7 +44,8 @@ macro_rules! real {
 pub mod sys {
     use crate::rt::errno::{errno, Errno};
 
-    fn check(r: libc::c_long) -> Result<libc::c_long, Errno> {
+    /// A raw system call's result: `Err(errno)` when negative.
+    pub fn check(r: libc::c_long) -> Result<libc::c_long, Errno> {
         if r < 0 {
             Err(Errno(errno()))
         } else {

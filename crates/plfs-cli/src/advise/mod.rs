@@ -64,17 +64,11 @@ fn check_dir(g: &Globals, dir: &Path) -> Result<PathBuf> {
     }
     let canon = std::fs::canonicalize(dir).map_err(|e| Failure::io("cannot probe", dir, &e))?;
     let abs = crate::util::absolute(dir)?;
-    let mut plfs_mounts: Vec<PathBuf> = Vec::new();
-    if let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") {
-        for line in mounts.lines() {
-            let mut f = line.split_whitespace();
-            if let (Some(src), Some(mp), Some(fstype)) = (f.next(), f.next(), f.next()) {
-                if src == "plfs" && fstype.starts_with("fuse") {
-                    plfs_mounts.push(PathBuf::from(mp.replace("\\040", " ")));
-                }
-            }
-        }
-    }
+    let mut plfs_mounts: Vec<PathBuf> = plfs_fuse::mountinfo::mounts()
+        .into_iter()
+        .filter(|m| m.is_plfs())
+        .map(|m| m.mountpoint)
+        .collect();
     if let Ok(cfg) = crate::util::load_config(g) {
         plfs_mounts.extend(cfg.mounts.iter().map(|m| m.mount_point.clone()));
     }
