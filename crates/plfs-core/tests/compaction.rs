@@ -419,6 +419,85 @@ fn a_writer_makes_no_metadata_calls_while_it_writes() {
     assert!(readdirs <= 8, "{readdirs} listings while overwriting 64 MiB");
 }
 
+/// A checkpoint written once closes with nothing but its close record (issue 22): the last close
+/// of a process whose writers did not overwrite their own bytes lists nothing (it was a listing
+/// of `meta/`, 14 brick operations a file on the GlusterFS volume), and the open record becomes
+/// the close record by a create and an unlink, never a rename (a rename to a name on another
+/// server costs a link file and its locks there: 19-22). A process that overwrote itself still
+/// looks at its last close.
+#[test]
+fn a_checkpoint_closes_without_a_listing_or_a_rename() {
+    let fx = Fixture::simple("cmp-close");
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+        name: "sys::rename".into(),
+        filter: tag.clone(),
+        action: plfs_core::failpoint::Action::Kill,
+        after: u64::MAX,
+        times: None,
+    });
+    let calls = count_metadata_calls(&fx);
+    let path = fx.path("ckpt");
+    let rec = 47008usize;
+    let p = fx.plfs();
+    let f = p.open(&path, common::wo_create(), 0o644, 3).unwrap();
+    let mut m = Model::default();
+    // 4.5 MiB strided, past compaction_min_bytes, every byte written once.
+    for k in 0..100u64 {
+        let off = 2 * k * rec as u64;
+        let d = data(k, off, rec);
+        f.write(&d, off).unwrap();
+        m.write(off, &d);
+    }
+    let renames = plfs_core::failpoint::hits_for("sys::rename", &tag);
+    let before = calls();
+    f.close().unwrap();
+    drop(p);
+    let after = calls();
+    assert_eq!(
+        after[0], before[0],
+        "listings at the close of a checkpoint written once"
+    );
+    assert_eq!(
+        plfs_core::failpoint::hits_for("sys::rename", &tag),
+        renames,
+        "renames at the close"
+    );
+    check(&fx, &path, &m, "after the close");
+    let names: Vec<String> = std::fs::read_dir(fx.container_dir("ckpt").join("meta"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().any(|n| n.starts_with("close.")) && !names.iter().any(|n| n.starts_with("open.")),
+        "{names:?}"
+    );
+
+    // A process that truncated the file it writes looks at its last close (its own overwrites
+    // are checked while it writes, every compaction_min_bytes / 2).
+    let path = fx.path("trunc");
+    let p = fx.plfs();
+    let f = p.open(&path, common::wo_create(), 0o644, 3).unwrap();
+    let mut m = Model::default();
+    let chunk = 64usize << 10;
+    for k in 0..4u64 {
+        let off = k * chunk as u64;
+        let d = data(k, off, chunk);
+        f.write(&d, off).unwrap();
+        m.write(off, &d);
+    }
+    f.truncate(100_000).unwrap();
+    m.truncate(100_000);
+    let before = calls();
+    f.close().unwrap();
+    drop(p);
+    assert!(
+        calls()[0] > before[0],
+        "no look at the last close of a file this process truncated"
+    );
+    check(&fx, &path, &m, "after the truncate");
+}
+
 /// One step of the property test.
 #[derive(Debug, Clone)]
 enum Step {

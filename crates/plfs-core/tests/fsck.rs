@@ -98,6 +98,28 @@ fn stale_open_record_becomes_a_close_record() {
     assert!(fx.logs("f", "data.").is_empty());
 }
 
+/// A close that made its close record but died before removing its open record (the two steps
+/// that replaced one rename in issue 22) leaves both: fsck removes the open record and keeps the
+/// close record stat reads.
+#[test]
+fn open_and_close_records_of_one_writer_keep_the_close_record() {
+    let fx = Fixture::simple("fsck-both");
+    let pid = dead_pid();
+    let want = write_file(&fx, "f", pid, false);
+    let close = meta(&fx, "f").into_iter().find(|n| n.starts_with("close.")).unwrap();
+    let writer = close.split('.').nth(1).unwrap().to_string();
+    let open = fx
+        .container_dir("f")
+        .join("meta")
+        .join(format!("open.{writer}.{pid}.{}", plfs_core::clock::hostname()));
+    std::fs::write(&open, b"").unwrap();
+    // While both are there, stat takes the merged index and is still right.
+    assert_eq!(fx.plfs().stat(&fx.path("f")).unwrap().size, want.len() as u64);
+    report_repair_clean(&fx, "f", Kind::OpenAndClosed, &want);
+    assert_eq!(meta(&fx, "f").iter().filter(|n| n.starts_with("close.")).count(), 1);
+    assert!(meta(&fx, "f").iter().all(|n| !n.starts_with("open.")));
+}
+
 #[test]
 fn live_writer_is_left_alone() {
     let fx = Fixture::simple("fsck-live");

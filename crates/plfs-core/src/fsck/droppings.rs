@@ -89,8 +89,9 @@ pub(super) fn check_droppings(
         let repair = if !may_touch {
             Repair::Manual("rerun with --force-stale if the writer is known to be dead".into())
         } else if !w.closes.is_empty() {
+            // Its close records stay: they are what stat reads once the open record is gone.
             repair_step(opts, "removed the open record (the writer had closed)", || {
-                settle(None, true)
+                w.opens.iter().try_for_each(|o| c.remove_meta(o))
             })
         } else if scan.is_some() && !index_ok {
             Repair::Manual("the index log must be repaired first".into())

@@ -172,6 +172,11 @@ pub struct AutoState {
     pub truncs: AtomicU64,
     /// Something was written since the last check at close.
     pub wrote: AtomicBool,
+    /// Bytes written by this process's writers that closed since the last check at close, and
+    /// the furthest end they reached: what the check at the last close decides from, without
+    /// looking at the backend (issue 22).
+    pub closed_bytes: AtomicU64,
+    pub closed_end: AtomicU64,
     /// A check or compaction is running (one at a time per process).
     pub running: AtomicBool,
 }

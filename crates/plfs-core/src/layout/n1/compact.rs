@@ -517,9 +517,20 @@ pub(crate) fn after_truncate(sh: &Shared) {
     }
 }
 
-/// After this process's last writer on the file closed.
+/// After this process's last writer on the file closed. It decides from what the process knows
+/// and looks at the backend (a listing of `meta/`, then maybe the index) only when its own
+/// writes overwrote enough of themselves, or it truncated: a checkpoint written once costs its
+/// close nothing but the close record (issue 22). Overwrites between processes that each wrote
+/// once are left to `plfs compact`, or to a later writer that overwrites.
 pub(crate) fn after_last_close(sh: &Shared) {
-    if sh.c.mount.global.auto_compaction && sh.auto.wrote.swap(false, Ordering::Relaxed) {
+    let bytes = sh.auto.closed_bytes.swap(0, Ordering::Relaxed);
+    let end = sh.auto.closed_end.swap(0, Ordering::Relaxed);
+    if !sh.c.mount.global.auto_compaction || !sh.auto.wrote.swap(false, Ordering::Relaxed) {
+        return;
+    }
+    let g = &sh.c.mount.global;
+    let truncated = sh.auto.truncs.load(Ordering::Relaxed) > 0;
+    if truncated || worth_it(bytes, end, 0, g.compaction_min_bytes, g.compaction_dead_permille) {
         maybe(sh, false);
     }
 }

@@ -350,6 +350,12 @@ impl Shared {
         };
         wg.closed = true;
         wg.logs = None;
+        self.auto
+            .closed_bytes
+            .fetch_add(wg.bytes, std::sync::atomic::Ordering::Relaxed);
+        self.auto
+            .closed_end
+            .fetch_max(wg.eof, std::sync::atomic::Ordering::Relaxed);
         let id = wg.id;
         // Never hold a writer's lock while taking the table (truncate takes them the other way).
         drop(wg);
