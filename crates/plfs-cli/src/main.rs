@@ -106,7 +106,8 @@ enum Cmd {
     /// every such file under DIR. Crash-safe: the original stays until its copy is verified.
     Upgrade(upgrade_cmd::UpgradeArgs),
     /// Probe a plain file system for a few seconds and predict whether PLFS helps an N-1 workload
-    /// there (`plfs advise DIR [--writers N] [--record BYTES] [--quick]`).
+    /// there (`plfs advise DIR [--writers N] [--record BYTES] [--quick]`); with `--scale [--costs
+    /// FILE.json]`, for 1 to 10,000 writers.
     #[command(after_long_help = advise::HELP)]
     Advise(advise::AdviseArgs),
     /// Mount PLFS with FUSE: `plfs mount MOUNTPOINT [--config FILE] [--foreground]`.

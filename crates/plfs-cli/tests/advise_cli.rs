@@ -231,3 +231,154 @@ fn a_directory_under_a_plfs_mount_point_is_refused() {
     );
     assert!(names(&mnt).is_empty());
 }
+
+/// The Lustre costs file of docs/performance.md ("At scale, on paper").
+fn sierra_costs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/model/lustre-sierra.json")
+}
+
+#[test]
+fn scale_from_a_costs_file_gives_curves_from_1_to_10000_writers() {
+    let cfg = Dir::new("cfg-scale");
+    let costs = sierra_costs();
+    let o = plfs(
+        &cfg.0,
+        &["advise", "--scale", "--costs", costs.to_str().unwrap(), "--json"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["source"], "costs");
+    assert_eq!(v["aggregators"], 24, "the servers of the file");
+    assert_eq!(v["bytes_per_writer"], 205_000_000, "the file's workload");
+    assert_eq!(v["costs"]["servers"], 24.0);
+    let pts = v["points"].as_array().unwrap();
+    let writers: Vec<u64> = pts.iter().map(|p| p["writers"].as_u64().unwrap()).collect();
+    assert_eq!(writers.first(), Some(&1));
+    assert_eq!(writers.last(), Some(&10_000));
+    assert_eq!(writers.len(), 15);
+    for p in pts {
+        for k in [
+            "plain_n1_mibs",
+            "plain_nn_mibs",
+            "plfs_mibs",
+            "plfs_aggregated_mibs",
+            "ratio_plfs_vs_n1",
+            "plfs_metadata_s",
+            "plfs_data_s",
+        ] {
+            let x = p[k].as_f64().unwrap_or_else(|| panic!("{k} missing: {p}"));
+            assert!(x.is_finite() && x >= 0.0, "{k} = {x}");
+        }
+    }
+    let peak = v["plfs_peak"]["writers"].as_u64().unwrap();
+    assert!(peak > 1 && peak < 10_000, "{v}");
+    assert!(v["plfs_below_n1_from"].as_u64().is_some_and(|w| w > peak), "{v}");
+    // --record, --per-writer and --aggregators override the file.
+    let o = plfs(
+        &cfg.0,
+        &[
+            "advise",
+            "--scale",
+            "--costs",
+            costs.to_str().unwrap(),
+            "--json",
+            "--aggregators",
+            "4",
+            "--record",
+            "1M",
+            "--per-writer",
+            "64M",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&v["aggregators"], &v["record_bytes"], &v["bytes_per_writer"]),
+        (&Value::from(4), &Value::from(1 << 20), &Value::from(64 << 20))
+    );
+    // The text: the table, then where plfs peaks and stops helping.
+    let o = plfs(&cfg.0, &["advise", "--scale", "--costs", costs.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.lines().next().unwrap().contains("lustre-sierra.json"), "{text}");
+    assert!(
+        text.contains("plfs peaks at") && text.contains("stops helping") && text.contains("10000"),
+        "{text}"
+    );
+}
+
+#[test]
+fn scale_from_a_quick_probe_is_one_host_and_cleans_up() {
+    let cfg = Dir::new("cfg-scale-probe");
+    let d = Dir::new("scale-probe");
+    let o = plfs(
+        &cfg.0,
+        &[
+            "advise",
+            d.0.to_str().unwrap(),
+            "--scale",
+            "--quick",
+            "--json",
+            "--writers",
+            "2",
+            "--per-writer",
+            "1M",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["source"], "probe");
+    assert_eq!(v["probe"]["threads"], 2);
+    assert_eq!(v["costs"]["writers_per_client"], 0.0, "one host");
+    assert_eq!(v["costs"]["lock_callback_us"], 0.0);
+    assert_eq!(v["points"].as_array().unwrap().len(), 15);
+    assert!(v["plfs_peak"]["mibs"].as_f64().is_some_and(|x| x > 0.0), "{v}");
+    assert!(names(&d.0).is_empty(), "left behind: {:?}", names(&d.0));
+}
+
+#[test]
+fn scale_refuses_bad_costs_and_bad_combinations() {
+    let cfg = Dir::new("cfg-scale-bad");
+    let d = Dir::new("scale-bad");
+    let missing = d.0.join("missing.json");
+    let o = plfs(&cfg.0, &["advise", "--scale", "--costs", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(missing.to_str().unwrap()) && err.contains("No such file or directory"),
+        "{err}"
+    );
+    let bad = d.0.join("bad.json");
+    std::fs::write(&bad, r#"{"mds_op_us": 100, "mds_concurrency": 4}"#).unwrap();
+    let o = plfs(
+        &cfg.0,
+        &["advise", "--scale", "--costs", bad.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&o.stderr).expect("a JSON error");
+    assert_eq!(v["path"], bad.to_str().unwrap());
+    assert!(v["error"].as_str().unwrap().contains("\"servers\" is missing"), "{v}");
+    std::fs::write(&bad, "not json").unwrap();
+    let o = plfs(&cfg.0, &["advise", "--scale", "--costs", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("invalid costs file"));
+    let costs = sierra_costs();
+    let c = costs.to_str().unwrap();
+    let dir = d.0.to_str().unwrap();
+    for args in [
+        vec!["advise", "--costs", c],
+        vec!["advise", "--scale", "--costs", c, dir],
+        vec!["advise", "--scale"],
+        vec!["advise", dir, "--aggregators", "4"],
+        vec!["advise", "--scale", "--costs", c, "--quick"],
+    ] {
+        let o = plfs(&cfg.0, &args);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert_eq!(names(&d.0), ["bad.json"]);
+}

@@ -28,12 +28,17 @@ pub const CREATE_RENAMES: f64 = 1.0;
 /// directory opened and `flock`ed (counted as one stat).
 pub const OPEN_STATS: f64 = 3.0;
 /// Each writer's first write (design.md, write step 2): `meta/open.*`, the data log, the index log.
-pub const FIRST_WRITE_FILES: f64 = 3.0;
+pub const FIRST_WRITE_FILES: f64 = FIRST_WRITE_FILES_IN_META + FIRST_WRITE_FILES_IN_HOSTDIR;
+/// ... of which one (`meta/open.*`) in the container's `meta/`, shared by every writer ...
+pub const FIRST_WRITE_FILES_IN_META: f64 = 1.0;
+/// ... and two (the data log and the index log) in the writer's hostdir.
+pub const FIRST_WRITE_FILES_IN_HOSTDIR: f64 = 2.0;
 /// ... and its hostdir, created once per hostdir (format.md §1: `hostdir.<fnv1a64(host) %
 /// num_hostdirs>`); the model assumes the worst case, one per writer up to `num_hostdirs`.
 pub const FIRST_WRITE_MKDIRS_PER_HOSTDIR: f64 = 1.0;
 /// Each writer's close (design.md, write step 5): the marker's mtime raised (a metadata update,
-/// counted as one stat) and `meta/open.*` renamed to its close dropping.
+/// counted as one stat; a change of the one marker every writer shares) and `meta/open.*` renamed
+/// to its close dropping (a change of `meta/`).
 pub const CLOSE_STATS: f64 = 1.0;
 pub const CLOSE_RENAMES: f64 = 1.0;
 /// Bytes of the frame each write adds to its data log (format.md §3; performance.md, issues 22
