@@ -37,10 +37,11 @@ pub const FIRST_WRITE_FILES_IN_HOSTDIR: f64 = 2.0;
 /// num_hostdirs>`); the model assumes the worst case, one per writer up to `num_hostdirs`.
 pub const FIRST_WRITE_MKDIRS_PER_HOSTDIR: f64 = 1.0;
 /// Each writer's close (design.md, write step 5): the marker's mtime raised (a metadata update,
-/// counted as one stat; a change of the one marker every writer shares) and `meta/open.*` renamed
-/// to its close dropping (a change of `meta/`).
+/// counted as one stat; a change of the one marker every writer shares), its close dropping made
+/// in `meta/` and its `meta/open.*` removed (two changes of `meta/`; a rename before issue 22).
 pub const CLOSE_STATS: f64 = 1.0;
-pub const CLOSE_RENAMES: f64 = 1.0;
+pub const CLOSE_FILES: f64 = 1.0;
+pub const CLOSE_UNLINKS: f64 = 1.0;
 /// Bytes of the frame each write adds to its data log (format.md §3; performance.md, issues 22
 /// and 23 table: "32 (0.78 % at 4 KiB)").
 pub const FRAME_BYTES: f64 = 32.0;
@@ -136,8 +137,9 @@ pub fn predict(p: &Probe, wl: Workload) -> Prediction {
         + CREATE_FILES * s(p.create_us)
         + CREATE_MKDIRS * s(p.mkdir_us)
         + CREATE_RENAMES * s(p.rename_us);
-    let per_writer =
-        (OPEN_STATS + CLOSE_STATS) * s(p.stat_us) + FIRST_WRITE_FILES * s(p.create_us) + CLOSE_RENAMES * s(p.rename_us);
+    let per_writer = (OPEN_STATS + CLOSE_STATS) * s(p.stat_us)
+        + (FIRST_WRITE_FILES + CLOSE_FILES) * s(p.create_us)
+        + CLOSE_UNLINKS * s(p.unlink_us);
     let mkdirs = FIRST_WRITE_MKDIRS_PER_HOSTDIR * (hostdirs as f64).min(w) * s(p.mkdir_us);
     let meta = create + w * per_writer + mkdirs;
     let index_bytes = w * writes * INDEX_RECORD_BYTES;

@@ -25,9 +25,9 @@
 //! cite the code and the docs; nothing here counts them again.
 
 use super::model::{
-    num_hostdirs, Workload, CLOSE_RENAMES, CLOSE_STATS, CREATE_FILES, CREATE_MKDIRS, CREATE_RENAMES, CREATE_STATS,
-    FIRST_WRITE_FILES, FIRST_WRITE_FILES_IN_HOSTDIR, FIRST_WRITE_FILES_IN_META, FIRST_WRITE_MKDIRS_PER_HOSTDIR,
-    FRAME_BYTES, INDEX_RECORD_BYTES, OPEN_STATS, PER_WRITE_CPU_US, RECOMMEND_RATIO,
+    num_hostdirs, Workload, CLOSE_FILES, CLOSE_STATS, CLOSE_UNLINKS, CREATE_FILES, CREATE_MKDIRS, CREATE_RENAMES,
+    CREATE_STATS, FIRST_WRITE_FILES, FIRST_WRITE_FILES_IN_HOSTDIR, FIRST_WRITE_FILES_IN_META,
+    FIRST_WRITE_MKDIRS_PER_HOSTDIR, FRAME_BYTES, INDEX_RECORD_BYTES, OPEN_STATS, PER_WRITE_CPU_US, RECOMMEND_RATIO,
 };
 use super::probe::Probe;
 use serde_json::{json, Map, Value};
@@ -269,8 +269,8 @@ fn plfs_metadata(c: &Costs, w: f64, clients: f64) -> f64 {
     open.own(c, OPEN_STATS + FIRST_WRITE_FILES + FIRST_WRITE_MKDIRS_PER_HOSTDIR);
     let mut close = Burst::default();
     close.changes(c, CLOSE_STATS * w, 1.0, clients);
-    close.changes(c, CLOSE_RENAMES * w, 1.0, clients);
-    close.own(c, CLOSE_STATS + CLOSE_RENAMES);
+    close.changes(c, (CLOSE_FILES + CLOSE_UNLINKS) * w, 1.0, clients);
+    close.own(c, CLOSE_STATS + CLOSE_FILES + CLOSE_UNLINKS);
     create.secs(c) + open.secs(c) + close.secs(c)
 }
 
