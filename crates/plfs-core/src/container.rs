@@ -54,6 +54,10 @@ pub fn container_dir_mode(mode: u32) -> u32 {
     m
 }
 
+/// How long a creator waits for another creator's container to be published before it takes
+/// it for abandoned (its creator died between the `mkdir` and the marker) and finishes it.
+pub const BUILD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Mode of a data or index log: readable by those who may read the logical file, always owner rw.
 pub fn log_mode(mode: u32) -> u32 {
     (mode & 0o666) | 0o600
@@ -124,10 +128,16 @@ impl Container {
                 ))
             }
             Err(e) if sys::is_missing(&e) => {
+                if format::is_build_mode(dir.fstat()?.st_mode) {
+                    return Err(Error::errno(
+                        Errno::INPROGRESS,
+                        format!("{}: being created by another process", dir.path().display()),
+                    ));
+                }
                 return Err(Error::errno(
                     Errno::ISDIR,
                     format!("{}: is a directory", dir.path().display()),
-                ))
+                ));
             }
             Err(e) => return Err(e),
         };
@@ -201,10 +211,15 @@ impl Container {
         Ok(*self.cid.get_or_init(|| cid))
     }
 
-    /// Creates a container named `name` in `parent` (on canonical backend `backend`) atomically:
-    /// built under a temporary name (marker, `meta/`, `meta/cid.*`) and renamed into place
-    /// without replacing. Returns the new container, open and locked (its descriptors follow the
-    /// rename), or `Ok(None)` if something already exists at `name`.
+    /// Creates a container named `name` in `parent` (on canonical backend `backend`): `mkdir`
+    /// of the name in the build mode claims it (of concurrent creators exactly one makes the
+    /// directory), then `meta/`, its cid dropping and last the marker, which publishes it, and
+    /// the directory gets its container mode (format.md §1). Until the marker exists readers take
+    /// the name for absent and other creators wait ([`Container::open`] says `EINPROGRESS`).
+    /// Returns the new container, open and locked, or `Ok(None)` if something already exists at
+    /// `name`. Before issue 22 the container was built under a temporary name and renamed into
+    /// place: on GlusterFS the rename of a directory costs 21 brick operations, and every creator
+    /// that lost the race built a whole container and removed it again.
     pub fn create(
         mount: &Arc<Mount>,
         backend: usize,
@@ -213,20 +228,89 @@ impl Container {
         mode: u32,
         owner: Option<(u32, u32)>,
     ) -> Result<Option<Container>> {
-        // The temporary name does not embed the logical name, so names up to NAME_MAX work.
-        let r = crate::clock::random_u64s::<3>();
-        let tmp = format!("{}{:016x}{:016x}", format::TMP_PREFIX, r[0], crate::clock::pid());
-        let cid = (u128::from(r[1]) << 64) | u128::from(r[2]);
+        match parent.mkdir(name, format::BUILD_DIR_MODE) {
+            Ok(()) => {}
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            }) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+        let made = (|| {
+            // A umask that takes the owner's bits would leave a directory this process cannot
+            // build in (or that does not look like one being built).
+            if crate::sys::umask() & 0o700 != 0 {
+                parent.chmod(name, format::BUILD_DIR_MODE)?;
+            }
+            let t = parent.open_dir(name)?.kept();
+            let r = crate::clock::random_u64s::<2>();
+            let cid = (u128::from(r[0]) << 64) | u128::from(r[1]);
+            Self::finish(mount, backend, t, cid, mode, owner)
+        })();
+        match made {
+            Ok(Some(c)) => Ok(Some(c)),
+            // Only an adopter (after BUILD_PATIENCE) could have published it: take it as theirs.
+            Ok(None) => Ok(None),
+            Err(e) => {
+                // Nothing was published (a failed publication removes its marker): remove the
+                // claim, so that the name is free again.
+                let _ = parent.remove_tree(name);
+                Err(e)
+            }
+        }
+    }
+
+    /// Finishes a container whose creator died while building it (a directory in the build mode
+    /// without a marker, older than [`BUILD_PATIENCE`] for the caller): with the container id of
+    /// its cid dropping if it made one. `Ok(None)` if someone else published it meanwhile.
+    pub fn adopt(mount: &Arc<Mount>, backend: usize, rel: &Path, mode: u32) -> Result<Option<Container>> {
+        let t = mount.canonical[backend].dir(rel)?.kept();
+        if t.stat_opt(format::MARKER_NAME)?.is_some() || !format::is_build_mode(t.fstat()?.st_mode) {
+            return Ok(None);
+        }
+        let cid = match cid_of(&t) {
+            Ok(c) => c,
+            Err(_) => {
+                let r = crate::clock::random_u64s::<2>();
+                (u128::from(r[0]) << 64) | u128::from(r[1])
+            }
+        };
+        crate::warn!(
+            "{}: finishing a file whose creator stopped while making it",
+            t.path().display()
+        );
+        Self::finish(mount, backend, t, cid, mode, None)
+    }
+
+    /// Builds a claimed container in `t`: `meta/` and the cid dropping, then the marker (the
+    /// publication), then the directory's own mode. `Ok(None)` if another process published it
+    /// first. A failure after the marker was made removes the marker again.
+    fn finish(
+        mount: &Arc<Mount>,
+        backend: usize,
+        t: Dir,
+        cid: u128,
+        mode: u32,
+        owner: Option<(u32, u32)>,
+    ) -> Result<Option<Container>> {
+        t.lock_shared()?;
+        // Every directory of the container has the container's mode exactly, whatever the umask
+        // (the file's group is the marker's: both are made by this process).
+        let dmode = container_dir_mode(mode);
+        let meta = mkdir_exact(&t, format::META_DIR, dmode, None)?.kept();
+        meta.touch(cid_dropping(cid), 0o644)?;
         let marker = format::Marker {
             version: format::FORMAT_VERSION,
             container_id: cid,
             created_ns: crate::clock::now_ns(),
         };
-        let build = || -> Result<Container> {
-            parent.mkdir(&tmp, container_dir_mode(mode))?;
-            let t = parent.open_dir(&tmp)?.kept();
-            t.lock_shared()?;
-            let m = t.create_file(format::MARKER_NAME, mode & 0o7777, Create::Excl)?;
+        let m = match t.create_file(format::MARKER_NAME, mode & 0o7777, Create::Excl) {
+            Ok(m) => m,
+            Err(Error::Io {
+                errno: Errno::EXIST, ..
+            }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let publish = || -> Result<sys::RawStat> {
             m.pwrite_all(&marker.encode(), 0)?;
             // The marker's mode is the logical mode; set it exactly (creation applies the umask).
             m.chmod(mode & 0o7777)?;
@@ -235,57 +319,29 @@ impl Container {
                 t.chown_self(u, g)?;
             }
             let st = m.stat()?;
-            // Every directory of the container has the container's mode exactly, whatever the
-            // umask (the file's group is the marker's: both were made by this process).
-            let dmode = container_dir_mode(mode);
-            if dmode & crate::sys::umask() != 0 {
-                t.chmod_self(dmode)?;
-            }
-            let meta = mkdir_exact(&t, format::META_DIR, dmode, None)?.kept();
-            meta.touch(cid_dropping(cid), 0o644)?;
-            let c = Container {
-                mount: mount.clone(),
-                backend,
-                dir: t,
-                ident: (st.st_dev, st.st_ino),
-                marker: st,
-                locked: true,
-                cid: OnceLock::new(),
-                meta: OnceLock::new(),
-            };
-            let _ = c.cid.set(cid);
-            let _ = c.meta.set(meta);
-            Ok(c)
+            t.chmod_self(dmode)?;
+            Ok(st)
         };
-        let c = match build() {
-            Ok(c) => c,
+        let st = match publish() {
+            Ok(st) => st,
             Err(e) => {
-                let _ = parent.remove_tree(&tmp);
+                let _ = t.unlink_opt(format::MARKER_NAME);
                 return Err(e);
             }
         };
-        match parent.rename_noreplace(&tmp, parent, name) {
-            Ok(()) => Ok(Some(c.renamed(parent.sub(name)))),
-            Err(Error::Io {
-                errno: Errno::EXIST | Errno::NOTEMPTY,
-                ..
-            }) => {
-                drop(c);
-                parent.remove_tree(&tmp)?;
-                Ok(None)
-            }
-            Err(e) => {
-                drop(c);
-                let _ = parent.remove_tree(&tmp);
-                Err(e)
-            }
-        }
-    }
-
-    /// The same container under its new display path (after the rename that published it).
-    fn renamed(mut self, path: PathBuf) -> Container {
-        self.dir = self.dir.with_path(path);
-        self
+        let c = Container {
+            mount: mount.clone(),
+            backend,
+            dir: t,
+            ident: (st.st_dev, st.st_ino),
+            marker: st,
+            locked: true,
+            cid: OnceLock::new(),
+            meta: OnceLock::new(),
+        };
+        let _ = c.cid.set(cid);
+        let _ = c.meta.set(meta);
+        Ok(Some(c))
     }
 
     /// The `meta/` directory (opened once).

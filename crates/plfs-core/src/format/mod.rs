@@ -59,6 +59,18 @@ pub const META_DIR: &str = "meta";
 pub const HOSTDIR_PREFIX: &str = "hostdir.";
 /// Directory on a shadow backend holding shadow containers, named by container id.
 pub const SHADOW_ROOT: &str = ".plfs_shadow";
+/// Mode a container's directory is made with, at its final name, until its marker exists
+/// (format.md §1): the sticky bit, which no finished container directory has, with the modes
+/// of a container directory (owner `rwx`, others `x`). A directory in this mode without a marker
+/// is a file being created: absent to every reader, waited for by other creators.
+pub const BUILD_DIR_MODE: u32 = 0o1711;
+
+/// Whether a directory's mode is [`BUILD_DIR_MODE`], less the `x` bits of group and others that
+/// a umask may take (plfs restores the owner's bits itself).
+pub fn is_build_mode(mode: u32) -> bool {
+    mode & 0o7777 & !0o011 == 0o1700
+}
+
 /// Prefix of the temporary names used while a container is created (never visible as a file).
 pub const TMP_PREFIX: &str = ".plfstmp.";
 /// Prefix of a container deleted by an unlink, renamed aside before its removal.
@@ -583,6 +595,15 @@ mod tests {
             (1, 2, 60, 8, 4096)
         );
         assert_eq!(MARKER_NAME, ".plfscontainer");
+        assert_eq!(BUILD_DIR_MODE, 0o1711);
+        // The build mode under any umask that leaves the owner's bits; no container directory mode
+        // (container::container_dir_mode: never sticky) and no ordinary directory mode is one.
+        for umask in [0, 0o022, 0o027, 0o077] {
+            assert!(is_build_mode(BUILD_DIR_MODE & !umask), "{umask:o}");
+        }
+        for m in [0o711, 0o755, 0o1777, 0o1755, 0o700, 0o3711, 0o1751, 0o1600, 0o1311] {
+            assert!(!is_build_mode(m), "{m:o}");
+        }
         assert_eq!(hash_str(""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(hash_str("a"), 0xaf63_dc4c_8601_ec8c);
     }

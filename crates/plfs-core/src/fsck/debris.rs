@@ -92,19 +92,35 @@ pub(super) fn tmp_debris_with_mount(
         rep.push(Kind::TrashDebris, true, &p, msg.to_string(), repair);
         return Ok(cid);
     }
-    let age = crate::clock::now_ns().saturating_sub(sys::mtime_ns(&st).max(0) as u64);
-    let old_enough = u128::from(age) >= opts.tmp_min_age.as_nanos();
-    let repair = if old_enough {
-        repair_step(opts, "removed it", || parent.remove_tree(name))
-    } else {
-        Repair::Manual(format!(
-            "younger than {} s: a create may still be running; rerun later",
-            opts.tmp_min_age.as_secs()
-        ))
-    };
+    let repair = remove_when_old(parent, name, &st, opts, "a create");
     let msg = "debris of an interrupted create or atomic write".to_string();
     rep.push(Kind::TmpDebris, true, &p, msg, repair);
     Ok(None)
+}
+
+/// Removing `name` (stat `st`) from `parent` once it is older than `tmp_min_age`; before that
+/// `what` ("a create", "an upgrade") may still be running.
+pub(super) fn remove_when_old(parent: &Dir, name: &OsStr, st: &sys::RawStat, opts: &Options, what: &str) -> Repair {
+    let age = crate::clock::now_ns().saturating_sub(sys::mtime_ns(st).max(0) as u64);
+    if u128::from(age) >= opts.tmp_min_age.as_nanos() {
+        repair_step(opts, "removed it", || parent.remove_tree(name))
+    } else {
+        Repair::Manual(format!(
+            "younger than {} s: {what} may still be running; rerun later",
+            opts.tmp_min_age.as_secs()
+        ))
+    }
+}
+
+/// A directory in the build mode without a marker (format.md §1): a file being created, or one
+/// whose creator died between its `mkdir` and its marker. Readers take the name for absent; a
+/// creator of the same name finishes it after `container::BUILD_PATIENCE`; repair removes it once
+/// older than `tmp_min_age`.
+pub(super) fn build_debris(parent: &Dir, name: &OsStr, st: &sys::RawStat, opts: &Options, rep: &mut Report) {
+    let p = parent.sub(name);
+    let repair = remove_when_old(parent, name, st, opts, "its create");
+    let msg = "a file whose create stopped before its marker was made (invisible)".to_string();
+    rep.push(Kind::TmpDebris, true, &p, msg, repair);
 }
 
 /// Logs under `<own canonical backend>/.plfs_shadow/<cid>/`, which readers of a container on that

@@ -3,12 +3,12 @@
 //! for a person to decide (a read-only legacy file is never repaired in place). Also the
 //! leftovers of an interrupted `plfs upgrade`.
 
-use super::report::{repair_step, Kind, Options, Repair, Report};
+use super::report::{Kind, Options, Repair, Report};
 use crate::error::Result;
 use crate::format::{self, legacy::ACCESS_NAME};
 use crate::legacy::{self, LegacyContainer, LegacyIndex, LegacySmallDir};
 use crate::mount::Mount;
-use crate::sys::{self, Dir};
+use crate::sys::Dir;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
@@ -102,15 +102,7 @@ pub(super) fn upgrade_debris(parent: &Dir, name: &OsStr, opts: &Options, rep: &m
         }
         _ => false,
     };
-    let age = crate::clock::now_ns().saturating_sub(sys::mtime_ns(&st).max(0) as u64);
-    let repair = if u128::from(age) >= opts.tmp_min_age.as_nanos() {
-        repair_step(opts, "removed it", || parent.remove_tree(name))
-    } else {
-        Repair::Manual(format!(
-            "younger than {} s: an upgrade may still be running; rerun later",
-            opts.tmp_min_age.as_secs()
-        ))
-    };
+    let repair = super::debris::remove_when_old(parent, name, &st, opts, "an upgrade");
     let msg = if superseded {
         "half-done `plfs upgrade`: the PLFS 2.x original, superseded (the file was converted and is in place)"
     } else {

@@ -126,6 +126,8 @@ fn walk_dir(
         let srel = rel.join(&n);
         if sub.stat_opt(format::MARKER_NAME)?.is_some() {
             cids.insert(container::check(mount, b, sub, opts, rep)?);
+        } else if format::is_build_mode(st.st_mode) {
+            super::debris::build_debris(dir, &n, &st, opts, rep);
         } else if legacy::is_container(&sub)? {
             legacy::check(mount, &srel, sub, rep)?;
         } else {

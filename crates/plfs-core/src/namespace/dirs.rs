@@ -44,6 +44,7 @@ impl Plfs {
         if loc.is_root() || !matches!(self.lookup(&loc)?, Entry::Missing) {
             return Err(Error::Exists(loc.logical.clone()));
         }
+        super::refuse_build_mode(&loc, mode & !crate::sys::umask())?;
         for i in 0..loc.mount.canonical.len() {
             let parent = match loc.parent_dir(i) {
                 Ok(p) => p,

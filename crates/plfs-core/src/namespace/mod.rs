@@ -299,6 +299,7 @@ impl Plfs {
         match self.lookup(&loc)? {
             Entry::File(n) => n.chmod(mode),
             Entry::Dir(..) => {
+                refuse_build_mode(&loc, mode)?;
                 self.on_every_dir(&loc, |d| d.chmod_self(mode & 0o7777), |p, n| p.chmod(n, mode & 0o7777))
             }
             Entry::Symlink(..) => Err(loc.err(Errno::OPNOTSUPP, "cannot change the mode of a symbolic link")),
@@ -501,3 +502,18 @@ impl Plfs {
 
 #[cfg(test)]
 mod tests;
+
+/// A logical directory may not get the mode a container's directory has while it is created
+/// (sticky, owner only: format.md §1): readers would take it for a file being created.
+fn refuse_build_mode(loc: &crate::mount::Loc, mode: u32) -> Result<()> {
+    if format::is_build_mode(mode) {
+        return Err(loc.err(
+            Errno::INVAL,
+            &format!(
+                "a directory of mode {:o} (sticky, owner only) is reserved by plfs for files being created",
+                mode & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}

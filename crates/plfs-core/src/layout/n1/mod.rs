@@ -87,6 +87,42 @@ impl N1 {
     }
 }
 
+impl N1 {
+    /// Opens the container another creator made at `loc` (or is making: it is waited for, up to
+    /// [`container::BUILD_PATIENCE`], then finished if its creator is gone). `true` if this
+    /// process made it after all (the name came free, or it finished an abandoned one).
+    fn open_winner(&self, loc: &Loc, b: usize, parent: &sys::Dir, mode: u32) -> Result<(Container, bool)> {
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(500);
+        for _ in 0..10_000 {
+            match Container::open(&loc.mount, b, &loc.rel) {
+                Ok(c) => return Ok((c, false)),
+                Err(e) if e.raw_errno() == Errno::ISDIR.raw_os_error() => {
+                    return Err(loc.err(Errno::ISDIR, "is a directory"))
+                }
+                Err(e) if e.raw_errno() == Errno::INPROGRESS.raw_os_error() => {
+                    if start.elapsed() >= container::BUILD_PATIENCE {
+                        if let Some(c) = Container::adopt(&loc.mount, b, &loc.rel, mode)? {
+                            return Ok((c, true));
+                        }
+                    } else {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                    }
+                }
+                // Gone again (its creator failed, or an unlink): claim the name once more.
+                Err(e) if sys::is_missing(&e) => {
+                    if let Some(c) = Container::create(&loc.mount, b, parent, loc.name(), mode, None)? {
+                        return Ok((c, true));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(loc.err(Errno::AGAIN, "kept changing while it was created"))
+    }
+}
+
 impl Layout for N1 {
     fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)> {
         let b = loc.home();
@@ -103,17 +139,11 @@ impl Layout for N1 {
             return Err(Error::Exists(loc.logical.clone()));
         }
         // Lost a race: what won must be a file.
-        let c = match Container::open(&loc.mount, b, &loc.rel) {
-            Ok(c) => c,
-            Err(e) if e.raw_errno() == Errno::ISDIR.raw_os_error() => {
-                return Err(loc.err(Errno::ISDIR, "is a directory"))
-            }
-            Err(e) => return Err(e),
-        };
+        let (c, made) = self.open_winner(loc, b, &parent, mode)?;
         let st = c.marker;
         Ok((
             Box::new(ContainerNode::with(self.reg.clone(), loc.clone(), c, st)),
-            false,
+            made,
         ))
     }
 

@@ -1,0 +1,145 @@
+//! How a file is created (format.md §1, issue 22): the name is claimed by `mkdir` in the build
+//! mode and published by its marker. A directory in the build mode without a marker is a file
+//! being created: absent to readers, waited for by other creators, finished by one of them when
+//! its creator died, reported and removed by fsck; no logical directory may take that mode.
+
+mod common;
+
+use common::{rw_create, Fixture};
+use plfs_core::fsck::{self, Kind, Options};
+use plfs_core::{FileKind, OpenFlags};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Makes `name` on the fixture's backend as a creator that stopped after its `mkdir` (and, with
+/// `cid`, after its cid dropping) would leave it.
+fn claimed(fx: &Fixture, name: &str, cid: Option<u128>) -> std::path::PathBuf {
+    let d = fx.canonical[0].join(name);
+    std::fs::DirBuilder::new().mode(0o1711).create(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1711)).unwrap();
+    if let Some(c) = cid {
+        std::fs::create_dir(d.join("meta")).unwrap();
+        std::fs::write(d.join("meta").join(format!("cid.{c:032x}")), b"").unwrap();
+    }
+    d
+}
+
+#[test]
+fn a_file_being_created_is_absent_to_readers() {
+    let fx = Fixture::simple("build-absent");
+    claimed(&fx, "f", None);
+    let p = fx.plfs();
+    let e = p.stat(&fx.path("f")).unwrap_err();
+    assert!(e.is_not_found(), "{e}");
+    let names: Vec<_> = p.readdir(Path::new(common::MOUNT)).unwrap();
+    assert!(names.is_empty(), "{names:?}");
+    let ro = OpenFlags {
+        read: true,
+        ..Default::default()
+    };
+    assert!(p.open(&fx.path("f"), ro, 0, 1).unwrap_err().is_not_found());
+    // A mkdir of the name finds it taken.
+    assert_eq!(p.mkdir(&fx.path("f"), 0o755).unwrap_err().raw_errno(), libc_eexist());
+}
+
+fn libc_eexist() -> i32 {
+    17
+}
+
+#[test]
+fn a_second_creator_waits_for_the_first_and_opens_its_file() {
+    let fx = Fixture::simple("build-wait");
+    let d = claimed(&fx, "f", None);
+    // The "first creator" publishes after 300 ms: meta/, its cid dropping, the marker, the mode.
+    let pub_dir = d.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let cid = 0x1234_5678_9abc_def0_1122_3344_5566_7788u128;
+        std::fs::create_dir(pub_dir.join("meta")).unwrap();
+        std::fs::write(pub_dir.join("meta").join(format!("cid.{cid:032x}")), b"").unwrap();
+        let mut m = Vec::new();
+        m.extend_from_slice(b"PLFSCTR\0");
+        m.extend_from_slice(&2u32.to_le_bytes());
+        m.extend_from_slice(&0u32.to_le_bytes());
+        m.extend_from_slice(&cid.to_le_bytes());
+        m.extend_from_slice(&1u64.to_le_bytes());
+        m.extend_from_slice(&0u32.to_le_bytes());
+        let crc = common::crc(&m);
+        m.extend_from_slice(&crc.to_le_bytes());
+        std::fs::write(pub_dir.join(".plfscontainer"), &m).unwrap();
+        std::fs::set_permissions(&pub_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    });
+    let p = fx.plfs();
+    let start = Instant::now();
+    let f = p.open(&fx.path("f"), rw_create(), 0o644, 1).unwrap();
+    let waited = start.elapsed();
+    t.join().unwrap();
+    assert!(
+        waited >= Duration::from_millis(250),
+        "opened after {waited:?}, before it was published"
+    );
+    assert!(waited < Duration::from_secs(5), "waited {waited:?}");
+    f.write(b"second", 0).unwrap();
+    f.close().unwrap();
+    assert_eq!(common::get(&fx.plfs(), &fx.path("f")), b"second");
+    let cids: Vec<_> = std::fs::read_dir(d.join("meta"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cid."))
+        .collect();
+    assert_eq!(cids.len(), 1, "{cids:?}");
+}
+
+#[test]
+fn an_abandoned_create_is_finished_by_the_next_creator_with_its_id() {
+    let fx = Fixture::simple("build-adopt");
+    let cid = 0xfeed_u128 << 64 | 0xbeef;
+    let d = claimed(&fx, "f", Some(cid));
+    let p = fx.plfs();
+    let start = Instant::now();
+    let f = p.open(&fx.path("f"), rw_create(), 0o640, 1).unwrap();
+    assert!(
+        start.elapsed() >= Duration::from_secs(9),
+        "adopted after {:?}",
+        start.elapsed()
+    );
+    f.write(b"adopted", 0).unwrap();
+    f.close().unwrap();
+    let st = fx.plfs().stat(&fx.path("f")).unwrap();
+    assert_eq!((st.kind, st.size, st.mode & 0o7777), (FileKind::File, 7, 0o640));
+    let dmode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(dmode, 0o751, "the container directory's mode");
+    let m = std::fs::read(d.join(".plfscontainer")).unwrap();
+    assert_eq!(u128::from_le_bytes(m[16..32].try_into().unwrap()), cid);
+}
+
+#[test]
+fn fsck_reports_and_removes_an_abandoned_create() {
+    let fx = Fixture::simple("build-fsck");
+    let d = claimed(&fx, "f", Some(7));
+    let p = fx.plfs();
+    let root = Path::new(common::MOUNT);
+    let rep = fsck::fsck(&p, root, &Options::default()).unwrap();
+    assert_eq!(rep.of(Kind::TmpDebris).len(), 1, "{:#?}", rep.findings);
+    let opts = Options {
+        repair: true,
+        tmp_min_age: Duration::ZERO,
+        ..Options::default()
+    };
+    fsck::fsck(&p, root, &opts).unwrap();
+    assert!(!d.exists());
+    assert_eq!(fsck::fsck(&p, root, &Options::default()).unwrap().exit_code(), 0);
+}
+
+#[test]
+fn no_logical_directory_gets_the_build_mode() {
+    let fx = Fixture::simple("build-refuse");
+    let p = fx.plfs();
+    assert_eq!(p.mkdir(&fx.path("d"), 0o1711).unwrap_err().raw_errno(), 22);
+    assert!(p.stat(&fx.path("d")).unwrap_err().is_not_found());
+    p.mkdir(&fx.path("d"), 0o755).unwrap();
+    assert_eq!(p.chmod(&fx.path("d"), 0o1700).unwrap_err().raw_errno(), 22);
+    p.chmod(&fx.path("d"), 0o1777).unwrap();
+    assert_eq!(p.stat(&fx.path("d")).unwrap().mode & 0o7777, 0o1777);
+}
