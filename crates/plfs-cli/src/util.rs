@@ -122,6 +122,23 @@ pub fn format_time(ns: i64) -> String {
     )
 }
 
+/// Formats ns since the epoch with `fmt` (strftime) in the local time zone: `$TZ`, else the
+/// system's (`/etc/localtime`); UTC if neither is usable.
+fn format_local(ns: i64, fmt: &str) -> String {
+    match jiff::Timestamp::from_nanosecond(i128::from(ns)) {
+        Ok(t) => t
+            .to_zoned_datetime(jiff::tz::TimeZone::system())
+            .strftime(fmt)
+            .to_string(),
+        Err(_) => format_time(ns),
+    }
+}
+
+/// Formats ns since the epoch as `YYYY-MM-DD HH:MM:SS` in local time.
+pub fn format_time_local(ns: i64) -> String {
+    format_local(ns, "%Y-%m-%d %H:%M:%S")
+}
+
 /// Formats ns since the epoch as `YYYY-MM-DD HH:MM` (UTC), for `ls -l`.
 pub fn format_time_short(ns: i64) -> String {
     format_time(ns)[..16].to_string()
