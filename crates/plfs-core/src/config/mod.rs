@@ -387,3 +387,4 @@ mod tests;
 mod values;
 
 use load::*;
+pub use values::known_keys;
