@@ -19,6 +19,7 @@ mod files;
 mod fsck_cmd;
 mod generate;
 mod globals;
+mod man;
 mod mount_cmd;
 mod ops;
 mod pattern;
