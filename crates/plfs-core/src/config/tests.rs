@@ -887,11 +887,14 @@ fn config_zero_config() {
     assert_eq!(c.global.max_open_data_logs, 256);
     assert_eq!(c.mounts.len(), 1);
     let m = &c.mounts[0];
+    let uid = rustix::process::getuid().as_raw();
     let user = std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty() && !u.contains('/'))
-        .unwrap_or_else(|| rustix::process::getuid().as_raw().to_string());
+        .or_else(|| crate::sys::user_name(uid))
+        .unwrap_or_else(|| uid.to_string());
     assert_eq!(m.mount_point, PathBuf::from(format!("/tmp/plfs-{user}")));
+    assert_eq!(Config::zero_config_user(), user);
     assert_eq!(m.workload, Workload::SharedFile);
     assert_eq!(m.backends.len(), 1);
     assert_eq!(m.backends[0].role, BackendRole::Both);
