@@ -4,7 +4,7 @@
 use crate::fail::{CoreContext, Failure};
 use crate::globals::Globals;
 use crate::progress::Progress;
-use crate::util::{absolute, open_plfs, require_plfs_path};
+use crate::util::{absolute, open_plfs, plural, require_plfs_path};
 use anyhow::Result;
 use clap::Args;
 use plfs_core::{tools, FileFormat, Plfs};
@@ -90,9 +90,18 @@ pub fn map(cli: &Globals, a: &MapArgs) -> Result<()> {
         return Ok(());
     }
     if filtered {
-        outln!("# {}: {} of {total} extents", path.display(), entries.len());
+        outln!(
+            "# {}: {} of {}",
+            path.display(),
+            entries.len(),
+            plural(total as u64, "extent", "extents")
+        );
     } else {
-        outln!("# {}: {} extents", path.display(), entries.len());
+        outln!(
+            "# {}: {}",
+            path.display(),
+            plural(entries.len() as u64, "extent", "extents")
+        );
     }
     outln!(
         "# {:>14} {:>12} {:>14} {:>8} {:<16} {:<16} data log",
@@ -194,10 +203,10 @@ pub fn flatten(cli: &Globals, a: &FlattenArgs) -> Result<()> {
         String::new()
     };
     outln!(
-        "{}: flattened {} extents from {} data logs{into}",
+        "{}: flattened {} from {}{into}",
         path.display(),
-        r.extents,
-        r.chunks
+        plural(r.extents as u64, "extent", "extents"),
+        plural(r.chunks as u64, "data log", "data logs")
     );
     Ok(())
 }

@@ -8,7 +8,7 @@ mod analyze;
 
 use crate::fail::{CoreContext, Failure, Reported};
 use crate::globals::Globals;
-use crate::util::{absolute, human_iec, open_plfs, require_plfs_path};
+use crate::util::{absolute, human_iec, open_plfs, plural, require_plfs_path};
 use analyze::{analyze, bucket_range, FileStats, Histogram};
 use anyhow::Result;
 use clap::Args;
@@ -100,10 +100,6 @@ fn sizes_text(h: &Histogram, max: usize) -> String {
         parts.push(format!("+{}", v.len() - max));
     }
     parts.join(" ")
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn print_file(path: &Path, size: u64, s: &FileStats) {
