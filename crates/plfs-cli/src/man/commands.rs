@@ -20,7 +20,7 @@ pub fn description(p: &mut Page, name: &str) {
         }
         "mount" => {
             p.p(
-                "The mount point must be an existing directory (`mkdir -p` it first). It serves the plfsrc mount point of the same path, or the only one. The daemon returns once \
+                "The mount point is a directory; `plfs mount` creates it (with its parents) when it is missing. It serves the plfsrc mount point of the same path, or the only one. The daemon returns once \
                  the mount is live; `plfs umount` waits until it has closed every file.",
             );
         }
@@ -129,10 +129,14 @@ fn ls(p: &mut Page) {
     p.tp("links", "The link count.");
     p.tp(
         "owner, group",
-        "Names from /etc/passwd and /etc/group; the number when there is none.",
+        "Names from the system's user and group databases (getpwuid(3), getgrgid(3): /etc/passwd, LDAP, SSSD); the \
+         number when there is none.",
     );
     p.tp("size", "The logical size in bytes (`-h`: K, M, G, powers of 1024).");
-    p.tp("time", "The modification time, `YYYY-MM-DD HH:MM`, in UTC.");
+    p.tp(
+        "time",
+        "The modification time, `YYYY-MM-DD HH:MM`, in local time (`TZ`, else /etc/localtime).",
+    );
     p.tp(
         "name",
         "Then `-> TARGET` for a symbolic link, and `[plfs-2.5.1 (legacy, read-only)]` for a file written by PLFS 2.x.",

@@ -221,7 +221,7 @@ fn top_page(top: &clap::Command) -> Result<Page> {
 
 const EXAMPLES: &str = "
 plfs check-config               # which plfsrc? backends there?
-M=/tmp/plfs-$USER               # the zero-config mount point
+M=/tmp/plfs-${USER:-$(id -un)}  # the zero-config mount point
 plfs mkdir -p $M/run1
 plfs import results.dat $M/run1/results.dat
 plfs ls -l -h $M/run1

@@ -229,8 +229,8 @@ pub fn page() -> Page {
     p.tp_many(MOUNT_COMPAT, "Any value, with a warning.");
     p.sh("Zero-config default");
     p.p(
-        "With no plfsrc at all (and PLFSRC unset): one mount point, `/tmp/plfs-$USER` (the numeric user id when USER is \
-         unset or empty), workload shared_file, one \
+        "With no plfsrc at all (and PLFSRC unset): one mount point, `/tmp/plfs-$USER` (when USER is unset or empty, the \
+         login name of the real user id from the user database, as `id -un` prints it, else the uid), workload shared_file, one \
          backend with both roles, `${XDG_DATA_HOME:-$HOME/.local/share}/plfs/store` (XDG_DATA_HOME only if it is \
          absolute; without HOME, /tmp/plfs-data-$USER/plfs/store), created with mode 0700 when needed. Every \
          global parameter has its default.",

@@ -17,7 +17,9 @@ pub fn environment(p: &mut Page) {
     );
     p.tp(
         "USER",
-        "Names the zero-config mount point, `/tmp/plfs-$USER` (the numeric user id when it is unset or empty).",
+        "Names the zero-config mount point, `/tmp/plfs-$USER`. When it is unset or empty, the login name of the \
+         real user id in the system's user database (getpwuid(3): /etc/passwd, LDAP, SSSD), as `id -un` prints \
+         it, is used, and the numeric uid if there is none.",
     );
     p.tp(
         "XDG_DATA_HOME",
