@@ -67,8 +67,9 @@ install: build
 	install -m 755 $(RELEASE_DIR)/libldplfs.so $(DESTDIR)$(PREFIX)/lib/libldplfs.so
 	install -m 644 include/plfs.h $(DESTDIR)$(PREFIX)/include/plfs.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' crates/plfs-capi/plfs.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
-	# Man pages and shell completions, generated from the binary's own argument definitions.
-	$(RELEASE_DIR)/plfs generate man $(DESTDIR)$(MANDIR)/man1 >/dev/null
+	# Man pages (plfs(1), plfs-COMMAND(1), plfsrc(5), ldplfs(8)) and shell completions, generated
+	# from the binary's own argument definitions.
+	$(RELEASE_DIR)/plfs generate man --tree $(DESTDIR)$(MANDIR) >/dev/null
 	$(RELEASE_DIR)/plfs generate completions bash $(DESTDIR)$(BASHCOMPDIR) >/dev/null
 	$(RELEASE_DIR)/plfs generate completions zsh $(DESTDIR)$(ZSHCOMPDIR) >/dev/null
 	$(RELEASE_DIR)/plfs generate completions fish $(DESTDIR)$(FISHCOMPDIR) >/dev/null
@@ -76,7 +77,8 @@ install: build
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/plfs $(DESTDIR)$(PREFIX)/lib/libplfs.so $(DESTDIR)$(PREFIX)/lib/libplfs.a \
 	      $(DESTDIR)$(PREFIX)/lib/libldplfs.so $(DESTDIR)$(PREFIX)/include/plfs.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
-	rm -f $(DESTDIR)$(MANDIR)/man1/plfs.1 $(DESTDIR)$(MANDIR)/man1/plfs-*.1 $(DESTDIR)$(BASHCOMPDIR)/plfs \
+	rm -f $(DESTDIR)$(MANDIR)/man1/plfs.1 $(DESTDIR)$(MANDIR)/man1/plfs-*.1 $(DESTDIR)$(MANDIR)/man5/plfsrc.5 \
+	      $(DESTDIR)$(MANDIR)/man8/ldplfs.8 $(DESTDIR)$(BASHCOMPDIR)/plfs \
 	      $(DESTDIR)$(ZSHCOMPDIR)/_plfs $(DESTDIR)$(FISHCOMPDIR)/plfs.fish
 
 # The benchmark suite (bench/, docs/performance.md): CSVs, figures and summary.md in

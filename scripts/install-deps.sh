@@ -13,7 +13,7 @@ fi
 if (($# > 0)); then
     pkgs=("$@")
 else
-    pkgs=(build-essential pkg-config mpich libmpich-dev fuse3 python3 python3-dev python3-pytest python3-venv coreutils tar strace rsync sqlite3)
+    pkgs=(build-essential pkg-config mpich libmpich-dev fuse3 python3 python3-dev python3-pytest python3-venv coreutils tar strace rsync sqlite3 man-db)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -4,13 +4,15 @@
  *   cc plfs_example.c $(pkg-config --cflags --libs plfs) -o plfs_example
  *   ./plfs_example [logical-path]
  *
- * The default path lies under the zero-config mount point /tmp/plfs-$USER; set PLFSRC to use
- * another configuration.
+ * The default path lies under the zero-config mount point /tmp/plfs-$USER (with USER unset, the
+ * login name of the user database, or the uid: what the library uses); set PLFSRC to use another
+ * configuration.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <plfs.h>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,15 @@ int main(int argc, char **argv)
         snprintf(path, sizeof path, "%s", argv[1]);
     } else {
         const char *user = getenv("USER");
-        snprintf(path, sizeof path, "/tmp/plfs-%s/plfs_example.txt", user ? user : "nobody");
+        if (user && *user && !strchr(user, '/')) {
+            snprintf(path, sizeof path, "/tmp/plfs-%s/plfs_example.txt", user);
+        } else {
+            const struct passwd *pw = getpwuid(getuid());
+            if (pw)
+                snprintf(path, sizeof path, "/tmp/plfs-%s/plfs_example.txt", pw->pw_name);
+            else
+                snprintf(path, sizeof path, "/tmp/plfs-%u/plfs_example.txt", (unsigned)getuid());
+        }
     }
     const char msg[] = "Hello from the PLFS C API!\n";
     const size_t len = sizeof msg - 1;

@@ -13,7 +13,7 @@
 
 use crate::fail::{CoreContext, Reported};
 use crate::globals::Globals;
-use crate::util::{absolute, human_iec, open_plfs, require_plfs_path};
+use crate::util::{absolute, human_iec, open_plfs, plural, require_plfs_path};
 use anyhow::Result;
 use clap::{ArgAction, Args};
 use plfs_core::{compact, tools, FileKind, Plfs, Storage};
@@ -298,13 +298,13 @@ pub fn du(cli: &Globals, a: &DuArgs) -> Result<()> {
             docs.push(d);
         } else if a.summarize || w.rows.len() != 1 || w.rows[0].path != *path {
             outln!(
-                "{:>12} {:>12} {:>7} {:>7}  {} (total, {} files)",
+                "{:>12} {:>12} {:>7} {:>7}  {} (total, {})",
                 size_text(t.logical, a.human),
                 size_text(t.physical, a.human),
                 ratio_text(Some(t.dead())),
                 t.writers,
                 path.display(),
-                t.files
+                plural(t.files, "file", "files")
             );
         }
     }

@@ -73,6 +73,43 @@ pub fn strerror(errno: i32) -> String {
     }
 }
 
+/// `s` without Rust's ` (os error N)` suffixes (the C library's text stays).
+fn without_os_error(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(" (os error ") {
+        let tail = &rest[i + " (os error ".len()..];
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && tail[digits..].starts_with(')') {
+            out.push_str(&rest[..i]);
+            rest = &tail[digits + 1..];
+        } else {
+            out.push_str(&rest[..i + 1]);
+            rest = &rest[i + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// An error and its causes joined by `: `, as `{:#}` prints them, but a cause is left out when the
+/// text before it already ends with it (an error that prints its source itself), and without
+/// ` (os error N)`: `mounting /m: mount point /m: No such file or directory`, once.
+fn chain_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for c in e.chain() {
+        let t = without_os_error(&c.to_string());
+        if t.is_empty() || out.ends_with(&t) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&t);
+    }
+    out
+}
+
 /// True if `named` mentions the path `p` itself (not only a longer path beginning with it).
 fn mentions(named: &str, p: &str) -> bool {
     named
@@ -226,7 +263,7 @@ pub fn report(e: &anyhow::Error, exit_code: i32) {
                 format!("{}: {}", outer.join(": "), f.msg)
             }
         }
-        None => format!("{e:#}"),
+        None => chain_text(e),
     };
     if out::json_mode() {
         let mut v = serde_json::json!({
@@ -254,6 +291,26 @@ pub fn report(e: &anyhow::Error, exit_code: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cause_already_printed_is_not_printed_again() {
+        let io = std::io::Error::from_raw_os_error(2);
+        #[derive(Debug)]
+        struct Wraps(std::io::Error);
+        impl fmt::Display for Wraps {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "mount point /m: {}", self.0)
+            }
+        }
+        impl std::error::Error for Wraps {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let e = anyhow::Error::new(Wraps(io)).context("mounting /m");
+        assert_eq!(chain_text(&e), "mounting /m: mount point /m: No such file or directory");
+        assert_eq!(without_os_error("a (os error 13) b (os error x)"), "a b (os error x)");
+    }
 
     #[test]
     fn messages_name_the_path_once_and_hide_backends() {

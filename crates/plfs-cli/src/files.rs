@@ -3,7 +3,8 @@
 
 use crate::fail::{CoreContext, Reported};
 use crate::globals::Globals;
-use crate::util::{absolute, format_time, format_time_short, human_iec, id_name, mode_string, open_plfs};
+use crate::util::{absolute, format_time, format_time_short, group_name, human_iec, mode_string, open_plfs};
+use crate::util::{plural, user_name};
 use crate::util::{require_plfs_path, BUF_SIZE};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Args)]
 #[command(disable_help_flag = true)]
 pub struct LsArgs {
-    /// Long listing: mode, links, owner, group, size, modification time (UTC).
+    /// Long listing: mode, links, owner, group, size, modification time (local time).
     #[arg(short = 'l')]
     long: bool,
     /// List subdirectories recursively.
@@ -84,8 +85,8 @@ fn long_line(plfs: &Plfs, path: &Path, name: &str, st: &Stat, human: bool) -> St
         "{} {:>3} {:<8} {:<8} {:>12} {} {name}",
         mode_string(st.mode),
         st.nlink,
-        id_name("/etc/passwd", st.uid),
-        id_name("/etc/group", st.gid),
+        user_name(st.uid),
+        group_name(st.gid),
         size,
         format_time_short(st.mtime_ns)
     );
@@ -250,8 +251,8 @@ pub fn stat(cli: &Globals, a: &StatArgs) -> Result<()> {
         }
     }
     outln!("  mode: {:06o} ({})", st.mode, mode_string(st.mode));
-    outln!("   uid: {} ({})", st.uid, id_name("/etc/passwd", st.uid));
-    outln!("   gid: {} ({})", st.gid, id_name("/etc/group", st.gid));
+    outln!("   uid: {} ({})", st.uid, user_name(st.uid));
+    outln!("   gid: {} ({})", st.gid, group_name(st.gid));
     outln!("  size: {}", st.size);
     outln!("blocks: {} (512-byte)", st.blocks);
     outln!("blksize: {}", st.blksize);
@@ -263,10 +264,10 @@ pub fn stat(cli: &Globals, a: &StatArgs) -> Result<()> {
     outln!(" nlink: {}", st.nlink);
     if let Some(u) = usage {
         outln!(
-            "physical: {} bytes in {} logs, {} files in meta/",
-            u.physical,
-            u.logs,
-            u.meta_files
+            "physical: {} in {}, {} in meta/",
+            plural(u.physical, "byte", "bytes"),
+            plural(u.logs, "log", "logs"),
+            plural(u.meta_files, "file", "files")
         );
         outln!(
             "    live: {} of {} data bytes (dead {:.1}%)",

@@ -5,7 +5,7 @@
 //! - verify: 0 every checksum matched, 4 a mismatch or an unreadable log, 8 could not run.
 
 use crate::globals::Globals;
-use crate::util::{absolute, human_bytes, open_plfs, require_plfs_path};
+use crate::util::{absolute, human_bytes, open_plfs, plural, require_plfs_path};
 use anyhow::{Context, Result};
 use clap::Args;
 use plfs_core::fsck::{self, Options, Repair};
@@ -118,12 +118,12 @@ pub fn fsck(cli: &Globals, a: &FsckArgs) -> Result<()> {
         String::new()
     };
     outln!(
-        "{}: {} containers{legacy}, {} writers, {} records; {} problems, {} repaired, {} left",
+        "{}: {}{legacy}, {}, {}; {}, {} repaired, {} left",
         path.display(),
-        rep.containers,
-        rep.writers,
-        rep.records,
-        rep.problems(),
+        plural(rep.containers as u64, "container", "containers"),
+        plural(rep.writers as u64, "writer", "writers"),
+        plural(rep.records, "record", "records"),
+        plural(rep.problems() as u64, "problem", "problems"),
         rep.problems() - left,
         left
     );
@@ -174,14 +174,14 @@ pub fn verify(cli: &Globals, a: &VerifyArgs) -> Result<()> {
     }
     let verdict = if code == 0 { "OK" } else { "FAILED" };
     outln!(
-        "{}: {} index logs, {} records, {} checked ({}), {} without checksums, {} mismatches: {verdict}",
+        "{}: {}, {}, {} checked ({}), {} without checksums, {}: {verdict}",
         path.display(),
-        rep.logs,
-        rep.records,
+        plural(rep.logs as u64, "index log", "index logs"),
+        plural(rep.records, "record", "records"),
         rep.checked,
         human_bytes(rep.bytes),
         rep.unchecked,
-        rep.mismatches.len()
+        plural(rep.mismatches.len() as u64, "mismatch", "mismatches")
     );
     if rep.records > 0 && rep.checked == 0 {
         outln!("note: this file was written without data checksums (set `data_checksums: true` in the plfsrc)");

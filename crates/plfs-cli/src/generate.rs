@@ -1,11 +1,11 @@
-//! `plfs generate man DIR` and `plfs generate completions SHELL [DIR]` (hidden; `make install`
-//! runs them): man pages and shell completions generated from the clap definitions, so they
-//! always match the binary.
+//! `plfs generate man [--tree] DIR` and `plfs generate completions SHELL [DIR]` (hidden;
+//! `make install` runs them): man pages ([`crate::man`]) and shell completions, generated from the
+//! clap definitions, so they always match the binary.
 
 use crate::fail::IoContext;
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `plfs generate`.
 #[derive(Debug, Args)]
@@ -16,10 +16,14 @@ pub struct GenerateArgs {
 
 #[derive(Debug, Subcommand)]
 enum What {
-    /// Write plfs.1 and one plfs-COMMAND.1 per command into DIR.
+    /// Write plfs.1, one plfs-COMMAND.1 per command, plfsrc.5 and ldplfs.8 into DIR.
     Man {
         /// Output directory (created if missing).
         dir: PathBuf,
+        /// Write into DIR/man1, DIR/man5 and DIR/man8 (a man directory such as
+        /// /usr/local/share/man) instead of DIR itself.
+        #[arg(long)]
+        tree: bool,
     },
     /// Write the completion script for SHELL to standard output, or into DIR under the shell's
     /// conventional file name (plfs, _plfs, plfs.fish).
@@ -39,35 +43,14 @@ enum Shell {
     Fish,
 }
 
-/// Writes the man page of `cmd` (named `name`) and of each visible subcommand into `dir`.
-fn man_pages(cmd: &clap::Command, name: &str, dir: &Path, written: &mut Vec<PathBuf>) -> Result<()> {
-    let cmd = cmd.clone().name(name.to_string());
-    let mut buf = Vec::new();
-    clap_mangen::Man::new(cmd.clone())
-        .render(&mut buf)
-        .at("cannot render the man page of", Path::new(name))?;
-    let file = dir.join(format!("{name}.1"));
-    std::fs::write(&file, buf).at("cannot write", &file)?;
-    written.push(file);
-    for sub in cmd
-        .get_subcommands()
-        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
-    {
-        man_pages(sub, &format!("{name}-{}", sub.get_name()), dir, written)?;
-    }
-    Ok(())
-}
-
 /// Runs `plfs generate`.
 pub fn generate(a: &GenerateArgs, command: clap::Command) -> Result<()> {
     let mut cmd = command;
     cmd.build();
     match &a.what {
-        What::Man { dir } => {
+        What::Man { dir, tree } => {
             std::fs::create_dir_all(dir).at("cannot create directory", dir)?;
-            let mut written = Vec::new();
-            man_pages(&cmd, "plfs", dir, &mut written)?;
-            for w in written {
+            for w in crate::man::write_all(&cmd, dir, *tree)? {
                 outln!("{}", w.display());
             }
         }

@@ -19,10 +19,12 @@ mod files;
 mod fsck_cmd;
 mod generate;
 mod globals;
+mod man;
 mod mount_cmd;
 mod ops;
 mod pattern;
 mod progress;
+mod stats;
 mod tools_cmd;
 mod upgrade_cmd;
 mod util;
@@ -85,8 +87,12 @@ enum Cmd {
     Import(copy::ImportArgs),
     /// Copy one PLFS file out to a plain file (mode preserved).
     Export(copy::ImportArgs),
-    /// Print the merged index of a file: one line per extent.
+    /// Print the merged index of a file: one line per extent (--writer/--rank: only one writer's).
     Map(tools_cmd::MapArgs),
+    /// Characterise the I/O of an N-1 file from its index (per writer: bytes, writes, times,
+    /// access sizes; the file's pattern, stride, record size, overlap, span and bandwidth), or
+    /// of every file under a directory, one line per directory.
+    Stats(stats::StatsArgs),
     /// List the physical files behind a logical file, or (--reverse) the logical file a backend
     /// path belongs to.
     Query(tools_cmd::QueryArgs),
@@ -138,6 +144,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Cmd::Import(a) => copy::import(g, a),
         Cmd::Export(a) => copy::export(g, a),
         Cmd::Map(a) => tools_cmd::map(g, a),
+        Cmd::Stats(a) => stats::stats(g, a),
         Cmd::Query(a) => tools_cmd::query(g, a),
         Cmd::Flatten(a) => tools_cmd::flatten(g, a),
         Cmd::Version(a) => tools_cmd::version(g, a),

@@ -4,7 +4,7 @@
 use crate::fail::{CoreContext, Failure};
 use crate::globals::Globals;
 use crate::progress::Progress;
-use crate::util::{absolute, open_plfs, require_plfs_path};
+use crate::util::{absolute, open_plfs, plural, require_plfs_path};
 use anyhow::Result;
 use clap::Args;
 use plfs_core::{tools, FileFormat, Plfs};
@@ -16,6 +16,22 @@ use std::path::{Path, PathBuf};
 pub struct MapArgs {
     /// The logical file.
     file: PathBuf,
+    /// Only the extents of this writer: its writer id in hex, or a prefix of it (as `plfs stats`
+    /// shows the first 8 digits).
+    #[arg(long, value_name = "HEX", value_parser = parse_writer)]
+    writer: Option<String>,
+    /// Only the extents written by this rank (the pid the writer opened the file with).
+    #[arg(long, value_name = "N")]
+    rank: Option<u32>,
+}
+
+/// A writer id or prefix: 1 to 16 hex digits, kept in lower case.
+fn parse_writer(s: &str) -> Result<String, String> {
+    let t = s.trim().trim_start_matches("0x").to_ascii_lowercase();
+    if t.is_empty() || t.len() > 16 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("{s:?}: expected 1 to 16 hex digits of a writer id"));
+    }
+    Ok(t)
 }
 
 /// Arguments of `plfs query`.
@@ -47,7 +63,18 @@ pub fn map(cli: &Globals, a: &MapArgs) -> Result<()> {
     let plfs = open_plfs(cli)?;
     let path = absolute(&a.file)?;
     require_plfs_path(&plfs, &path)?;
-    let entries = tools::map(&plfs, &path).at("cannot map", &path)?;
+    let all = tools::map(&plfs, &path).at("cannot map", &path)?;
+    let total = all.len();
+    let filtered = a.writer.is_some() || a.rank.is_some();
+    let entries: Vec<_> = all
+        .into_iter()
+        .filter(|e| {
+            a.writer
+                .as_ref()
+                .is_none_or(|w| format!("{:016x}", e.writer_id).starts_with(w.as_str()))
+                && a.rank.is_none_or(|r| e.pid == r)
+        })
+        .collect();
     if cli.json {
         let v: Vec<_> = entries
             .iter()
@@ -62,7 +89,20 @@ pub fn map(cli: &Globals, a: &MapArgs) -> Result<()> {
         crate::out::json(&serde_json::json!(v));
         return Ok(());
     }
-    outln!("# {}: {} extents", path.display(), entries.len());
+    if filtered {
+        outln!(
+            "# {}: {} of {}",
+            path.display(),
+            entries.len(),
+            plural(total as u64, "extent", "extents")
+        );
+    } else {
+        outln!(
+            "# {}: {}",
+            path.display(),
+            plural(entries.len() as u64, "extent", "extents")
+        );
+    }
     outln!(
         "# {:>14} {:>12} {:>14} {:>8} {:<16} {:<16} data log",
         "logical",
@@ -163,10 +203,10 @@ pub fn flatten(cli: &Globals, a: &FlattenArgs) -> Result<()> {
         String::new()
     };
     outln!(
-        "{}: flattened {} extents from {} data logs{into}",
+        "{}: flattened {} from {}{into}",
         path.display(),
-        r.extents,
-        r.chunks
+        plural(r.extents as u64, "extent", "extents"),
+        plural(r.chunks as u64, "data log", "data logs")
     );
     Ok(())
 }

@@ -122,9 +122,27 @@ pub fn format_time(ns: i64) -> String {
     )
 }
 
-/// Formats ns since the epoch as `YYYY-MM-DD HH:MM` (UTC), for `ls -l`.
+/// Formats ns since the epoch with `fmt` (strftime) in time zone `tz`.
+fn format_in(ns: i64, fmt: &str, tz: jiff::tz::TimeZone) -> String {
+    match jiff::Timestamp::from_nanosecond(i128::from(ns)) {
+        Ok(t) => t.to_zoned_datetime(tz).strftime(fmt).to_string(),
+        Err(_) => format_time(ns),
+    }
+}
+
+/// The local time zone: `$TZ`, else the system's (`/etc/localtime`); UTC if neither is usable.
+fn local_zone() -> jiff::tz::TimeZone {
+    jiff::tz::TimeZone::system()
+}
+
+/// Formats ns since the epoch as `YYYY-MM-DD HH:MM:SS` in local time.
+pub fn format_time_local(ns: i64) -> String {
+    format_in(ns, "%Y-%m-%d %H:%M:%S", local_zone())
+}
+
+/// Formats ns since the epoch as `YYYY-MM-DD HH:MM` in local time, for `ls -l`.
 pub fn format_time_short(ns: i64) -> String {
-    format_time(ns)[..16].to_string()
+    format_in(ns, "%Y-%m-%d %H:%M", local_zone())
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day) (H. Hinnant's algorithm).
@@ -157,19 +175,25 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-/// Looks a numeric id up in an `/etc/passwd`-style file; the number itself when not found.
-pub fn id_name(db: &str, id: u32) -> String {
-    std::fs::read_to_string(db)
+/// The name of user `uid` in the system's user database (getpwuid(3): /etc/passwd, LDAP, SSSD...
+/// as nsswitch.conf says); the number when it has none.
+pub fn user_name(uid: u32) -> String {
+    plfs_core::sys::user_name(uid).unwrap_or_else(|| uid.to_string())
+}
+
+/// The name of group `gid` in the system's group database (getgrgid(3)); the number when it has
+/// none.
+pub fn group_name(gid: u32) -> String {
+    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
         .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                let mut f = l.split(':');
-                let name = f.next()?;
-                f.next()?;
-                (f.next()?.parse::<u32>().ok()? == id).then(|| name.to_string())
-            })
-        })
-        .unwrap_or_else(|| id.to_string())
+        .flatten()
+        .map_or_else(|| gid.to_string(), |g| g.name)
+}
+
+/// `n` and the noun, singular for one: `1 file`, `2 files`, `0 files`.
+pub fn plural(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// True if the error chain contains an EPIPE write error.
@@ -260,7 +284,19 @@ mod tests {
             format_time(951_782_400_000_000_123),
             "2000-02-29 00:00:00.000000123 UTC"
         );
-        assert_eq!(format_time_short(1_700_000_000_000_000_000), "2023-11-14 22:13");
+        let t = 1_700_000_000_000_000_000;
+        assert_eq!(
+            format_in(t, "%Y-%m-%d %H:%M", jiff::tz::TimeZone::UTC),
+            "2023-11-14 22:13"
+        );
+        let plus2 = jiff::tz::TimeZone::fixed(jiff::tz::offset(2));
+        assert_eq!(format_in(t, "%Y-%m-%d %H:%M", plus2), "2023-11-15 00:13");
+        assert_eq!(format_time_short(t).len(), 16);
+        assert_eq!(
+            (plural(1u64, "file", "files"), plural(0u64, "file", "files")),
+            ("1 file".into(), "0 files".into())
+        );
+        assert_eq!((user_name(0), group_name(0)), ("root".into(), "root".into()));
     }
 
     #[test]

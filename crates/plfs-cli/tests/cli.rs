@@ -232,7 +232,7 @@ fn map_query_flatten_and_version() {
     assert_eq!(env.ok(&["query", dl]).trim(), f);
 
     let out = env.ok(&["flatten", &f]);
-    assert!(out.contains("flattened") && out.contains("1 data logs"), "{out}");
+    assert!(out.contains("flattened") && out.contains("from 1 data log\n"), "{out}");
     let q = env.json(&["query", "--json", &f]);
     assert!(q.as_array().unwrap().iter().any(|p| p["kind"] == "flat index"), "{q}");
     // Reading through the flattened index gives the same bytes.
@@ -506,4 +506,21 @@ fn demo_runs_on_the_zero_config_default() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(parent, vec![std::ffi::OsString::from("store")]);
+}
+
+#[test]
+fn counts_of_one_are_singular() {
+    let env = Env::new("singular");
+    let src = env.dir.join("plain/tree");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("only"), b"x").unwrap();
+    let out = env.ok(&["cp", "-r", src.to_str().unwrap(), &env.logical("tree")]);
+    assert!(out.contains("(1 file, 1 directory, 1 byte)"), "{out}");
+    let map = env.ok(&["map", &env.logical("tree/only")]);
+    assert!(
+        map.starts_with(&format!("# {}: 1 extent\n", env.logical("tree/only"))),
+        "{map}"
+    );
+    let du = env.ok(&["du", &env.logical("tree")]);
+    assert!(du.contains("(total, 1 file)"), "{du}");
 }

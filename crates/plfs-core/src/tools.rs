@@ -12,6 +12,8 @@ use rustix::io::Errno;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+pub use crate::index::{Write, WriterWrites};
+
 /// One extent of the merged index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MapEntry {
@@ -357,4 +359,40 @@ pub fn marker(plfs: &Plfs, path: &Path) -> Result<format::Marker> {
 /// The metadata droppings of a file's container (`meta/`).
 pub fn droppings(plfs: &Plfs, path: &Path) -> Result<Vec<MetaDropping>> {
     plfs.container(path)?.list_meta()
+}
+
+/// Every write of a logical file, writer by writer, as the index logs record it: overwritten
+/// and truncated-away writes included (`plfs stats`). A file written by PLFS 2.x has no
+/// per-write records left once merged here: its extents stand for its writes, one writer per
+/// host and pid (writer id 0, no open or close times).
+pub fn writes(plfs: &Plfs, path: &Path) -> Result<Vec<WriterWrites>> {
+    plfs.access(path, 4)?;
+    if let Some(lc) = plfs.legacy(path)? {
+        let mut by: Vec<WriterWrites> = Vec::new();
+        for e in LegacyIndex::load(&lc)?.map_entries() {
+            let w = Write {
+                logical: e.logical,
+                length: e.length,
+                ts: e.end_ns,
+            };
+            match by.iter_mut().find(|x| x.pid == e.pid && x.host == e.host) {
+                Some(x) => x.writes.push(w),
+                None => by.push(WriterWrites {
+                    writer_id: 0,
+                    pid: e.pid,
+                    host: e.host,
+                    open_ns: None,
+                    close_ns: None,
+                    last_end_ns: None,
+                    writes: vec![w],
+                }),
+            }
+        }
+        for x in &mut by {
+            x.writes.sort_by_key(|w| w.ts);
+        }
+        by.sort_by(|a, b| (&a.host, a.pid).cmp(&(&b.host, b.pid)));
+        return Ok(by);
+    }
+    crate::index::writer_writes(&plfs.container(path)?)
 }

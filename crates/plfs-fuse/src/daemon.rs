@@ -185,6 +185,7 @@ struct Prepared {
 /// Checks the mount directory and loads and checks the configuration.
 fn prepare(opts: &MountOptions) -> Result<Prepared, Error> {
     let mnt = comparable(&opts.mountpoint);
+    let mut missing = false;
     match std::fs::metadata(&mnt) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return Err(Error::Other(format!("{}: not a directory", mnt.display()))),
@@ -194,6 +195,8 @@ fn prepare(opts: &MountOptions) -> Result<Prepared, Error> {
                 mnt.display()
             )))
         }
+        // A missing mount point is made once the configuration is checked (below).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing = true,
         Err(e) => return Err(Error::io(format!("mount point {}", mnt.display()), e)),
     }
     if fuse_mount_at(&mnt).is_some() {
@@ -223,6 +226,18 @@ fn prepare(opts: &MountOptions) -> Result<Prepared, Error> {
     }
     // Backends must exist (the core checks when it is built).
     Plfs::new(cfg.clone())?;
+    // A missing mount point is made, as `mount --mkdir` does (its parents too).
+    if missing {
+        std::fs::create_dir_all(&mnt).map_err(|e| {
+            Error::io(
+                format!(
+                    "mount point {} is missing and cannot be created (make it with mkdir -p)",
+                    mnt.display()
+                ),
+                e,
+            )
+        })?;
+    }
     Ok(Prepared {
         mnt,
         cfg,

@@ -7,7 +7,7 @@
 use crate::fail::{CoreContext, Failure, Reported};
 use crate::globals::Globals;
 use crate::progress::Progress;
-use crate::util::{absolute, open_plfs, require_plfs_path, trailing_slash, BUF_SIZE};
+use crate::util::{absolute, open_plfs, plural, require_plfs_path, trailing_slash, BUF_SIZE};
 use anyhow::Result;
 use clap::Args;
 use plfs_core::{FileKind, Plfs};
@@ -373,15 +373,24 @@ fn summary_text(src: &Path, dst: &Path, s: &Summary) {
         if s.skipped > 0 {
             outln!("{} -> {}: exists, skipped", src.display(), dst.display());
         } else {
-            outln!("{} -> {} ({} bytes)", src.display(), dst.display(), s.bytes);
+            outln!(
+                "{} -> {} ({})",
+                src.display(),
+                dst.display(),
+                plural(s.bytes, "byte", "bytes")
+            );
         }
         return;
     }
-    let mut t = format!("{} files, {} directories", s.files, s.dirs);
+    let mut t = format!(
+        "{}, {}",
+        plural(s.files, "file", "files"),
+        plural(s.dirs, "directory", "directories")
+    );
     if s.links > 0 {
-        t.push_str(&format!(", {} links", s.links));
+        t.push_str(&format!(", {}", plural(s.links, "link", "links")));
     }
-    t.push_str(&format!(", {} bytes", s.bytes));
+    t.push_str(&format!(", {}", plural(s.bytes, "byte", "bytes")));
     if s.skipped > 0 {
         t.push_str(&format!(", {} existing skipped", s.skipped));
     }

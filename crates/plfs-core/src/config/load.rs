@@ -155,7 +155,7 @@ impl Loader {
                     &[idx(i), key(k)],
                     format!(
                         "unknown key \"{k}\" at the start of an entry (expected global_params, include or mount_point){}",
-                        did_you_mean(k, &["global_params", "include", "mount_point"])
+                        did_you_mean(k, ENTRY_KEYS)
                     ),
                 )),
             },

@@ -206,10 +206,9 @@ impl Config {
     }
 
     /// The zero-config default: mount point `/tmp/plfs-$USER` stored in
-    /// `${XDG_DATA_HOME:-$HOME/.local/share}/plfs/store`.
+    /// `${XDG_DATA_HOME:-$HOME/.local/share}/plfs/store`; see [`Config::zero_config_user`].
     pub fn zero_config() -> Config {
-        let user = std::env::var("USER").ok().filter(|u| !u.is_empty() && !u.contains('/'));
-        let user = user.unwrap_or_else(|| rustix::process::getuid().as_raw().to_string());
+        let user = Self::zero_config_user();
         let data = std::env::var_os("XDG_DATA_HOME")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
@@ -228,6 +227,19 @@ impl Config {
             }],
             warnings: Vec::new(),
         }
+    }
+
+    /// The user name in the zero-config mount point: `$USER`, or when it is unset, empty or holds a
+    /// `/`, the login name of the real user id in the system's user database (what `id -un`
+    /// prints), or the numeric uid when there is none.
+    pub fn zero_config_user() -> String {
+        let ok = |u: &String| !u.is_empty() && !u.contains('/');
+        let uid = rustix::process::getuid().as_raw();
+        std::env::var("USER")
+            .ok()
+            .filter(ok)
+            .or_else(|| sys::user_name(uid).filter(ok))
+            .unwrap_or_else(|| uid.to_string())
     }
 
     /// The mount point `logical` lies under (the longest matching mount point, compared
@@ -387,3 +399,4 @@ mod tests;
 mod values;
 
 use load::*;
+pub use values::known_keys;

@@ -43,10 +43,7 @@ impl Loader {
                         &[idx(i), key(k)],
                         format!(
                             "unknown key \"{k}\" in mount_point {mpd}{}",
-                            did_you_mean(
-                                k,
-                                &[&["mount_point", "workload", "backends"], IGNORED_MOUNT_KEYS].concat()
-                            )
+                            did_you_mean(k, &[MOUNT_KEYS, IGNORED_MOUNT_KEYS].concat())
                         ),
                     ))
                 }
@@ -236,7 +233,7 @@ impl Loader {
                                 &with(es, key(k)),
                                 format!(
                                     "unknown key \"{k}\" in backends entry (expected location and type){}",
-                                    did_you_mean(k, &["location", "type"])
+                                    did_you_mean(k, BACKEND_KEYS)
                                 ),
                             ))
                         }

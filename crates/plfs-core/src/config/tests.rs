@@ -887,11 +887,14 @@ fn config_zero_config() {
     assert_eq!(c.global.max_open_data_logs, 256);
     assert_eq!(c.mounts.len(), 1);
     let m = &c.mounts[0];
+    let uid = rustix::process::getuid().as_raw();
     let user = std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty() && !u.contains('/'))
-        .unwrap_or_else(|| rustix::process::getuid().as_raw().to_string());
+        .or_else(|| crate::sys::user_name(uid))
+        .unwrap_or_else(|| uid.to_string());
     assert_eq!(m.mount_point, PathBuf::from(format!("/tmp/plfs-{user}")));
+    assert_eq!(Config::zero_config_user(), user);
     assert_eq!(m.workload, Workload::SharedFile);
     assert_eq!(m.backends.len(), 1);
     assert_eq!(m.backends[0].role, BackendRole::Both);
@@ -1061,4 +1064,37 @@ fn a_fifo_is_never_read_as_a_configuration() {
     let e = Config::from_file(&main).unwrap_err().to_string();
     assert!(e.contains("include") && e.contains("not a regular file"), "{e}");
     assert!(t0.elapsed() < std::time::Duration::from_secs(5), "waited on the FIFO");
+}
+
+/// `known_keys()` (what plfsrc(5) documents) lists exactly the keys the loader reads: each is
+/// accepted where it is listed, and a key that is not listed is refused there.
+#[test]
+fn known_keys_are_the_keys_the_loader_reads() {
+    let keys = known_keys();
+    let unknown = |text: &str| match parse(text) {
+        Err(Error::Config(m)) => m.contains("unknown key"),
+        _ => false,
+    };
+    for &(section, k) in &keys {
+        let text = match section {
+            "global_params" => format!("- global_params:\n    {k}: 1\n"),
+            "mount_point" => format!("- mount_point: /m\n  {k}: 1\n  backends:\n    - location: /b\n"),
+            "backends" => format!("- mount_point: /m\n  backends:\n    - {k}: 1\n"),
+            _ => format!("- {k}: 1\n"),
+        };
+        assert!(!unknown(&text), "{section} key {k} is listed but refused as unknown");
+    }
+    assert!(unknown("- global_params:\n    not_a_key: 1\n"));
+    assert!(unknown("- mount_point: /m\n  not_a_key: 1\n  backends: [/b]\n"));
+    assert!(unknown("- mount_point: /m\n  backends:\n    - not_a_key: 1\n"));
+    for k in [
+        "num_hostdirs",
+        "compaction_dead_ratio",
+        "include",
+        "workload",
+        "type",
+        "statfs",
+    ] {
+        assert!(keys.iter().any(|&(_, x)| x == k), "{k} missing from known_keys()");
+    }
 }

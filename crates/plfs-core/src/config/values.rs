@@ -111,7 +111,17 @@ pub(super) fn location(raw: &str) -> std::result::Result<PathBuf, String> {
     abs_path(rest).map_err(|m| if rest == raw { m } else { format!("{m} (in {raw:?})") })
 }
 
-/// Keys of global_params that have an effect.
+/// The keys that start an entry.
+pub(super) const ENTRY_KEYS: &[&str] = &["global_params", "include", "mount_point"];
+
+/// Keys of a mount_point entry that have an effect.
+pub(super) const MOUNT_KEYS: &[&str] = &["mount_point", "workload", "backends"];
+
+/// Keys of a backends entry.
+pub(super) const BACKEND_KEYS: &[&str] = &["location", "type"];
+
+/// Keys of global_params that are read (the last five are accepted for compatibility, their
+/// values checked, with no effect).
 pub(super) const GLOBAL_KEYS: &[&str] = &[
     "num_hostdirs",
     "threadpool_size",
@@ -128,6 +138,24 @@ pub(super) const GLOBAL_KEYS: &[&str] = &[
     "index_buffer_mbs",
     "read_buffer_mbs",
 ];
+
+/// Every key a plfsrc may hold, as (where, key): `entry` for the keys that start an entry,
+/// `global_params`, `mount_point` and `backends` for the keys inside one. Keys accepted for
+/// compatibility with no effect are included. For documentation (plfsrc(5)) and its checks.
+pub fn known_keys() -> Vec<(&'static str, &'static str)> {
+    let mut v = Vec::new();
+    for (section, keys) in [
+        ("entry", ENTRY_KEYS),
+        ("global_params", GLOBAL_KEYS),
+        ("global_params", IGNORED_GLOBAL_KEYS),
+        ("mount_point", MOUNT_KEYS),
+        ("mount_point", IGNORED_MOUNT_KEYS),
+        ("backends", BACKEND_KEYS),
+    ] {
+        v.extend(keys.iter().map(|k| (section, *k)));
+    }
+    v
+}
 
 /// `; did you mean "x"?` when a known key is within a small edit distance of `k` (a typo), else
 /// nothing.

@@ -13,9 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod logs;
+mod records;
 mod sums;
 pub(crate) use logs::scan_frames;
 use logs::{no_link, past_end, read_log, retired_writers, FoundLog, LogRead, Tail};
+pub(crate) use records::writer_writes;
+pub use records::{Write, WriterWrites};
 pub use sums::{SumCheck, Sums};
 
 /// A data log the map points into.

@@ -44,6 +44,15 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 
+/// The login name of user `uid` in the system's user database (getpwuid_r(3): /etc/passwd, or
+/// LDAP, SSSD... as nsswitch.conf says), if it has one.
+pub fn user_name(uid: u32) -> Option<String> {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+}
+
 /// The process's file mode creation mask, read once from /proc/self/status without changing it
 /// (0o022 if unknown). Creates that the mask would narrow are followed by an exact chmod.
 pub fn umask() -> u32 {
