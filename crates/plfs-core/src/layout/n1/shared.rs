@@ -511,9 +511,10 @@ const MAX_GAP: u64 = format::FRAME_LEN as u64;
 const MAX_RUN: usize = 256;
 
 /// Fills `buf` from the plan; returns where each stretch starts in `buf`, and the bytes filled.
-/// Consecutive stretches
-/// of one data log that lie one frame apart (one writer's consecutive writes) are read by one
-/// `preadv`, as an unframed log's back-to-back writes were by one `pread`.
+/// The stretches of one data log that lie at most a frame apart in it are read by one `preadv`,
+/// wherever they land in `buf`: one writer's consecutive writes (back to back in its log, as an
+/// unframed log's were read by one `pread`), also when other writers' records lie between them
+/// in the file (N-1 strided: a read of 16 records of 4 writers costs 4 calls, not 16).
 fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<(Vec<usize>, usize)> {
     let mut at = Vec::with_capacity(plan.len());
     let mut pos = 0usize;
@@ -521,57 +522,85 @@ fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<(Vec<usize>, usize)> {
         at.push(pos);
         pos += *len as usize;
     }
-    let mut i = 0;
-    while i < plan.len() {
-        let (len, src) = &plan[i];
-        let Some((f, phys)) = src else {
-            buf[at[i]..at[i] + *len as usize].fill(0);
-            i += 1;
-            continue;
-        };
-        // The run of stretches [i, j) that follow each other in this data log.
-        let mut j = i + 1;
-        let mut end = phys + len;
-        while j < plan.len() && j - i < MAX_RUN {
-            match &plan[j] {
-                (l, Some((g, p))) if Arc::ptr_eq(f, g) && *p >= end && *p - end <= MAX_GAP => {
-                    end = p + l;
-                    j += 1;
-                }
-                _ => break,
+    if let [(len, src)] = plan.as_slice() {
+        let b = &mut buf[..*len as usize];
+        match src {
+            None => b.fill(0),
+            Some((f, phys)) => {
+                let got = f.pread_full(b, *phys)?;
+                short_log(f, *phys, got, phys + len)?;
             }
         }
-        let want = (end - phys) as usize;
+        return Ok((at, pos));
+    }
+    // Each stretch's part of `buf`, taken when it is read; holes are zeros.
+    let mut parts: Vec<Option<&mut [u8]>> = Vec::with_capacity(plan.len());
+    let mut rest = &mut buf[..pos];
+    for (len, src) in plan {
+        let (part, r) = std::mem::take(&mut rest).split_at_mut(*len as usize);
+        rest = r;
+        if src.is_none() {
+            part.fill(0);
+        }
+        parts.push(Some(part));
+    }
+    // The data stretches by data log, then by offset in it.
+    let mut order: Vec<(usize, &Arc<File>, u64)> = plan
+        .iter()
+        .enumerate()
+        .filter_map(|(k, (_, src))| src.as_ref().map(|(f, p)| (k, f, *p)))
+        .collect();
+    order.sort_by_key(|&(_, f, p)| (Arc::as_ptr(f) as usize, p));
+    let mut i = 0;
+    while i < order.len() {
+        let (first, f, phys) = order[i];
+        // The run of stretches [i, j) that follow each other in this data log.
+        let mut j = i + 1;
+        let mut end = phys + plan[first].0;
+        while j < order.len() && j - i < MAX_RUN {
+            let (k, g, p) = order[j];
+            if !(Arc::ptr_eq(f, g) && p >= end && p - end <= MAX_GAP) {
+                break;
+            }
+            end = p + plan[k].0;
+            j += 1;
+        }
         let got = if j == i + 1 {
-            f.pread_full(&mut buf[at[i]..at[i] + *len as usize], *phys)?
+            f.pread_full(parts[first].take().expect("each stretch is read once"), phys)?
         } else {
             // The bytes between the stretches (frames) land in a scratch buffer.
-            let mut scratch = vec![0u8; want - (at[j - 1] + plan[j - 1].0 as usize - at[i])];
+            let data: u64 = order[i..j].iter().map(|&(k, ..)| plan[k].0).sum();
+            let mut scratch = vec![0u8; (end - phys - data) as usize];
             let mut sc = &mut scratch[..];
-            let mut tail = &mut buf[at[i]..at[j - 1] + plan[j - 1].0 as usize];
             let mut iov: Vec<std::io::IoSliceMut<'_>> = Vec::with_capacity(2 * (j - i));
-            let mut prev_end = *phys;
-            for (l, src) in &plan[i..j] {
-                let p = src.as_ref().map_or(prev_end, |s| s.1);
+            let mut prev_end = phys;
+            for &(k, _, p) in &order[i..j] {
                 if p > prev_end {
                     let (g, r) = std::mem::take(&mut sc).split_at_mut((p - prev_end) as usize);
                     sc = r;
                     iov.push(std::io::IoSliceMut::new(g));
                 }
-                let (d, t) = std::mem::take(&mut tail).split_at_mut(*l as usize);
-                tail = t;
-                iov.push(std::io::IoSliceMut::new(d));
-                prev_end = p + l;
+                iov.push(std::io::IoSliceMut::new(
+                    parts[k].take().expect("each stretch is read once"),
+                ));
+                prev_end = p + plan[k].0;
             }
-            f.preadv_full(&mut iov, *phys)?
+            f.preadv_full(&mut iov, phys)?
         };
-        if got < want {
-            return Err(Error::corrupt(
-                f.path(),
-                format!("data log ends at {} but the index points to {}", phys + got as u64, end),
-            ));
-        }
+        short_log(f, phys, got, end)?;
         i = j;
     }
     Ok((at, pos))
+}
+
+/// The error for a data log that ended (`got` bytes from `phys`) before `end`, where the index
+/// points.
+fn short_log(f: &File, phys: u64, got: usize, end: u64) -> Result<()> {
+    if phys + (got as u64) < end {
+        return Err(Error::corrupt(
+            f.path(),
+            format!("data log ends at {} but the index points to {}", phys + got as u64, end),
+        ));
+    }
+    Ok(())
 }
