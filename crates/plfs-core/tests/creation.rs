@@ -114,6 +114,29 @@ fn an_abandoned_create_is_finished_by_the_next_creator_with_its_id() {
     assert_eq!(u128::from_le_bytes(m[16..32].try_into().unwrap()), cid);
 }
 
+/// An exclusive create of a name whose creator died succeeds (the name is absent: stat says
+/// so); one of a name another process is creating, or made, fails with EEXIST.
+#[test]
+fn an_exclusive_create_finishes_an_abandoned_one_and_loses_to_a_live_one() {
+    let fx = Fixture::simple("build-excl");
+    claimed(&fx, "f", Some(9));
+    let excl = OpenFlags {
+        write: true,
+        create: true,
+        excl: true,
+        ..Default::default()
+    };
+    let p = fx.plfs();
+    let f = p.open(&fx.path("f"), excl, 0o644, 1).unwrap();
+    f.write(b"mine", 0).unwrap();
+    f.close().unwrap();
+    assert_eq!(common::get(&fx.plfs(), &fx.path("f")), b"mine");
+    assert_eq!(
+        p.open(&fx.path("f"), excl, 0o644, 1).unwrap_err().raw_errno(),
+        libc_eexist()
+    );
+}
+
 #[test]
 fn fsck_reports_and_removes_an_abandoned_create() {
     let fx = Fixture::simple("build-fsck");

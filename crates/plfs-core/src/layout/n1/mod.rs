@@ -128,18 +128,18 @@ impl Layout for N1 {
         let b = loc.home();
         let parent = loc.parent_dir(b)?;
         let mode = mode & !self.umask & 0o7777;
-        if let Some(c) = Container::create(&loc.mount, b, &parent, loc.name(), mode, None)? {
-            let st = c.marker;
-            return Ok((
-                Box::new(ContainerNode::with(self.reg.clone(), loc.clone(), c, st)),
-                true,
-            ));
-        }
-        if excl {
-            return Err(Error::Exists(loc.logical.clone()));
-        }
-        // Lost a race: what won must be a file.
-        let (c, made) = self.open_winner(loc, b, &parent, mode)?;
+        let (c, made) = match Container::create(&loc.mount, b, &parent, loc.name(), mode, None)? {
+            Some(c) => (c, true),
+            // Lost a race: what won must be a file. With O_EXCL, a file another process is
+            // creating will exist: EEXIST once it does; one whose creator died is absent (stat
+            // says so), so it is finished here and made by this call, as a free name would be
+            // (of two such callers, the one whose marker lands wins).
+            None if excl => match self.open_winner(loc, b, &parent, mode) {
+                Ok((c, true)) => (c, true),
+                _ => return Err(Error::Exists(loc.logical.clone())),
+            },
+            None => self.open_winner(loc, b, &parent, mode)?,
+        };
         let st = c.marker;
         Ok((
             Box::new(ContainerNode::with(self.reg.clone(), loc.clone(), c, st)),
