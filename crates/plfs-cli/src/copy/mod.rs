@@ -50,6 +50,18 @@ pub struct CpArgs {
     paths: Vec<PathBuf>,
 }
 
+/// Arguments of `plfs sync`.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Copy N files at a time (default: the number of CPUs, at most 8).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    jobs: Option<u32>,
+    /// Source file or directory tree (plain or under a PLFS mount point).
+    src: PathBuf,
+    /// The copy of SRC: created, or brought up to date (never a directory to copy SRC into).
+    dst: PathBuf,
+}
+
 /// What to do with existing target files.
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
@@ -523,6 +535,15 @@ pub fn cp(cli: &Globals, a: &CpArgs) -> Result<()> {
     let workers = a.jobs.map_or_else(pool::default_jobs, |j| j as usize);
     let mode = (a.recursive, a.preserve, a.update, workers);
     run_copy(&srcs, to, a.policy.policy(), mode, false)
+}
+
+/// Runs `plfs sync SRC DST`: `cp -r --update` onto DST itself.
+pub fn sync(cli: &Globals, a: &SyncArgs) -> Result<()> {
+    let plfs = open_plfs(cli)?;
+    let src = Side::of(&plfs, &a.src)?;
+    let to = Side::of(&plfs, &a.dst)?;
+    let workers = a.jobs.map_or_else(pool::default_jobs, |j| j as usize);
+    run_copy(&[src], to, Policy::Force, (true, true, true, workers), true)
 }
 
 /// Runs `plfs import SRC DST`: one plain file into PLFS.
