@@ -388,21 +388,6 @@ fn complete(target: &side::Meta, src: &side::Meta) -> bool {
     target.kind == Kind::File && target.size == src.size && target.mtime_ns == src.mtime_ns
 }
 
-/// An error about the temporary file of a copy, told about the file the user named.
-fn about(e: anyhow::Error, tmp: &Path, dst: &Path) -> anyhow::Error {
-    match e.downcast::<Failure>() {
-        Ok(mut f) => {
-            let (t, d) = (tmp.display().to_string(), dst.display().to_string());
-            f.msg = f.msg.replace(&t, &d);
-            if f.path.as_deref() == Some(tmp) {
-                f.path = Some(dst.to_path_buf());
-            }
-            f.into()
-        }
-        Err(e) => e,
-    }
-}
-
 /// The name of `src` to use inside a target directory.
 fn base_name(src: &Path) -> Result<&std::ffi::OsStr> {
     src.file_name().ok_or_else(|| {

@@ -6,7 +6,6 @@
 //! under a temporary name beside the target, given its mode (and times), then renamed over it.
 
 use super::side::{Meta, Side};
-use super::{about, EINVAL};
 use crate::fail::Failure;
 use crate::progress::Progress;
 use crate::util::BUF_SIZE;
@@ -14,6 +13,8 @@ use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+const EINVAL: i32 = 22;
 
 /// Most workers `-j` picks by default.
 pub const MAX_DEFAULT_JOBS: usize = 8;
@@ -157,4 +158,19 @@ fn copy_to(sh: &Shared, from: Side<'_>, src: &Path, tmp: &Path, m: &Meta) -> Res
         sh.to.set_times(dst, m.atime_ns, m.mtime_ns)?;
     }
     Ok(off)
+}
+
+/// An error about the temporary file of a copy, told about the file the user named.
+fn about(e: anyhow::Error, tmp: &Path, dst: &Path) -> anyhow::Error {
+    match e.downcast::<Failure>() {
+        Ok(mut f) => {
+            let (t, d) = (tmp.display().to_string(), dst.display().to_string());
+            f.msg = f.msg.replace(&t, &d);
+            if f.path.as_deref() == Some(tmp) {
+                f.path = Some(dst.to_path_buf());
+            }
+            f.into()
+        }
+        Err(e) => e,
+    }
 }

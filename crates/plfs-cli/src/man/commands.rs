@@ -21,9 +21,11 @@ pub fn description(p: &mut Page, name: &str) {
                  their files. `plfs sync SRC DST` makes DST itself the copy of SRC (even when DST is an existing \
                  directory, SRC is not copied into it).",
             );
-            description(p, "export");
+            if name == "cp" {
+                description(p, "export");
+            }
         }
-        "cp" | "mv" | "import" | "export" => {
+        "mv" | "import" | "export" => {
             p.p(
                 "Existing targets are never overwritten silently: an existing target file is an error (EEXIST, exit 1, \
                  the file untouched) unless `-f` (overwrite) or `-n` (skip it, exit 0) is given. Each file is \
