@@ -1,8 +1,10 @@
-//! `plfs cp`, `plfs import` and `plfs export`: copies between plain files and PLFS files, in both
-//! directions and within PLFS, of single files or (cp -r) directory trees. Modes are preserved,
-//! and with `-p` the access and modification times; an existing target file is refused unless
-//! `-f` (overwrite) or `-n` (skip) is given. A progress bar is drawn on a terminal for long
-//! copies.
+//! `plfs cp`, `plfs sync`, `plfs import` and `plfs export`: copies between plain files and PLFS
+//! files, in both directions and within PLFS, of single files or (cp -r) directory trees. Modes
+//! are preserved, and with `-p` the access and modification times; an existing target file is
+//! refused unless `-f` (overwrite), `-n` (skip) or `-u` (skip it if complete: same size and
+//! mtime; copy it again otherwise) is given. The walk makes directories and links and queues the
+//! regular files, which a pool of `-j N` workers copies ([`pool`]). A progress bar is drawn on a
+//! terminal for long copies.
 
 use crate::fail::{CoreContext, Failure, Reported};
 use crate::globals::Globals;
