@@ -8,6 +8,11 @@
 //! - **dead**: 1 - live / physical data bytes, where live bytes are what a reader sees (holes
 //!   excluded) and physical data bytes are the data in the data logs (headers excluded): the
 //!   share of stored data that was overwritten or truncated away.
+//! - **entries**: backend directory entries behind it (files and directories, on every backend):
+//!   for an N-1 container, what `plfs query` lists (container and meta directories, marker,
+//!   droppings, hostdirs, logs, shadow directories); 1 for an N-N file or a symlink; none for a
+//!   packed 1-N file, whose directory's `packed logs` row counts its shared logs. The logical
+//!   directories themselves are not counted.
 //! - **writers**: writers that have the file open now (open records in the container; N-N and
 //!   1-N files keep none, so it is not known there).
 
@@ -49,6 +54,8 @@ struct Usage {
     /// Live data bytes.
     live: Option<u64>,
     writers: Option<u64>,
+    /// Backend entries.
+    entries: u64,
 }
 
 impl Usage {
@@ -65,7 +72,7 @@ impl Usage {
             "path": self.path.display().to_string(), "kind": self.kind,
             "logical_bytes": self.logical, "physical_bytes": self.physical,
             "physical_data_bytes": self.data, "live_bytes": self.live,
-            "dead_ratio": self.dead(), "writers": self.writers,
+            "dead_ratio": self.dead(), "writers": self.writers, "backend_entries": self.entries,
         })
     }
 }
@@ -79,6 +86,7 @@ struct Total {
     data: u64,
     live: u64,
     writers: u64,
+    entries: u64,
 }
 
 impl Total {
@@ -91,6 +99,7 @@ impl Total {
         self.data += u.data.unwrap_or(0);
         self.live += u.live.unwrap_or(0);
         self.writers += u.writers.unwrap_or(0);
+        self.entries += u.entries;
     }
 
     fn dead(&self) -> f64 {
@@ -106,7 +115,7 @@ impl Total {
             "path": path.display().to_string(), "files": self.files,
             "logical_bytes": self.logical, "physical_bytes": self.physical,
             "physical_data_bytes": self.data, "live_bytes": self.live,
-            "dead_ratio": self.dead(), "writers": self.writers,
+            "dead_ratio": self.dead(), "writers": self.writers, "backend_entries": self.entries,
         })
     }
 }
@@ -125,6 +134,7 @@ fn container_usage(plfs: &Plfs, path: &Path, logical: u64) -> Result<Usage> {
         data: Some(u.data),
         live: Some(u.live),
         writers: Some(u.writers),
+        entries: tools::query(plfs, path).at("cannot measure", path)?.len() as u64,
     })
 }
 
@@ -147,6 +157,7 @@ fn legacy_usage(plfs: &Plfs, path: &Path, logical: u64) -> Result<Usage> {
         data: Some(phys.iter().filter(|p| p.kind == "data log").map(|p| p.size).sum()),
         live: Some(map.iter().map(|e| e.length).sum()),
         writers: Some(phys.iter().filter(|p| is_open(p)).count() as u64),
+        entries: phys.len() as u64,
     })
 }
 
@@ -166,6 +177,7 @@ fn file_usage(plfs: &Plfs, path: &Path, size: u64, kind: FileKind) -> Result<Usa
                 data: plain.then_some(bytes),
                 live: plain.then_some(size.min(bytes)),
                 writers: None,
+                entries: 1,
             })
         }
         // Nothing on the backend under this name: a packed 1-N file.
@@ -210,6 +222,7 @@ impl Walk<'_> {
                     data: Some(s.data_bytes),
                     live: Some(s.live_bytes),
                     writers: None,
+                    entries: s.logs,
                 });
             }
         }
@@ -247,9 +260,10 @@ pub fn du(cli: &Globals, a: &DuArgs) -> Result<()> {
     let mut failed = false;
     if !crate::out::json_mode() {
         outln!(
-            "{:>12} {:>12} {:>7} {:>7}  path",
+            "{:>12} {:>12} {:>7} {:>7} {:>7}  path",
             "logical",
             "physical",
+            "entries",
             "dead",
             "writers"
         );
@@ -278,13 +292,14 @@ pub fn du(cli: &Globals, a: &DuArgs) -> Result<()> {
                     u.path.display().to_string()
                 };
                 outln!(
-                    "{:>12} {:>12} {:>7} {:>7}  {path}",
+                    "{:>12} {:>12} {:>7} {:>7} {:>7}  {path}",
                     if u.kind == "packed logs" {
                         "-".to_string()
                     } else {
                         size_text(u.logical, a.human)
                     },
                     u.physical.map_or_else(|| "-".into(), |p| size_text(p, a.human)),
+                    u.entries,
                     ratio_text(u.dead()),
                     u.writers.map_or_else(|| "-".into(), |w| w.to_string()),
                 );
@@ -298,9 +313,10 @@ pub fn du(cli: &Globals, a: &DuArgs) -> Result<()> {
             docs.push(d);
         } else if a.summarize || w.rows.len() != 1 || w.rows[0].path != *path {
             outln!(
-                "{:>12} {:>12} {:>7} {:>7}  {} (total, {})",
+                "{:>12} {:>12} {:>7} {:>7} {:>7}  {} (total, {})",
                 size_text(t.logical, a.human),
                 size_text(t.physical, a.human),
+                t.entries,
                 ratio_text(Some(t.dead())),
                 t.writers,
                 path.display(),
@@ -315,9 +331,10 @@ pub fn du(cli: &Globals, a: &DuArgs) -> Result<()> {
         }));
     } else if paths.len() > 1 {
         outln!(
-            "{:>12} {:>12} {:>7} {:>7}  total",
+            "{:>12} {:>12} {:>7} {:>7} {:>7}  total",
             size_text(grand.logical, a.human),
             size_text(grand.physical, a.human),
+            grand.entries,
             ratio_text(Some(grand.dead())),
             grand.writers
         );

@@ -13,6 +13,7 @@ mod compact_cmd;
 mod config_cmd;
 mod copy;
 mod demo;
+mod df;
 mod du;
 mod fail;
 mod files;
@@ -74,10 +75,16 @@ enum Cmd {
     Mkdir(ops::MkdirArgs),
     /// Copy files and directory trees into, out of and within PLFS (mode preserved).
     Cp(copy::CpArgs),
+    /// Make DST an up-to-date copy of SRC (a file or a tree), resumably: files complete at DST (same
+    /// size and modification time) are skipped, the others copied again, N at a time.
+    Sync(copy::SyncArgs),
     /// Move or rename files and directories.
     Mv(ops::MvArgs),
     /// Remove files (and, with -r, directory trees).
     Rm(ops::RmArgs),
+    /// Backends of the mount points (or of PATH's): capacity, used and free space of their file
+    /// systems, and the directory entries PLFS keeps under each.
+    Df(df::DfArgs),
     /// Space used: logical bytes, physical bytes in the backends, dead ratio, open writers.
     Du(du::DuArgs),
     /// Rewrite files' live data into fresh logs and retire the old ones (--dry-run: only report
@@ -137,8 +144,10 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Cmd::Cat(a) => files::cat(g, a),
         Cmd::Mkdir(a) => ops::mkdir(g, a),
         Cmd::Cp(a) => copy::cp(g, a),
+        Cmd::Sync(a) => copy::sync(g, a),
         Cmd::Mv(a) => ops::mv(g, a),
         Cmd::Rm(a) => ops::rm(g, a),
+        Cmd::Df(a) => df::df(g, a),
         Cmd::Du(a) => du::du(g, a),
         Cmd::Compact(a) => compact_cmd::compact(g, a),
         Cmd::Import(a) => copy::import(g, a),

@@ -248,23 +248,16 @@ fn move_one(plfs: &Plfs, from: (Side, &Path), to: (Side, &Path), policy: Policy)
         }
     }
     // Across file systems: copy, then remove the source.
-    let mut c = Copier {
-        from: fs,
-        to: ts,
-        policy,
-        recursive: true,
-        // mv keeps times, as mv(1) does across file systems.
-        preserve: true,
-        progress: Progress::bytes(0, ""),
-        failed: false,
-    };
+    // mv keeps times, as mv(1) does across file systems.
+    let mut c = Copier::new(fs, ts, policy, true, true);
+    c.workers = crate::copy::default_jobs();
     if crate::out::progress_wanted() {
         let total = c.total_bytes(src, false);
         c.progress = Progress::bytes(total, &src.display().to_string());
     }
     let mut sum = Summary::default();
-    c.copy(src, dst, false, &mut sum)?;
-    if c.failed || sum.skipped > 0 {
+    c.run(src, dst, false, &mut sum)?;
+    if c.failed || sum.failed || sum.skipped > 0 {
         return Err(Failure::new(
             src,
             5,

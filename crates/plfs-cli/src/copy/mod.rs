@@ -1,16 +1,18 @@
-//! `plfs cp`, `plfs import` and `plfs export`: copies between plain files and PLFS files, in both
-//! directions and within PLFS, of single files or (cp -r) directory trees. Modes are preserved,
-//! and with `-p` the access and modification times; an existing target file is refused unless
-//! `-f` (overwrite) or `-n` (skip) is given. A progress bar is drawn on a terminal for long
-//! copies.
+//! `plfs cp`, `plfs sync`, `plfs import` and `plfs export`: copies between plain files and PLFS
+//! files, in both directions and within PLFS, of single files or (cp -r) directory trees. Modes
+//! are preserved, and with `-p` the access and modification times; an existing target file is
+//! refused unless `-f` (overwrite), `-n` (skip) or `-u` (skip it if complete: same size and
+//! mtime; copy it again otherwise) is given. The walk makes directories and links and queues the
+//! regular files, which a pool of `-j N` workers copies ([`pool`]). A progress bar is drawn on a
+//! terminal for long copies.
 
 use crate::fail::{CoreContext, Failure, Reported};
 use crate::globals::Globals;
 use crate::progress::Progress;
-use crate::util::{absolute, open_plfs, plural, require_plfs_path, trailing_slash, BUF_SIZE};
+use crate::util::{absolute, open_plfs, plural, require_plfs_path, trailing_slash};
 use anyhow::Result;
 use clap::Args;
-use plfs_core::{FileKind, Plfs};
+use plfs_core::FileKind;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -19,8 +21,10 @@ const EISDIR: i32 = 21;
 const ENOTDIR: i32 = 20;
 const EINVAL: i32 = 22;
 
+mod pool;
 mod side;
 
+pub use pool::default_jobs;
 pub use side::{Kind, Side};
 
 /// Arguments of `plfs cp`.
@@ -32,12 +36,32 @@ pub struct CpArgs {
     /// Keep the access and modification times (the mode is always kept).
     #[arg(short = 'p', long)]
     preserve: bool,
+    /// Skip target files that are complete (same size and modification time as the source) and
+    /// copy the others again, times kept: a copy that was interrupted is finished by running it
+    /// again. Implies -p.
+    #[arg(short = 'u', long, conflicts_with = "no_clobber")]
+    update: bool,
+    /// Copy N files at a time (default: the number of CPUs, at most 8).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    jobs: Option<u32>,
     #[command(flatten)]
     policy: PolicyArgs,
     /// Sources, then the destination (a directory when there are several sources). Each may be a
     /// plain path or a path under a PLFS mount point.
     #[arg(required = true, num_args = 2.., value_name = "PATH")]
     paths: Vec<PathBuf>,
+}
+
+/// Arguments of `plfs sync`.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// Copy N files at a time (default: the number of CPUs, at most 8).
+    #[arg(short = 'j', long = "jobs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    jobs: Option<u32>,
+    /// Source file or directory tree (plain or under a PLFS mount point).
+    src: PathBuf,
+    /// The copy of SRC: created, or brought up to date (never a directory to copy SRC into).
+    dst: PathBuf,
 }
 
 /// What to do with existing target files.
@@ -97,8 +121,10 @@ pub struct Summary {
     pub links: u64,
     /// Bytes copied.
     pub bytes: u64,
-    /// Existing targets left alone (-n).
+    /// Existing targets left alone (-n, or complete ones with --update).
     pub skipped: u64,
+    /// Failures under this operand were reported.
+    pub failed: bool,
 }
 
 /// A copy between two sides.
@@ -113,13 +139,98 @@ pub struct Copier<'a> {
     pub recursive: bool,
     /// Keep access and modification times (`cp -p`, and `mv` across file systems).
     pub preserve: bool,
+    /// Skip complete targets (same size and mtime), overwrite the others (`cp --update`).
+    pub update: bool,
+    /// Files copied at a time.
+    pub workers: usize,
     /// Progress over the whole operation.
     pub progress: Progress,
     /// Failures were reported (the copy went on).
     pub failed: bool,
+    /// The operand being walked (an index into the summaries of [`Copier::finish`]).
+    op: usize,
+    /// Regular files the walk found, copied by [`Copier::finish`].
+    queue: Vec<pool::Job<'a>>,
+    /// Directories to give their mode (`true`) and, with `-p`, times once their files are
+    /// copied, with their operand; children before parents.
+    fixups: Vec<(PathBuf, side::Meta, bool, usize)>,
 }
 
-impl Copier<'_> {
+impl<'a> Copier<'a> {
+    /// A copy from `from` to `to`, one file at a time until `workers` is set.
+    pub fn new(from: Side<'a>, to: Side<'a>, policy: Policy, recursive: bool, preserve: bool) -> Copier<'a> {
+        Copier {
+            from,
+            to,
+            policy,
+            recursive,
+            preserve,
+            update: false,
+            workers: 1,
+            progress: Progress::bytes(0, ""),
+            failed: false,
+            op: 0,
+            queue: Vec::new(),
+            fixups: Vec::new(),
+        }
+    }
+
+    /// Copies `src` to `dst` (exactly that name): the walk, then the files by the pool, then
+    /// the directories' modes and times. Failures below a directory are reported and the copy
+    /// goes on; the returned error is the failure of `src` itself.
+    pub fn run(&mut self, src: &Path, dst: &Path, follow: bool, sum: &mut Summary) -> Result<()> {
+        self.op = 0;
+        let walked = self.copy(src, dst, follow, sum, true);
+        let mut sums = [std::mem::take(sum)];
+        let mut tops = self.finish(&mut sums);
+        *sum = sums[0];
+        sum.failed |= self.failed;
+        walked?;
+        tops.pop().map_or(Ok(()), |(_, e)| Err(e))
+    }
+
+    /// Copies the queued files with the pool and then fixes the directories up, counting into
+    /// `sums` (one per operand). Failures below an operand are reported; those of an operand
+    /// itself (a file named on the command line) are returned, with their operand.
+    fn finish(&mut self, sums: &mut [Summary]) -> Vec<(usize, anyhow::Error)> {
+        let jobs = std::mem::take(&mut self.queue);
+        let sh = pool::Shared {
+            to: self.to,
+            preserve: self.preserve,
+            progress: &self.progress,
+        };
+        let mut tops = Vec::new();
+        for (j, r) in jobs.iter().zip(pool::run(&sh, &jobs, self.workers)) {
+            match r {
+                Ok(n) => {
+                    sums[j.op].bytes += n;
+                    sums[j.op].files += 1;
+                }
+                Err(e) if j.top => tops.push((j.op, e)),
+                Err(e) => {
+                    self.report(e);
+                    sums[j.op].failed = true;
+                }
+            }
+        }
+        for (dst, m, set_mode, op) in std::mem::take(&mut self.fixups) {
+            let r = if set_mode { self.to.chmod(&dst, m.mode) } else { Ok(()) };
+            // Last: filling the directory changed its times.
+            let r = r.and_then(|()| {
+                if self.preserve {
+                    self.to.set_times(&dst, m.atime_ns, m.mtime_ns)
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = r {
+                self.report(e);
+                sums[op].failed = true;
+            }
+        }
+        tops
+    }
+
     /// Reports a failure and goes on.
     fn report(&mut self, e: anyhow::Error) {
         crate::fail::report(&e, crate::out::EXIT_FAILURE);
@@ -141,9 +252,10 @@ impl Copier<'_> {
         }
     }
 
-    /// Copies `src` to `dst` (exactly that name). Failures below a directory are reported and
-    /// the copy goes on; the returned error is the failure of `src` itself.
-    pub fn copy(&mut self, src: &Path, dst: &Path, follow: bool, sum: &mut Summary) -> Result<()> {
+    /// Walks `src` to copy it to `dst` (exactly that name): makes directories and links, and
+    /// queues regular files. Failures below a directory are reported and the walk goes on; the
+    /// returned error is the failure of `src` itself.
+    fn copy(&mut self, src: &Path, dst: &Path, follow: bool, sum: &mut Summary, top: bool) -> Result<()> {
         let m = self.from.stat(src, follow)?.ok_or_else(|| {
             Failure::new(
                 src,
@@ -190,17 +302,11 @@ impl Copier<'_> {
                 }
                 sum.dirs += 1;
                 for n in self.from.list(src)? {
-                    if let Err(e) = self.copy(&src.join(&n), &dst.join(&n), false, sum) {
+                    if let Err(e) = self.copy(&src.join(&n), &dst.join(&n), false, sum, false) {
                         self.report(e);
                     }
                 }
-                if existing.is_none() {
-                    self.to.chmod(dst, m.mode)?;
-                }
-                if self.preserve {
-                    // Last: filling the directory changed its times.
-                    self.to.set_times(dst, m.atime_ns, m.mtime_ns)?;
-                }
+                self.fixups.push((dst.to_path_buf(), m, existing.is_none(), self.op));
                 Ok(())
             }
             Kind::File | Kind::Symlink => {
@@ -213,6 +319,12 @@ impl Copier<'_> {
                         )
                         .into())
                     }
+                    Some(e) if self.update && m.kind == Kind::File && complete(&e, &m) => {
+                        sum.skipped += 1;
+                        self.progress.inc(m.size);
+                        return Ok(());
+                    }
+                    Some(_) if self.update => false,
                     Some(_) => match self.policy {
                         Policy::Skip => {
                             sum.skipped += 1;
@@ -251,8 +363,15 @@ impl Copier<'_> {
                     sum.links += 1;
                     return Ok(());
                 }
-                sum.bytes += self.copy_file(src, dst, &m, excl)?;
-                sum.files += 1;
+                self.queue.push(pool::Job {
+                    from: self.from,
+                    op: self.op,
+                    src: src.to_path_buf(),
+                    dst: dst.to_path_buf(),
+                    meta: m,
+                    excl,
+                    top,
+                });
                 Ok(())
             }
             Kind::Other => Err(Failure::new(
@@ -263,90 +382,12 @@ impl Copier<'_> {
             .into()),
         }
     }
-
-    /// Copies one regular file's bytes and mode (and times with `-p`); returns the bytes copied.
-    /// The copy is atomic (issue 25, item 11): it is written under a temporary name beside `dst`
-    /// (`.plfs-cp.<pid>.<name>`, as rsync does), given its mode and times, then renamed over
-    /// `dst`. An interrupted copy leaves no partial file under the name (which `cp -n` would
-    /// then skip), only the temporary one; a copy that fails removes it.
-    fn copy_file(&mut self, src: &Path, dst: &Path, m: &side::Meta, excl: bool) -> Result<u64> {
-        self.progress
-            .label(&src.file_name().unwrap_or_default().to_string_lossy());
-        let name = dst
-            .file_name()
-            .ok_or_else(|| Failure::new(dst, EINVAL, format!("{}: not a file name", dst.display())))?;
-        // At most 200 bytes of the name, so the temporary one stays within NAME_MAX.
-        use std::os::unix::ffi::OsStrExt;
-        let short = &name.as_bytes()[..name.len().min(200)];
-        let mut tmp_name = std::ffi::OsString::from(format!(".plfs-cp.{}.", std::process::id()));
-        tmp_name.push(std::ffi::OsStr::from_bytes(short));
-        let tmp = dst.with_file_name(tmp_name);
-        // One left by an earlier copy that was killed, whose pid this process now has.
-        if self.to.stat(&tmp, false)?.is_some() {
-            self.to.unlink(&tmp)?;
-        }
-        let r = self.copy_to(src, &tmp, m);
-        match r {
-            Ok(n) => {
-                if excl && self.to.stat(dst, false)?.is_some() {
-                    let _ = self.to.unlink(&tmp);
-                    return Err(
-                        Failure::new(dst, 17, format!("{}: created while it was copied", dst.display())).into(),
-                    );
-                }
-                if let Err(e) = self.to.rename(&tmp, dst) {
-                    let _ = self.to.unlink(&tmp);
-                    return Err(e);
-                }
-                Ok(n)
-            }
-            Err(e) => {
-                let _ = self.to.unlink(&tmp);
-                Err(about(e, &tmp, dst))
-            }
-        }
-    }
-
-    /// The bytes, mode and (with `-p`) times of `src` into a new file `tmp`.
-    fn copy_to(&mut self, src: &Path, tmp: &Path, m: &side::Meta) -> Result<u64> {
-        let (dst, excl) = (tmp, true);
-        let r = self.from.open_read(src)?;
-        let w = self.to.create(dst, m.mode, excl)?;
-        let mut buf = vec![0u8; BUF_SIZE];
-        let mut off = 0u64;
-        loop {
-            let n = r.read_at(&mut buf, off, src)?;
-            if n == 0 {
-                break;
-            }
-            w.write_all_at(&buf[..n], off, dst)?;
-            off += n as u64;
-            self.progress.inc(n as u64);
-        }
-        r.close(src)?;
-        w.close(dst)?;
-        // The umask applied at create: set the exact source mode.
-        self.to.chmod(dst, m.mode)?;
-        if self.preserve {
-            self.to.set_times(dst, m.atime_ns, m.mtime_ns)?;
-        }
-        Ok(off)
-    }
 }
 
-/// An error about the temporary file of a copy, told about the file the user named.
-fn about(e: anyhow::Error, tmp: &Path, dst: &Path) -> anyhow::Error {
-    match e.downcast::<Failure>() {
-        Ok(mut f) => {
-            let (t, d) = (tmp.display().to_string(), dst.display().to_string());
-            f.msg = f.msg.replace(&t, &d);
-            if f.path.as_deref() == Some(tmp) {
-                f.path = Some(dst.to_path_buf());
-            }
-            f.into()
-        }
-        Err(e) => e,
-    }
+/// A target file that a finished copy of the source left: a regular file of the same size and
+/// modification time (set only once its data was complete).
+fn complete(target: &side::Meta, src: &side::Meta) -> bool {
+    target.kind == Kind::File && target.size == src.size && target.mtime_ns == src.mtime_ns
 }
 
 /// The name of `src` to use inside a target directory.
@@ -397,66 +438,76 @@ fn summary_text(src: &Path, dst: &Path, s: &Summary) {
     outln!("{} -> {} ({t})", src.display(), dst.display());
 }
 
-/// Runs a copy of `srcs` to `dst` (cp's rules for a directory target).
-fn run_copy(
-    plfs: &Plfs,
-    srcs: &[(Side, PathBuf)],
-    to: (Side, PathBuf),
-    policy: Policy,
-    (recursive, preserve): (bool, bool),
-) -> Result<()> {
+/// How a copy runs: `(recursive, preserve, update, workers)`.
+type Mode = (bool, bool, bool, usize);
+
+/// Runs a copy of `srcs` to `dst` (cp's rules for a directory target; `exact`: `dst` is the
+/// copy of the only source even if it is a directory, as `plfs sync` wants).
+fn run_copy(srcs: &[(Side, PathBuf)], to: (Side, PathBuf), policy: Policy, mode: Mode, exact: bool) -> Result<()> {
     let (to_side, dst) = to;
+    let (recursive, preserve, update, workers) = mode;
     let dst_meta = to_side.stat(&dst, true)?;
-    let dst_is_dir = dst_meta.is_some_and(|m| m.kind == Kind::Dir) || (dst_meta.is_none() && trailing_slash(&dst));
+    let dst_is_dir =
+        !exact && (dst_meta.is_some_and(|m| m.kind == Kind::Dir) || (dst_meta.is_none() && trailing_slash(&dst)));
     if srcs.len() > 1 && !dst_is_dir {
         return Err(Failure::new(&dst, ENOTDIR, format!("target {} is not a directory", dst.display())).into());
     }
-    let _ = plfs;
-    let mut results = Vec::new();
-    let mut failed = false;
-    for (from, src) in srcs {
-        let mut c = Copier {
-            from: *from,
-            to: to_side,
-            policy,
-            recursive,
-            preserve,
-            progress: Progress::bytes(0, ""),
-            failed: false,
+    let mut c = Copier::new(to_side, to_side, policy, recursive, preserve || update);
+    c.update = update;
+    c.workers = workers;
+    if crate::out::progress_wanted() {
+        let total = srcs.iter().map(|(from, src)| {
+            c.from = *from;
+            c.total_bytes(src, true)
+        });
+        let total = total.sum();
+        let label = match srcs {
+            [(_, one)] => one.display().to_string(),
+            _ => dst.display().to_string(),
         };
+        c.progress = Progress::bytes(total, &label);
+    }
+    let mut sums = vec![Summary::default(); srcs.len()];
+    let mut targets = Vec::with_capacity(srcs.len());
+    for (k, (from, src)) in srcs.iter().enumerate() {
+        (c.from, c.op, c.failed) = (*from, k, false);
         let target = if dst_is_dir {
             match base_name(src) {
                 Ok(n) => dst.join(n),
                 Err(e) => {
                     c.report(e);
-                    failed = true;
+                    sums[k].failed = true;
+                    targets.push(None);
                     continue;
                 }
             }
         } else {
             dst.clone()
         };
-        if crate::out::progress_wanted() {
-            let total = c.total_bytes(src, true);
-            c.progress = Progress::bytes(total, &src.display().to_string());
+        if let Err(e) = c.copy(src, &target, true, &mut sums[k], true) {
+            c.report(e);
         }
-        let mut sum = Summary::default();
-        match c.copy(src, &target, true, &mut sum) {
-            Ok(()) => {}
-            Err(e) => c.report(e),
-        }
-        drop(std::mem::replace(&mut c.progress, Progress::bytes(0, "")));
-        failed |= c.failed;
+        sums[k].failed |= c.failed;
+        targets.push(Some(target));
+    }
+    for (k, e) in c.finish(&mut sums) {
+        c.report(e);
+        sums[k].failed = true;
+    }
+    drop(std::mem::replace(&mut c.progress, Progress::bytes(0, "")));
+    let mut results = Vec::new();
+    for (((_, src), target), sum) in srcs.iter().zip(&targets).zip(&sums) {
+        let Some(target) = target else { continue };
         if crate::out::json_mode() {
-            results.push(summary_json(src, &target, &sum));
-        } else if !c.failed {
-            summary_text(src, &target, &sum);
+            results.push(summary_json(src, target, sum));
+        } else if !sum.failed {
+            summary_text(src, target, sum);
         }
     }
     if crate::out::json_mode() {
         crate::out::json(&json!(results));
     }
-    if failed {
+    if sums.iter().any(|s| s.failed) {
         return Err(Reported.into());
     }
     Ok(())
@@ -468,7 +519,18 @@ pub fn cp(cli: &Globals, a: &CpArgs) -> Result<()> {
     let (srcs, dst) = a.paths.split_at(a.paths.len() - 1);
     let srcs = srcs.iter().map(|s| Side::of(&plfs, s)).collect::<Result<Vec<_>>>()?;
     let to = Side::of(&plfs, &dst[0])?;
-    run_copy(&plfs, &srcs, to, a.policy.policy(), (a.recursive, a.preserve))
+    let workers = a.jobs.map_or_else(pool::default_jobs, |j| j as usize);
+    let mode = (a.recursive, a.preserve, a.update, workers);
+    run_copy(&srcs, to, a.policy.policy(), mode, false)
+}
+
+/// Runs `plfs sync SRC DST`: `cp -r --update` onto DST itself.
+pub fn sync(cli: &Globals, a: &SyncArgs) -> Result<()> {
+    let plfs = open_plfs(cli)?;
+    let src = Side::of(&plfs, &a.src)?;
+    let to = Side::of(&plfs, &a.dst)?;
+    let workers = a.jobs.map_or_else(pool::default_jobs, |j| j as usize);
+    run_copy(&[src], to, Policy::Force, (true, true, true, workers), true)
 }
 
 /// Runs `plfs import SRC DST`: one plain file into PLFS.
@@ -491,11 +553,11 @@ pub fn import(cli: &Globals, a: &ImportArgs) -> Result<()> {
         .into());
     }
     run_copy(
-        &plfs,
         &[src],
         (Side::Plfs(&plfs), dst),
         a.policy.policy(),
-        (false, false),
+        (false, false, false, 1),
+        false,
     )
 }
 
@@ -513,10 +575,10 @@ pub fn export(cli: &Globals, a: &ImportArgs) -> Result<()> {
         .into());
     }
     run_copy(
-        &plfs,
         &[(Side::Plfs(&plfs), src)],
         (Side::Plain, a.dst.clone()),
         a.policy.policy(),
-        (false, false),
+        (false, false, false, 1),
+        false,
     )
 }

@@ -6,7 +6,26 @@ use super::roff::{unwrap, Page};
 /// Paragraphs added to the DESCRIPTION of `plfs-NAME(1)`.
 pub fn description(p: &mut Page, name: &str) {
     match name {
-        "cp" | "mv" | "import" | "export" => {
+        "cp" | "sync" => {
+            p.p(
+                "With `-p` the mode (always kept) and the access and modification times are kept. With `-u` \
+                 (`--update`, which implies `-p`), and always with `plfs sync`, a target file that is complete is \
+                 skipped: a regular file of the same size and modification time as its source. Any other existing \
+                 target is copied again. A file's times are set only after its data is complete and before it is \
+                 renamed into place, so an interrupted copy is never taken for a complete one: running the same \
+                 command again finishes it.",
+            );
+            p.p(
+                "The files of a tree (and the sources named) are copied by a pool of `-j N` workers, by default one \
+                 per CPU and at most 8; directories are made first, and get their mode and (with `-p`) times after \
+                 their files. `plfs sync SRC DST` makes DST itself the copy of SRC (even when DST is an existing \
+                 directory, SRC is not copied into it).",
+            );
+            if name == "cp" {
+                description(p, "export");
+            }
+        }
+        "mv" | "import" | "export" => {
             p.p(
                 "Existing targets are never overwritten silently: an existing target file is an error (EEXIST, exit 1, \
                  the file untouched) unless `-f` (overwrite) or `-n` (skip it, exit 0) is given. Each file is \
@@ -40,6 +59,7 @@ pub fn sections(p: &mut Page, name: &str, cmd: &clap::Command) {
     match name {
         "ls" => ls(p),
         "du" => du(p),
+        "df" => df(p),
         "map" => map(p),
         "stats" => stats(p),
         "advise" => advise(p, cmd),
@@ -74,8 +94,16 @@ pub fn related(name: &str) -> &'static [&'static str] {
     match name {
         "ls" | "stat" | "cat" => &["plfs-du(1)", "plfs-stats(1)"],
         "mkdir" | "mv" | "rm" => &["plfs-cp(1)", "plfs-ls(1)"],
-        "cp" | "import" | "export" => &["plfs-import(1)", "plfs-export(1)", "plfs-cp(1)", "plfs-mv(1)"],
-        "du" => &["plfs-compact(1)", "plfs-stat(1)", "plfs-stats(1)"],
+        "cp" | "import" | "export" => &[
+            "plfs-import(1)",
+            "plfs-export(1)",
+            "plfs-cp(1)",
+            "plfs-sync(1)",
+            "plfs-mv(1)",
+        ],
+        "du" => &["plfs-df(1)", "plfs-compact(1)", "plfs-stat(1)", "plfs-stats(1)"],
+        "df" => &["plfs-du(1)", "plfs-check-config(1)"],
+        "sync" => &["plfs-cp(1)"],
         "compact" => &["plfs-du(1)", "plfs-stat(1)"],
         "map" => &["plfs-stats(1)", "plfs-query(1)", "plfs-flatten(1)"],
         "stats" => &["plfs-map(1)", "plfs-du(1)", "plfs-advise(1)"],
@@ -96,7 +124,9 @@ fn examples(name: &str) -> Option<&'static str> {
         "stat" => "plfs stat /mnt/plfs/run1/ckpt\nplfs --json stat /mnt/plfs/run1/ckpt | jq .usage.dead_ratio",
         "cat" => "plfs cat /mnt/plfs/run1/ckpt | md5sum",
         "mkdir" => "plfs mkdir -p /mnt/plfs/run1/ckpt",
-        "cp" => "plfs cp -r results/ /mnt/plfs/run1/     # plain -> PLFS\nplfs cp -r -p /mnt/plfs/run1 ./back     # PLFS -> plain, times kept\nplfs cp -n -r results/ /mnt/plfs/run1/  # skip what is there",
+        "cp" => "plfs cp -r results/ /mnt/plfs/run1/     # plain -> PLFS\nplfs cp -r -p /mnt/plfs/run1 ./back     # PLFS -> plain, times kept\nplfs cp -n -r results/ /mnt/plfs/run1/  # skip what is there\nplfs cp -r -u -j 8 results/ /mnt/plfs/run1/  # resume a copy",
+        "sync" => "plfs sync results /mnt/plfs/run1/results  # rerun: the rest\nplfs sync -j 4 /mnt/plfs/run1 ./backup",
+        "df" => "plfs df\nplfs df -h /mnt/plfs\nplfs --json df | jq '.backends[].entries'",
         "mv" => "plfs mv /mnt/plfs/run1/results /mnt/plfs/run1/old",
         "rm" => "plfs rm -r /mnt/plfs/run1/old",
         "du" => "plfs du -h /mnt/plfs/run1\nplfs du -s -h /mnt/plfs",
@@ -164,8 +194,45 @@ fn du(p: &mut Page) {
          excluded). `plfs compact` reclaims it.",
     );
     p.tp(
+        "entries",
+        "Backend directory entries behind the file, files and directories on every backend: for an N-1 container \
+         what `plfs query` lists (its container and meta directories, marker, droppings, hostdirs, index and data \
+         logs, shadow directories), 1 for an N-N file or a symbolic link, 0 for a packed 1-N file (its directory's \
+         `(packed logs)` line counts their shared logs). The logical directories themselves are not counted. This \
+         is what a metadata server or an inode quota sees, where `logical` is what the user sees.",
+    );
+    p.tp(
         "writers",
         "Writers that have the file open now (`-` for N-N and 1-N files, which do not record them).",
+    );
+}
+
+fn df(p: &mut Page) {
+    p.sh("Output");
+    p.p(
+        "A header, then one line per backend of each mount point (of PATH's mount point only, when given), in \
+         plfsrc order. The columns:",
+    );
+    p.tp(
+        "size, used, avail",
+        "Of the file system the backend directory lies on (statvfs(3)): its capacity, the bytes in use, and the \
+         bytes an unprivileged user may still write (`-h`: K, M, G). Backends on one file system show the same \
+         numbers.",
+    );
+    p.tp("use%", "used / size, rounded up.");
+    p.tp(
+        "entries",
+        "Directory entries below the backend directory (files, directories and links, counted by walking it): the \
+         inodes PLFS uses there. Compare with `plfs du`, whose entries column splits them per file.",
+    );
+    p.tp("role", "`both`, `canonical` or `shadow` (plfsrc(5)).");
+    p.tp("backend (mount point)", "The backend directory and its mount point.");
+    p.sh("Layout policy");
+    p.p(
+        "Lustre users set a layout per directory (`lfs setstripe`). PLFS has no per-directory policy: the workload \
+         mode and num_hostdirs are set per mount point in the plfsrc, and every file created under it follows them. \
+         A policy for a subtree, inherited by new files, would need a policy record that the core reads on every \
+         create; that is left for later. Use a second mount point with its own settings instead.",
     );
 }
 

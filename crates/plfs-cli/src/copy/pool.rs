@@ -1,0 +1,176 @@
+//! The file copies of one `plfs cp`, run by a pool of worker threads (`-j N`).
+//!
+//! The walk of the source tree (in [`super::Copier::copy`]) creates the directories and links
+//! and queues one [`Job`] per regular file; [`run`] then hands the jobs to the workers, which take
+//! the next one from a shared counter until none is left. Each file is copied as before the pool:
+//! under a temporary name beside the target, given its mode (and times), then renamed over it.
+
+use super::side::{Meta, Side};
+use crate::fail::Failure;
+use crate::progress::Progress;
+use crate::util::BUF_SIZE;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+const EINVAL: i32 = 22;
+
+/// Most workers `-j` picks by default.
+pub const MAX_DEFAULT_JOBS: usize = 8;
+
+/// The process's umask, from /proc/self/status (Linux 4.7 and later); unknown, it counts as
+/// masking everything, so the mode is always set after the create.
+fn umask() -> u32 {
+    static MASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *MASK.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            .unwrap_or(0o777)
+    })
+}
+
+/// The default of `-j`: the number of CPUs, at most [`MAX_DEFAULT_JOBS`].
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_DEFAULT_JOBS)
+}
+
+/// One regular file to copy.
+pub(super) struct Job<'a> {
+    /// The side of the source (operands may lie on different sides).
+    pub from: Side<'a>,
+    /// The operand it was found under.
+    pub op: usize,
+    pub src: PathBuf,
+    pub dst: PathBuf,
+    pub meta: Meta,
+    /// The target did not exist when the walk saw it: fail if it appears meanwhile.
+    pub excl: bool,
+    /// The operand itself (not a file below a directory operand): its failure is the command's.
+    pub top: bool,
+}
+
+/// What the workers share.
+pub(super) struct Shared<'s, 'a> {
+    pub to: Side<'a>,
+    pub preserve: bool,
+    pub progress: &'s Progress,
+}
+
+/// Copies every job with `workers` threads; returns, in the jobs' order, the bytes copied or
+/// the failure of each.
+pub(super) fn run(sh: &Shared, jobs: &[Job<'_>], workers: usize) -> Vec<Result<u64>> {
+    let workers = workers.clamp(1, jobs.len().max(1));
+    umask();
+    if workers == 1 {
+        return jobs.iter().map(|j| copy_file(sh, j)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<u64>>>> = Mutex::new(jobs.iter().map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(j) = jobs.get(i) else { break };
+                let r = copy_file(sh, j);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(anyhow::anyhow!("a copy worker stopped"))))
+        .collect()
+}
+
+/// Copies one regular file's bytes and mode (and times with `-p`); returns the bytes copied.
+/// The copy is atomic (issue 25, item 11): it is written under a temporary name beside `dst`
+/// (`.plfs-cp.<pid>.<name>`, as rsync does), given its mode and times, then renamed over
+/// `dst`. An interrupted copy leaves no partial file under the name (which `cp -n` or
+/// `cp --update` would then skip), only the temporary one; a copy that fails removes it.
+fn copy_file(sh: &Shared, j: &Job<'_>) -> Result<u64> {
+    let (src, dst) = (&j.src, &j.dst);
+    sh.progress
+        .label(&src.file_name().unwrap_or_default().to_string_lossy());
+    let name = dst
+        .file_name()
+        .ok_or_else(|| Failure::new(dst, EINVAL, format!("{}: not a file name", dst.display())))?;
+    // At most 200 bytes of the name, so the temporary one stays within NAME_MAX.
+    use std::os::unix::ffi::OsStrExt;
+    let short = &name.as_bytes()[..name.len().min(200)];
+    let mut tmp_name = std::ffi::OsString::from(format!(".plfs-cp.{}.", std::process::id()));
+    tmp_name.push(std::ffi::OsStr::from_bytes(short));
+    let tmp = dst.with_file_name(tmp_name);
+    // One left by an earlier copy that was killed, whose pid this process now has.
+    if sh.to.stat(&tmp, false)?.is_some() {
+        sh.to.unlink(&tmp)?;
+    }
+    match copy_to(sh, j.from, src, &tmp, &j.meta) {
+        Ok(n) => {
+            if j.excl && sh.to.stat(dst, false)?.is_some() {
+                let _ = sh.to.unlink(&tmp);
+                return Err(Failure::new(dst, 17, format!("{}: created while it was copied", dst.display())).into());
+            }
+            if let Err(e) = sh.to.rename(&tmp, dst) {
+                let _ = sh.to.unlink(&tmp);
+                return Err(e);
+            }
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = sh.to.unlink(&tmp);
+            Err(about(e, &tmp, dst))
+        }
+    }
+}
+
+/// The bytes, mode and (with `-p`) times of `src` into a new file `tmp`. The times are set
+/// last, after the data is complete: a file whose size and mtime match its source's is whole.
+fn copy_to(sh: &Shared, from: Side<'_>, src: &Path, tmp: &Path, m: &Meta) -> Result<u64> {
+    let dst = tmp;
+    let r = from.open_read(src)?;
+    let w = sh.to.create(dst, m.mode, true)?;
+    let mut buf = vec![0u8; BUF_SIZE.min(m.size.max(4096) as usize)];
+    let mut off = 0u64;
+    loop {
+        let n = r.read_at(&mut buf, off, src)?;
+        if n == 0 {
+            break;
+        }
+        w.write_all_at(&buf[..n], off, dst)?;
+        off += n as u64;
+        sh.progress.inc(n as u64);
+    }
+    r.close(src)?;
+    w.close(dst)?;
+    // The umask applied at create: set the exact source mode, unless create gave it already.
+    if m.mode & 0o200 == 0 || m.mode & !0o777 != 0 || m.mode & umask() != 0 {
+        sh.to.chmod(dst, m.mode)?;
+    }
+    if sh.preserve {
+        sh.to.set_times(dst, m.atime_ns, m.mtime_ns)?;
+    }
+    Ok(off)
+}
+
+/// An error about the temporary file of a copy, told about the file the user named.
+fn about(e: anyhow::Error, tmp: &Path, dst: &Path) -> anyhow::Error {
+    match e.downcast::<Failure>() {
+        Ok(mut f) => {
+            let (t, d) = (tmp.display().to_string(), dst.display().to_string());
+            f.msg = f.msg.replace(&t, &d);
+            if f.path.as_deref() == Some(tmp) {
+                f.path = Some(dst.to_path_buf());
+            }
+            f.into()
+        }
+        Err(e) => e,
+    }
+}

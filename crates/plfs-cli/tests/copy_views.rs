@@ -1,0 +1,327 @@
+//! Copies users can trust and storage views (issue 28, items 4 and 5), through the real binary:
+//! `cp -p` keeps the mode and mtime, `cp --update` and `plfs sync` skip complete targets and redo
+//! partial ones, `-j 4` copies a tree byte-exact, `plfs df` shows every backend, and `plfs du`'s
+//! entries column counts the backend entries behind a file.
+
+use serde_json::Value;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, UNIX_EPOCH};
+
+fn test_root() -> PathBuf {
+    std::env::var_os("PLFS_TEST_ROOT")
+        .filter(|p| !p.is_empty())
+        .map_or_else(std::env::temp_dir, PathBuf::from)
+}
+
+/// A temporary directory with `nb` backends (b1, b2...), a `plain` directory and a plfsrc.
+struct Env {
+    dir: PathBuf,
+    cfg: PathBuf,
+    mount: PathBuf,
+    backends: Vec<PathBuf>,
+}
+
+impl Env {
+    fn new(name: &str, nb: usize) -> Env {
+        let dir = test_root().join(format!("plfs-cpv-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("plain")).unwrap();
+        let backends: Vec<PathBuf> = (1..=nb).map(|i| dir.join(format!("b{i}"))).collect();
+        let mut text = String::new();
+        let mount = PathBuf::from(format!("/plfs-cpv-test-{}-{name}", std::process::id()));
+        text.push_str(&format!(
+            "- mount_point: {}\n  workload: n-1\n  backends:\n",
+            mount.display()
+        ));
+        for b in &backends {
+            std::fs::create_dir_all(b).unwrap();
+            text.push_str(&format!("    - location: {}\n", b.display()));
+        }
+        let cfg = dir.join("plfsrc");
+        std::fs::write(&cfg, text).unwrap();
+        Env {
+            dir,
+            cfg,
+            mount,
+            backends,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_plfs"))
+            .env("PLFSRC", &self.cfg)
+            .env("HOME", &self.dir)
+            .env_remove("PLFS_HOSTNAME")
+            .args(args)
+            .output()
+            .expect("running plfs")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "plfs {args:?} failed: {}\nstdout: {}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut a = vec!["--json"];
+        a.extend_from_slice(args);
+        let out = self.ok(&a);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("plfs {args:?}: not JSON ({e}): {out}"))
+    }
+
+    fn logical(&self, name: &str) -> String {
+        self.mount.join(name).display().to_string()
+    }
+
+    fn plain(&self, name: &str) -> PathBuf {
+        self.dir.join("plain").join(name)
+    }
+
+    fn cat(&self, name: &str) -> Vec<u8> {
+        let o = self.run(&["cat", &self.logical(name)]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        o.stdout
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Sets a plain file's modification time to `ns` since the epoch.
+fn set_mtime(p: &Path, ns: u64) {
+    let t = UNIX_EPOCH + Duration::from_nanos(ns);
+    let f = std::fs::File::options().write(true).open(p).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_modified(t).set_accessed(t))
+        .unwrap();
+}
+
+/// Entries below `dir` (not itself), links not followed.
+fn count_entries(dir: &Path) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        n += 1;
+        if e.file_type().unwrap().is_dir() {
+            n += count_entries(&e.path());
+        }
+    }
+    n
+}
+
+const MTIME: u64 = 1_577_934_245_123_456_789;
+
+#[test]
+fn cp_p_keeps_the_mode_and_the_mtime_both_ways() {
+    let env = Env::new("p", 2);
+    let src = env.plain("a.dat");
+    std::fs::write(&src, bytes(10_000, 3)).unwrap();
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o640)).unwrap();
+    set_mtime(&src, MTIME);
+    env.ok(&["cp", "-p", src.to_str().unwrap(), &env.logical("a.dat")]);
+    let st = env.json(&["stat", &env.logical("a.dat")]);
+    assert_eq!(st["mtime_ns"], MTIME, "{st}");
+    assert_eq!(st["mode"].as_u64().unwrap() & 0o7777, 0o640, "{st}");
+    // And back out to a plain file.
+    let back = env.plain("back.dat");
+    env.ok(&["cp", "-p", &env.logical("a.dat"), back.to_str().unwrap()]);
+    let m = std::fs::metadata(&back).unwrap();
+    assert_eq!(m.mode() & 0o7777, 0o640);
+    assert_eq!(m.mtime() as u64 * 1_000_000_000 + m.mtime_nsec() as u64, MTIME);
+    assert_eq!(std::fs::read(&back).unwrap(), bytes(10_000, 3));
+}
+
+/// The backend directory of a container in a one-backend mount: a rewritten file is a new one
+/// (its copy is renamed over the name), so its inode changes.
+fn backend_inode(env: &Env, name: &str) -> u64 {
+    std::fs::symlink_metadata(env.backends[0].join(name)).unwrap().ino()
+}
+
+#[test]
+fn update_skips_complete_files_and_redoes_partial_ones() {
+    let env = Env::new("update", 1);
+    let src = env.plain("tree");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    let (a, b, c) = (bytes(5000, 1), bytes(300_000, 2), bytes(777, 3));
+    std::fs::write(src.join("a"), &a).unwrap();
+    std::fs::write(src.join("sub/b"), &b).unwrap();
+    std::fs::write(src.join("c"), &c).unwrap();
+    let s = src.to_str().unwrap();
+    env.ok(&["cp", "-r", "-p", s, &env.logical("tree")]);
+    let ino_a = backend_inode(&env, "tree/a");
+    let ino_c = backend_inode(&env, "tree/c");
+
+    // sub/b made partial: its first 1000 bytes only, as an interrupted plain copy leaves it.
+    let part = env.plain("part");
+    std::fs::write(&part, &b[..1000]).unwrap();
+    env.ok(&["cp", "-f", part.to_str().unwrap(), &env.logical("tree/sub/b")]);
+    assert_eq!(env.cat("tree/sub/b").len(), 1000);
+    // c of the right size but older than its source: redone too.
+    let old = env.plain("old");
+    std::fs::write(&old, bytes(777, 9)).unwrap();
+    set_mtime(&old, MTIME);
+    env.ok(&["cp", "-f", "-p", old.to_str().unwrap(), &env.logical("tree/c")]);
+    let ino_c2 = backend_inode(&env, "tree/c");
+    assert_ne!(ino_c, ino_c2);
+
+    // Without --update an existing file is refused; with it, only b and c are copied.
+    assert!(!env
+        .run(&["cp", "-r", s, &env.mount.display().to_string()])
+        .status
+        .success());
+    let v = env.json(&["cp", "-r", "--update", "-j", "2", s, &env.mount.display().to_string()]);
+    assert_eq!(v[0]["files"], 2, "{v}");
+    assert_eq!(v[0]["skipped"], 1, "{v}");
+    assert_eq!(backend_inode(&env, "tree/a"), ino_a, "a complete file was rewritten");
+    assert_ne!(backend_inode(&env, "tree/c"), ino_c2, "c was not redone");
+    assert_eq!(env.cat("tree/a"), a);
+    assert_eq!(env.cat("tree/sub/b"), b);
+    assert_eq!(env.cat("tree/c"), c);
+    let st = env.json(&["stat", &env.logical("tree/sub/b")]);
+    let m = std::fs::metadata(src.join("sub/b")).unwrap();
+    assert_eq!(
+        st["mtime_ns"].as_u64().unwrap(),
+        m.mtime() as u64 * 1_000_000_000 + m.mtime_nsec() as u64
+    );
+
+    // plfs sync: nothing to do now; then a changed source file is copied again.
+    let v = env.json(&["sync", s, &env.logical("tree")]);
+    assert_eq!(v[0]["files"], 0, "{v}");
+    assert_eq!(v[0]["skipped"], 3, "{v}");
+    assert_eq!(backend_inode(&env, "tree/a"), ino_a);
+    std::fs::write(src.join("a"), b"changed").unwrap();
+    let v = env.json(&["sync", s, &env.logical("tree")]);
+    assert_eq!(v[0]["files"], 1, "{v}");
+    assert_eq!(env.cat("tree/a"), b"changed");
+    // No temporary copy is left behind.
+    let names: Vec<_> = std::fs::read_dir(env.backends[0].join("tree")).unwrap().collect();
+    assert!(
+        names.iter().all(|e| !e
+            .as_ref()
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".plfs-cp")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn j4_copies_200_files_byte_exact_both_ways() {
+    let env = Env::new("j4", 2);
+    let src = env.plain("many");
+    for d in 0..4 {
+        std::fs::create_dir_all(src.join(format!("d{d}"))).unwrap();
+    }
+    let file = |i: usize| format!("d{}/f{i}", i % 4);
+    for i in 0..200 {
+        std::fs::write(src.join(file(i)), bytes(i * 97 + (i % 7) * 4096, i as u64)).unwrap();
+    }
+    let v = env.json(&["cp", "-r", "-j", "4", src.to_str().unwrap(), &env.logical("many")]);
+    assert_eq!(v[0]["files"], 200, "{v}");
+    assert_eq!(v[0]["dirs"], 5, "{v}");
+    let back = env.plain("back");
+    env.ok(&["cp", "-r", "-j", "4", &env.logical("many"), back.to_str().unwrap()]);
+    for i in 0..200 {
+        let want = bytes(i * 97 + (i % 7) * 4096, i as u64);
+        assert!(
+            std::fs::read(back.join(file(i))).unwrap() == want,
+            "{} differs",
+            file(i)
+        );
+    }
+    assert!(env.cat(&format!("many/{}", file(199))) == bytes(199 * 97 + 3 * 4096, 199));
+}
+
+#[test]
+fn df_prints_one_line_per_backend() {
+    let env = Env::new("df", 2);
+    let src = env.plain("x");
+    std::fs::write(&src, bytes(50_000, 5)).unwrap();
+    env.ok(&["cp", src.to_str().unwrap(), &env.logical("x")]);
+    let text = env.ok(&["df", &env.mount.display().to_string()]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].contains("entries") && lines[0].contains("avail"), "{text}");
+    for (l, b) in lines[1..].iter().zip(&env.backends) {
+        assert!(l.contains(&b.display().to_string()), "{text}");
+    }
+    let v = env.json(&["df"]);
+    let rows = v["backends"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    for (r, b) in rows.iter().zip(&env.backends) {
+        for k in [
+            "mount_point",
+            "backend",
+            "role",
+            "size_bytes",
+            "used_bytes",
+            "avail_bytes",
+            "entries",
+        ] {
+            assert!(r.get(k).is_some(), "no {k}: {r}");
+        }
+        assert_eq!(r["backend"], b.display().to_string());
+        assert_eq!(r["mount_point"], env.mount.display().to_string());
+        let (size, used, avail) = (
+            r["size_bytes"].as_u64().unwrap(),
+            r["used_bytes"].as_u64().unwrap(),
+            r["avail_bytes"].as_u64().unwrap(),
+        );
+        assert!(size > 0 && used <= size && avail <= size, "{r}");
+        assert_eq!(r["entries"].as_u64().unwrap(), count_entries(b), "{r}");
+    }
+    assert!(rows.iter().map(|r| r["entries"].as_u64().unwrap()).sum::<u64>() > 0);
+    // Not under a mount point: exit 1, the path named.
+    let o = env.run(&["df", "/"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not under a PLFS mount point"));
+}
+
+#[test]
+fn du_counts_backend_entries() {
+    let env = Env::new("du", 2);
+    let src = env.plain("f");
+    std::fs::write(&src, bytes(200_000, 8)).unwrap();
+    env.ok(&["cp", src.to_str().unwrap(), &env.logical("f")]);
+    // The only file at the mount point's root: every entry in the backends is its own, but for
+    // `.plfs_shadow`, the directory every file's shadow directories share on a backend (there
+    // when the writer's hostdir hashed to the other backend).
+    let want: u64 = env
+        .backends
+        .iter()
+        .map(|b| count_entries(b) - u64::from(b.join(".plfs_shadow").is_dir()))
+        .sum();
+    assert!(want >= 4, "{want}");
+    let v = env.json(&["du", &env.logical("f")]);
+    assert_eq!(v["paths"][0]["backend_entries"], want, "{v}");
+    assert_eq!(v["paths"][0]["entries"][0]["backend_entries"], want, "{v}");
+    let text = env.ok(&["du", &env.logical("f")]);
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let col = head.iter().position(|h| *h == "entries").expect("an entries column");
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(row[col], want.to_string(), "{text}");
+}
