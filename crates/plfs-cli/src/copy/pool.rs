@@ -19,20 +19,6 @@ const EINVAL: i32 = 22;
 /// Most workers `-j` picks by default.
 pub const MAX_DEFAULT_JOBS: usize = 8;
 
-/// The process's umask, from /proc/self/status (Linux 4.7 and later); unknown, it counts as
-/// masking everything, so the mode is always set after the create.
-fn umask() -> u32 {
-    static MASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *MASK.get_or_init(|| {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("Umask:"))
-            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-            .unwrap_or(0o777)
-    })
-}
-
 /// The default of `-j`: the number of CPUs, at most [`MAX_DEFAULT_JOBS`].
 pub fn default_jobs() -> usize {
     std::thread::available_parallelism()
@@ -66,7 +52,6 @@ pub(super) struct Shared<'s, 'a> {
 /// the failure of each.
 pub(super) fn run(sh: &Shared, jobs: &[Job<'_>], workers: usize) -> Vec<Result<u64>> {
     let workers = workers.clamp(1, jobs.len().max(1));
-    umask();
     if workers == 1 {
         return jobs.iter().map(|j| copy_file(sh, j)).collect();
     }
@@ -151,7 +136,7 @@ fn copy_to(sh: &Shared, from: Side<'_>, src: &Path, tmp: &Path, m: &Meta) -> Res
     r.close(src)?;
     w.close(dst)?;
     // The umask applied at create: set the exact source mode, unless create gave it already.
-    if m.mode & 0o200 == 0 || m.mode & !0o777 != 0 || m.mode & umask() != 0 {
+    if m.mode & 0o200 == 0 || m.mode & !0o777 != 0 || m.mode & plfs_core::sys::umask() != 0 {
         sh.to.chmod(dst, m.mode)?;
     }
     if sh.preserve {
