@@ -119,28 +119,7 @@ impl Container {
 
     /// A container from its open directory.
     pub fn from_dir(mount: &Arc<Mount>, backend: usize, dir: Dir) -> Result<Container> {
-        let st = match dir.stat(format::MARKER_NAME) {
-            Ok(st) if sys::is_file(&st) => st,
-            Ok(_) => {
-                return Err(Error::corrupt(
-                    dir.sub(format::MARKER_NAME),
-                    "marker is not a regular file",
-                ))
-            }
-            Err(e) if sys::is_missing(&e) => {
-                if format::is_build_mode(dir.fstat()?.st_mode) {
-                    return Err(Error::errno(
-                        Errno::INPROGRESS,
-                        format!("{}: being created by another process", dir.path().display()),
-                    ));
-                }
-                return Err(Error::errno(
-                    Errno::ISDIR,
-                    format!("{}: is a directory", dir.path().display()),
-                ));
-            }
-            Err(e) => return Err(e),
-        };
+        let st = published_marker(&dir)?;
         Ok(Container {
             mount: mount.clone(),
             backend,
@@ -260,12 +239,23 @@ impl Container {
     }
 
     /// Finishes a container whose creator died while building it (a directory in the build mode
-    /// without a marker, older than [`BUILD_PATIENCE`] for the caller): with the container id of
-    /// its cid dropping if it made one. `Ok(None)` if someone else published it meanwhile.
+    /// without a marker, or with one never written, older than [`BUILD_PATIENCE`] for the
+    /// caller): with the container id of its cid dropping if it made one. `Ok(None)` if someone
+    /// else published it meanwhile, or its marker is too young to be taken for abandoned.
     pub fn adopt(mount: &Arc<Mount>, backend: usize, rel: &Path, mode: u32) -> Result<Option<Container>> {
         let t = mount.canonical[backend].dir(rel)?.kept();
-        if t.stat_opt(format::MARKER_NAME)?.is_some() || !format::is_build_mode(t.fstat()?.st_mode) {
+        let dmode = t.fstat()?.st_mode;
+        if !format::is_build_mode(dmode) {
             return Ok(None);
+        }
+        if let Some(m) = t.stat_opt(format::MARKER_NAME)? {
+            // A marker not yet written: its creator made it and died before writing it, unless
+            // it is younger than the patience (a live creator writes it right after making it).
+            let age = crate::clock::now_ns().saturating_sub(sys::mtime_ns(&m).max(0) as u64);
+            if format::is_published(m.st_size as u64, dmode) || u128::from(age) < BUILD_PATIENCE.as_nanos() {
+                return Ok(None);
+            }
+            t.unlink_opt(format::MARKER_NAME)?;
         }
         let cid = match cid_of(&t) {
             Ok(c) => c,
@@ -631,6 +621,43 @@ pub fn cid_of(d: &Dir) -> Result<u128> {
         }
     }
     read_marker(d).map(|m| m.container_id)
+}
+
+/// The stat of the marker of the container in `dir`, if it is published (format.md §1): else
+/// `EINPROGRESS` for a file being created, `EISDIR` for a directory.
+fn published_marker(dir: &Dir) -> Result<sys::RawStat> {
+    let in_progress = || {
+        Error::errno(
+            Errno::INPROGRESS,
+            format!("{}: being created by another process", dir.path().display()),
+        )
+    };
+    let not_regular = || Error::corrupt(dir.sub(format::MARKER_NAME), "marker is not a regular file");
+    match dir.stat_opt(format::MARKER_NAME)? {
+        // A marker not yet written costs a stat of the directory; a whole one is published
+        // whatever the directory's mode.
+        Some(st) if sys::is_file(&st) && (st.st_size as u64) < format::MARKER_LEN as u64 => {
+            if format::is_published(st.st_size as u64, dir.fstat()?.st_mode) {
+                // Damage, or written and published since the first stat: its stat now.
+                dir.stat(format::MARKER_NAME)
+            } else {
+                Err(in_progress())
+            }
+        }
+        Some(st) if sys::is_file(&st) => Ok(st),
+        Some(_) => Err(not_regular()),
+        None if format::is_build_mode(dir.fstat()?.st_mode) => Err(in_progress()),
+        // Not in the build mode: a directory, unless its creator made the marker and left the
+        // build mode between the two stats (it makes the marker first): look once more.
+        None => match dir.stat_opt(format::MARKER_NAME)? {
+            Some(st) if sys::is_file(&st) => Ok(st),
+            Some(_) => Err(not_regular()),
+            None => Err(Error::errno(
+                Errno::ISDIR,
+                format!("{}: is a directory", dir.path().display()),
+            )),
+        },
+    }
 }
 
 /// Reads and checks the marker of the container in directory `d`.

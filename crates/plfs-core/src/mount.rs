@@ -193,7 +193,7 @@ pub struct Found {
 
 /// Classifies what backend `b` holds at `rel` (two `lstat`s for a container: itself and its
 /// marker; three for a directory: itself, the marker, a PLFS 2.x access file; one otherwise).
-/// A directory in the build mode without a marker is a file being created: `Missing`.
+/// A directory in the build mode without a whole marker is a file being created: `Missing`.
 /// Returns the probe and the stat described in [`Found`].
 pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
     let root = b.root()?;
@@ -209,8 +209,12 @@ pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
     };
     Ok(match sys::FileType::from_raw_mode(st.st_mode) {
         sys::FileType::Directory => match inside(format::MARKER_NAME)? {
-            Some(m) => (Probe::Container, Some(m)),
-            // A file being created (format.md §1) is not there yet.
+            // A file being created (format.md §1) is not there yet: no marker, or one still
+            // being written, in a directory in the build mode.
+            Some(m) if format::is_published(m.st_size as u64, st.st_mode) || rel.as_os_str().is_empty() => {
+                (Probe::Container, Some(m))
+            }
+            Some(_) => (Probe::Missing, None),
             None if format::is_build_mode(st.st_mode) && !rel.as_os_str().is_empty() => (Probe::Missing, None),
             None => match inside(format::legacy::ACCESS_NAME)? {
                 Some(a) if !rel.as_os_str().is_empty() => (Probe::Legacy, Some(a)),

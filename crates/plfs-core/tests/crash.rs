@@ -220,8 +220,10 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
             if let Death::Failpoint(point, n) = t.death {
                 c.env("PLFS_FAILPOINTS", format!("{point}=kill@{n}"));
             }
+            // A writer's stderr goes to a file: a panic (not a kill) is shown with its message.
+            let err = std::fs::File::create(stderr_path(fx, rank)).expect("writer stderr file");
             c.stdout(Stdio::piped())
-                .stderr(Stdio::null())
+                .stderr(Stdio::from(err))
                 .spawn()
                 .expect("spawn writer")
         })
@@ -245,7 +247,7 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
         Death::Failpoint(..) => {}
     }
     let mut acked = Vec::new();
-    for (c, r) in children.iter_mut().zip(readers) {
+    for (rank, (c, r)) in (0u64..).zip(children.iter_mut().zip(readers)) {
         let status = c.wait().expect("wait");
         let a = last_ack(&r.join().expect("stdout reader"));
         if status.success() {
@@ -260,14 +262,20 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
             assert_eq!(
                 status.signal(),
                 Some(9),
-                "seed {}: writer died of {status}, not SIGKILL",
-                t.seed
+                "seed {}: writer died of {status}, not SIGKILL; its stderr:\n{}",
+                t.seed,
+                std::fs::read_to_string(stderr_path(fx, rank)).unwrap_or_default()
             );
             tally.killed += 1;
         }
         acked.push(a);
     }
     check_debris(fx, t, &path, &acked, tally);
+}
+
+/// Where writer `rank` of the current trial writes its stderr.
+fn stderr_path(fx: &Fixture, rank: u64) -> PathBuf {
+    fx.dir.path().join(format!("writer{rank}.stderr"))
 }
 
 /// Reads the children's stdout on threads, so a full pipe never blocks a writer.

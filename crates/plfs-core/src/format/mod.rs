@@ -71,6 +71,15 @@ pub fn is_build_mode(mode: u32) -> bool {
     mode & 0o7777 & !0o011 == 0o1700
 }
 
+/// Whether a directory of mode `dir_mode` holding a marker of `marker_len` bytes is a published
+/// container (format.md §1). The creator makes the marker and then writes it: a marker shorter
+/// than [`MARKER_LEN`] in a directory still in the build mode is one being written (or whose
+/// writer died before writing it), and the file is still being created. A short marker in a
+/// finished directory is damage, which reading the marker reports.
+pub fn is_published(marker_len: u64, dir_mode: u32) -> bool {
+    marker_len >= MARKER_LEN as u64 || !is_build_mode(dir_mode)
+}
+
 /// Prefix of the temporary names used while a container is created (never visible as a file).
 pub const TMP_PREFIX: &str = ".plfstmp.";
 /// Prefix of a container deleted by an unlink, renamed aside before its removal.

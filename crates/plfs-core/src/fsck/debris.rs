@@ -119,7 +119,7 @@ pub(super) fn remove_when_old(parent: &Dir, name: &OsStr, st: &sys::RawStat, opt
 pub(super) fn build_debris(parent: &Dir, name: &OsStr, st: &sys::RawStat, opts: &Options, rep: &mut Report) {
     let p = parent.sub(name);
     let repair = remove_when_old(parent, name, st, opts, "its create");
-    let msg = "a file whose create stopped before its marker was made (invisible)".to_string();
+    let msg = "a file whose create stopped before its marker was written (invisible)".to_string();
     rep.push(Kind::TmpDebris, true, &p, msg, repair);
 }
 

@@ -124,7 +124,8 @@ fn walk_dir(
         }
         let sub = dir.open_dir(&n)?;
         let srel = rel.join(&n);
-        if sub.stat_opt(format::MARKER_NAME)?.is_some() {
+        let marker = sub.stat_opt(format::MARKER_NAME)?;
+        if marker.is_some_and(|m| format::is_published(m.st_size as u64, st.st_mode)) {
             cids.insert(container::check(mount, b, sub, opts, rep)?);
         } else if format::is_build_mode(st.st_mode) {
             super::debris::build_debris(dir, &n, &st, opts, rep);

@@ -105,10 +105,9 @@ impl N1 {
                         if let Some(c) = Container::adopt(&loc.mount, b, &loc.rel, mode)? {
                             return Ok((c, true));
                         }
-                    } else {
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).min(std::time::Duration::from_millis(50));
                     }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
                 }
                 // Gone again (its creator failed, or an unlink): claim the name once more.
                 Err(e) if sys::is_missing(&e) => {
