@@ -98,10 +98,6 @@ fn follow(r: Result<()>) -> Result<()> {
     }
 }
 
-fn cid_dropping(cid: u128) -> String {
-    format!("cid.{cid:032x}")
-}
-
 impl Container {
     /// Opens the container at `rel` on canonical backend `backend`; an error if something that
     /// is not a container is there (`ENOENT` if nothing is).
@@ -225,17 +221,12 @@ impl Container {
             let cid = (u128::from(r[0]) << 64) | u128::from(r[1]);
             Self::finish(mount, backend, t, cid, mode, owner)
         })();
-        match made {
-            Ok(Some(c)) => Ok(Some(c)),
-            // Only an adopter (after BUILD_PATIENCE) could have published it: take it as theirs.
-            Ok(None) => Ok(None),
-            Err(e) => {
-                // Nothing was published (a failed publication removes its marker): remove the
-                // claim, so that the name is free again.
-                let _ = parent.remove_tree(name);
-                Err(e)
-            }
-        }
+        // `Ok(None)`: only an adopter (after BUILD_PATIENCE) could have published it, and it is
+        // theirs. On an error nothing was published (a failed publication removes its marker):
+        // the claim is removed, so that the name is free again.
+        made.inspect_err(|_| {
+            let _ = parent.remove_tree(name);
+        })
     }
 
     /// Finishes a container whose creator died while building it (a directory in the build mode
@@ -287,7 +278,7 @@ impl Container {
         // (the file's group is the marker's: both are made by this process).
         let dmode = container_dir_mode(mode);
         let meta = mkdir_exact(&t, format::META_DIR, dmode, None)?.kept();
-        meta.touch(cid_dropping(cid), 0o644)?;
+        meta.touch(format::cid_dropping_name(cid), 0o644)?;
         let marker = format::Marker {
             version: format::FORMAT_VERSION,
             container_id: cid,
@@ -611,11 +602,10 @@ impl Container {
 /// marker.
 pub fn cid_of(d: &Dir) -> Result<u128> {
     if let Some(m) = d.open_dir_opt(format::META_DIR)? {
-        let found = m.list()?.iter().find_map(|n| {
-            n.to_str()
-                .and_then(|n| n.strip_prefix("cid."))
-                .and_then(|hex| u128::from_str_radix(hex, 16).ok())
-        });
+        let found = m
+            .list()?
+            .iter()
+            .find_map(|n| n.to_str().and_then(format::parse_cid_dropping));
         if let Some(c) = found {
             return Ok(c);
         }

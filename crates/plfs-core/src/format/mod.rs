@@ -6,13 +6,18 @@ use crate::error::{Error, Result};
 use std::path::Path;
 
 pub mod compact;
+#[cfg(test)]
+mod doc_tests;
 pub mod flat;
 pub mod legacy;
 mod names;
 pub mod small;
 pub mod xattr;
 
-pub use names::{data_log_name, fast_size, hash_str, index_log_name, parse_log_name, LogName, MetaDropping};
+pub use names::{
+    cid_dropping_name, data_log_name, fast_size, hash_str, index_log_name, parse_cid_dropping, parse_log_name, LogName,
+    MetaDropping,
+};
 
 /// Name of the flattened index inside a container.
 pub const FLAT_NAME: &str = "flat.index";

@@ -11,6 +11,16 @@ pub fn index_log_name(writer_id: u64, pid: u32, host: &str) -> String {
     format!("index.{writer_id:016x}.{pid}.{host}")
 }
 
+/// Name of a container's id dropping in `meta/`: `cid.<container id hex32>`.
+pub fn cid_dropping_name(cid: u128) -> String {
+    format!("cid.{cid:032x}")
+}
+
+/// The container id of a `cid.<hex>` dropping name; `None` for any other name.
+pub fn parse_cid_dropping(name: &str) -> Option<u128> {
+    name.strip_prefix("cid.").and_then(|h| u128::from_str_radix(h, 16).ok())
+}
+
 /// Parsed name of a data or index log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogName {

@@ -68,11 +68,9 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
     let mut droppings = Vec::new();
     for n in &meta_names {
         let name = n.to_string_lossy();
-        if let Some(hex) = name.strip_prefix("cid.") {
-            if let Ok(v) = u128::from_str_radix(hex, 16) {
-                cids.push(v);
-                continue;
-            }
+        if let Some(v) = format::parse_cid_dropping(&name) {
+            cids.push(v);
+            continue;
         }
         match MetaDropping::parse(&name) {
             Some(d) => droppings.push(d),

@@ -18,11 +18,7 @@ pub(super) fn meta_cid(dir: &Dir) -> Option<u128> {
         .list()
         .ok()?
         .iter()
-        .find_map(|n| {
-            n.to_str()
-                .and_then(|s| s.strip_prefix("cid."))
-                .and_then(|h| u128::from_str_radix(h, 16).ok())
-        })
+        .find_map(|n| n.to_str().and_then(format::parse_cid_dropping))
 }
 
 /// Reports (and removes when safe) a `.plfstmp.*` entry `name` found in `parent` (a container).
