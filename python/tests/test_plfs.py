@@ -1,58 +1,21 @@
 """Tests of the Python package against plain-file models, on the three workloads (n-1
-containers, n-n plain files, 1-n packed files). PLFSRC points at a private plfsrc; the package
-reads it at first use, like every other front end."""
+containers, n-n plain files, 1-n packed files). PLFSRC points at a private plfsrc (conftest.py);
+the package reads it at first use, like every other front end."""
 
 import errno
 import io
-import os
 import random
 import stat as st
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PLFS_BIN = Path(os.environ.get("PLFS_BIN", REPO / "target" / "release" / "plfs"))
-BASE = Path(os.environ.get("TMPDIR", "/tmp")) / f"plfs-pytest-{os.getpid()}"
-MOUNTS = {w: f"/plfs-pytest-{os.getpid()}-{w}" for w in ("n-1", "n-n", "1-n")}
+# conftest.py sets PLFSRC to the private plfsrc before plfs is first used, and gives the
+# `mount` fixture: a fresh directory under each mount point in turn.
+from conftest import MOUNTS, PLFS_BIN, REPO
 
-
-def _write_config():
-    for b in ("b1", "b2", "b3", "b4"):
-        (BASE / b).mkdir(parents=True, exist_ok=True)
-    rc = BASE / "plfsrc"
-    rc.write_text(
-        "- global_params:\n    num_hostdirs: 4\n"
-        f"- mount_point: {MOUNTS['n-1']}\n  workload: n-1\n  backends:\n"
-        f"    - location: {BASE / 'b1'}\n    - location: {BASE / 'b2'}\n      type: shadow\n"
-        f"- mount_point: {MOUNTS['n-n']}\n  workload: n-n\n  backends:\n    - location: {BASE / 'b3'}\n"
-        f"- mount_point: {MOUNTS['1-n']}\n  workload: 1-n\n  backends:\n    - location: {BASE / 'b4'}\n"
-    )
-    return rc
-
-
-# Before the first call into plfs: the configuration is read once per process.
-os.environ["PLFSRC"] = str(_write_config())
-os.environ.setdefault("PLFS_LOG", "off")
-
-import plfs  # noqa: E402
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _cleanup():
-    yield
-    import shutil
-    shutil.rmtree(BASE, ignore_errors=True)
-
-
-@pytest.fixture(params=sorted(MOUNTS))
-def mount(request):
-    m = MOUNTS[request.param]
-    d = f"{m}/t{random.getrandbits(40):x}"
-    plfs.mkdir(d)
-    return d
+import plfs
 
 
 def data(n, seed):
@@ -251,3 +214,4 @@ def test_paths_outside_a_mount_and_bad_modes_are_clear(mount):
         assert f.mode == "w"
     with plfs.open(f"{mount}/m", "br") as f:
         assert f.read() == b""
+
