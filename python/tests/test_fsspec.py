@@ -1,13 +1,157 @@
-"""plfs.walk and plfs.scandir against os.walk and os.scandir over the same tree, and
-plfs.exists (issue 28, item 6)."""
+"""plfs:// through fsspec (pandas and pyarrow on top), plfs.walk and plfs.scandir against
+os.walk and os.scandir, and plfs.exists (issue 28, item 6). fsspec, pandas and pyarrow are in
+the package's `test` extra, which `make test-python` installs: a missing one fails these tests,
+it does not skip them."""
 
+import datetime
 import errno
 import os
+import random
 import stat as st
+import subprocess
+import sys
 
+# Installed by `make test-python` (the `test` extra): a missing one fails the collection.
+import fsspec
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
+# conftest.py sets PLFSRC to the private plfsrc before plfs is first used.
+from conftest import MOUNTS
+
 import plfs
+
+
+def frame():
+    """A DataFrame of several column types, with nothing time-dependent in it."""
+    rng = random.Random(28)
+    n = 5000
+    return pd.DataFrame({
+        "i": pd.array(range(n), dtype="int64"),
+        "x": [rng.random() for _ in range(n)],
+        "s": [f"row-{rng.randrange(100)}" for _ in range(n)],
+        "t": pd.date_range("2026-01-01", periods=n, freq="s"),
+        "c": pd.Categorical(rng.choice("abc") for _ in range(n)),
+        "b": [i % 3 == 0 for i in range(n)],
+    })
+
+
+def test_pandas_writes_and_reads_parquet_through_plfs_urls(mount, tmp_path):
+    df = frame()
+    url = f"plfs://{mount}/run/a.parquet"
+    plfs.makedirs(f"{mount}/run")
+    df.to_parquet(url)
+    back = pd.read_parquet(url)
+    assert back.equals(df)
+    # The bytes are those pandas writes to a plain file: pyarrow's parquet writer embeds its
+    # version and the pandas schema, nothing time-dependent.
+    plain = tmp_path / "a.parquet"
+    df.to_parquet(plain)
+    with plfs.open(f"{mount}/run/a.parquet", "rb") as f:
+        assert f.read() == plain.read_bytes()
+    # pyarrow straight on the fsspec filesystem, and fsspec.open.
+    fs = fsspec.filesystem("plfs")
+    assert pq.read_table(f"{mount}/run/a.parquet", filesystem=fs).to_pandas().equals(df)
+    with fsspec.open(url, "rb") as f:
+        assert f.read(4) == b"PAR1"
+    # The three-slash form the docs show and the two-slash form name the same file.
+    assert pd.read_parquet("plfs://" + f"{mount}/run/a.parquet".lstrip("/")).equals(df)
+
+
+def test_the_protocol_is_registered_without_importing_plfs_and_plfs_does_not_import_fsspec():
+    code = (
+        "import sys, fsspec\n"
+        "assert 'plfs' not in sys.modules\n"
+        "fs = fsspec.filesystem('plfs')\n"
+        "print(type(fs).__module__, type(fs).__name__, fs.protocol)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["plfs.fsspec", "PlfsFileSystem", "plfs"]
+    code = ("import sys, plfs\n"
+            "print(sorted(m for m in ('fsspec', 'pandas', 'pyarrow') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_strip_protocol():
+    fs = fsspec.filesystem("plfs")
+    m = MOUNTS["n-1"]
+    assert fs._strip_protocol(f"plfs://{m}/a/b/") == f"{m}/a/b"
+    assert fs._strip_protocol(f"plfs://{m[1:]}/a") == f"{m}/a"
+    assert fs._strip_protocol(f"{m}/a/./c/../b") == f"{m}/a/b"
+    assert fs._strip_protocol("plfs:///") == "/"
+    assert fs._strip_protocol([f"plfs://{m}/x", f"{m}/y"]) == [f"{m}/x", f"{m}/y"]
+    assert fs.unstrip_protocol(f"{m}/x") == f"plfs://{m}/x"
+    assert fs._parent(f"plfs://{m}/a/b") == f"{m}/a"
+    got, path = fsspec.core.url_to_fs(f"plfs://{m}/q")
+    assert got is fs and path == f"{m}/q"
+
+
+def test_fsspec_ls_info_exists_rm_mv_cp(mount):
+    fs = fsspec.filesystem("plfs")
+    d = f"{mount}/fs"
+    fs.mkdir(f"plfs://{d}/sub/deeper")
+    with pytest.raises(FileExistsError):
+        fs.mkdir(d)
+    fs.makedirs(d, exist_ok=True)
+    fs.pipe_file(f"plfs://{d}/f1", b"x" * 1234)
+    with fs.open(f"{d}/sub/f2", "w") as f:  # text mode, wrapped by fsspec
+        f.write("hello\n")
+    plfs.symlink("f1", f"{d}/ln")
+
+    assert fs.ls(d, detail=False) == [f"{d}/f1", f"{d}/ln", f"{d}/sub"]
+    infos = {i["name"]: i for i in fs.ls(f"plfs://{d}")}
+    assert infos[f"{d}/f1"]["type"] == "file" and infos[f"{d}/f1"]["size"] == 1234
+    assert infos[f"{d}/sub"]["type"] == "directory"
+    assert infos[f"{d}/ln"]["islink"] and infos[f"{d}/ln"]["destination"] == "f1"
+    assert infos[f"{d}/ln"]["type"] == "file" and infos[f"{d}/ln"]["size"] == 1234
+    assert fs.ls(f"{d}/f1") == [fs.info(f"{d}/f1")]
+
+    i = fs.info(f"plfs://{d}/sub/f2")
+    s = plfs.stat(f"{d}/sub/f2")
+    assert (i["name"], i["size"], i["type"], i["mtime"]) == (f"{d}/sub/f2", 6, "file", s.st_mtime)
+    assert i["mode"] == s.st_mode and not i["islink"]
+    utc = datetime.timezone.utc
+    assert fs.modified(f"{d}/sub/f2") == datetime.datetime.fromtimestamp(s.st_mtime, utc)
+    assert fs.created(f"{d}/sub/f2").tzinfo is datetime.timezone.utc
+    assert fs.cat_file(f"{d}/sub/f2") == b"hello\n"
+    assert fs.isdir(f"{d}/sub") and fs.isfile(f"{d}/f1") and not fs.isdir(f"{d}/f1")
+
+    assert fs.exists(f"plfs://{d}/f1") and fs.exists(f"{d}/sub")
+    assert not fs.exists(f"{d}/nope") and not fs.exists(f"{d}/nope/deeper")
+    assert not fs.exists("/etc/passwd") and not fs.exists("plfs:///etc/passwd")
+    with pytest.raises(FileNotFoundError) as e:
+        fs.info(f"{d}/nope")
+    assert e.value.filename == f"{d}/nope"
+    with pytest.raises(OSError) as e:
+        fs.info("/etc/passwd")
+    assert "not under a PLFS mount point" in str(e.value) and e.value.filename == "/etc/passwd"
+
+    assert sorted(fs.find(d)) == [f"{d}/f1", f"{d}/ln", f"{d}/sub/f2"]
+    fs.cp_file(f"{d}/f1", f"{d}/sub/f1copy")
+    assert fs.cat_file(f"{d}/sub/f1copy") == b"x" * 1234
+    fs.mv(f"{d}/sub/f1copy", f"{d}/moved")
+    assert fs.exists(f"{d}/moved") and not fs.exists(f"{d}/sub/f1copy")
+    fs.mv(f"{d}/moved", f"{d}/sub")  # into an existing directory
+    assert fs.exists(f"{d}/sub/moved")
+    fs.rename(f"{d}/sub/deeper", f"{d}/deeper2")
+    assert fs.isdir(f"{d}/deeper2")
+
+    fs.rm(f"{d}/ln")
+    assert not fs.lexists(f"{d}/ln") and fs.exists(f"{d}/f1")
+    fs.rm_file(f"plfs://{d}/f1")
+    assert not fs.exists(f"{d}/f1")
+    with pytest.raises(IsADirectoryError) as e:
+        fs.rm(f"{d}/sub")
+    assert e.value.filename == f"{d}/sub"
+    fs.rmdir(f"{d}/deeper2")
+    fs.rm(f"plfs://{d}", recursive=True)
+    assert not fs.exists(d)
+    with pytest.raises(FileNotFoundError):
+        fs.rm(d)
 
 
 def make_tree(root, mkdir, write, symlink):
