@@ -2,17 +2,24 @@
 
 ``plfs.open(path, mode)`` returns a real :mod:`io` file object (``io.BufferedReader``,
 ``io.BufferedWriter``, ``io.BufferedRandom`` or ``io.TextIOWrapper``, like the built-in
-``open``) over :class:`RawFile`, an ``io.RawIOBase``; ``stat``, ``listdir``, ``unlink``,
-``rename``, ``mkdir``, ``rmdir`` and ``chmod`` work on logical paths. The configuration is the
-same plfsrc as every other front end ($PLFSRC, ~/.plfsrc, /etc/plfsrc, or the zero-config
-default). Errors are ``OSError`` subclasses (``FileNotFoundError``, ``PermissionError``, ...)
-with ``errno`` and ``filename`` set.
+``open``) over :class:`RawFile`, an ``io.RawIOBase``; ``stat``, ``exists``, ``listdir``,
+``scandir``, ``walk``, ``unlink``, ``rename``, ``mkdir``, ``makedirs``, ``rmdir``, ``chmod``,
+``symlink`` and ``readlink`` work on logical paths like their :mod:`os` namesakes. The
+configuration is the same plfsrc as every other front end ($PLFSRC, ~/.plfsrc, /etc/plfsrc, or
+the zero-config default, whose mount point is ``/tmp/plfs-$USER``); ``mount_points()`` lists its
+mount points. Errors are ``OSError`` subclasses (``FileNotFoundError``, ``PermissionError``, ...)
+with ``errno`` and ``filename`` set. With fsspec installed, ``plfs://`` URLs work in pandas,
+dask and the rest (:mod:`plfs.fsspec`, found by fsspec without an import).
 
     import numpy, plfs
-    with plfs.open("/tmp/plfs-me/ckpt", "wb") as f:
+    m = plfs.mount_points()[0]          # /tmp/plfs-$USER with the zero-config default
+    plfs.makedirs(m + "/run", exist_ok=True)
+    with plfs.open(m + "/run/ckpt", "wb") as f:
         f.write(numpy.arange(1000, dtype="f8"))
-    with plfs.open("/tmp/plfs-me/ckpt", "rb") as f:
+    with plfs.open(m + "/run/ckpt", "rb") as f:
         a = numpy.frombuffer(f.read(), dtype="f8")
+    for dirpath, dirnames, filenames in plfs.walk(m + "/run"):
+        print(dirpath, dirnames, filenames)
 """
 
 import errno as _errno

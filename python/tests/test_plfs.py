@@ -4,10 +4,13 @@ the package reads it at first use, like every other front end."""
 
 import errno
 import io
+import os
+import pwd
 import random
 import stat as st
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -215,3 +218,24 @@ def test_paths_outside_a_mount_and_bad_modes_are_clear(mount):
     with plfs.open(f"{mount}/m", "br") as f:
         assert f.read() == b""
 
+
+def test_module_docstring_example_runs_on_the_zero_config_default(tmp_path):
+    """The example in plfs.__doc__, as written, in a fresh home directory with no plfsrc: the
+    zero-config default's mount point, /tmp/plfs-$USER, from plfs.mount_points()."""
+    lines = plfs.__doc__.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("    import "))
+    block = []
+    for line in lines[start:]:
+        if line and not line.startswith("    "):
+            break
+        block.append(line)
+    code = textwrap.dedent("\n".join(block))
+    assert "plfs.mount_points()" in code and "/tmp/plfs-me" not in plfs.__doc__
+    env = {k: v for k, v in os.environ.items() if k not in ("PLFSRC", "XDG_DATA_HOME")}
+    env["HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code + "\nprint('MOUNT', m)\n"], env=env,
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    user = env.get("USER") or pwd.getpwuid(os.getuid()).pw_name
+    assert f"MOUNT /tmp/plfs-{user}" in out.stdout, out.stdout
+    assert f"/tmp/plfs-{user}/run [] ['ckpt']" in out.stdout, out.stdout
