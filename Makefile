@@ -42,12 +42,13 @@ test-battery: build
 	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
 
 # The Python package (python/): built by pip (maturin from PyPI) into a venv under target/,
-# with pytest and numpy, then its tests, the packaging checks and the example.
+# with its `test` extra (pytest, numpy, and fsspec, pandas and pyarrow for the plfs:// tests,
+# which fail when those are missing), then its tests, the packaging checks and the example.
 PYVENV := target/pyvenv
 test-python: build
 	$(CARGO) clippy --manifest-path python/Cargo.toml -- -D warnings
 	$(PYTHON) -m venv $(PYVENV)
-	$(PYVENV)/bin/pip install -q ./python pytest numpy
+	$(PYVENV)/bin/pip install -q './python[test]'
 	PLFS_BIN=$(CURDIR)/$(RELEASE_DIR)/plfs $(PYVENV)/bin/python -m pytest python/tests packaging -q -p no:cacheprovider
 
 check:

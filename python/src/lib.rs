@@ -5,7 +5,7 @@
 //! Errors become `OSError(errno, strerror, path)`, which Python turns into the matching subclass
 //! (FileNotFoundError, PermissionError, IsADirectoryError...). The GIL is released during I/O.
 
-use plfs_core::{Config, OpenFile, OpenFlags, Plfs};
+use plfs_core::{Config, FileKind, OpenFile, OpenFlags, Plfs};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -210,6 +210,39 @@ fn listdir(py: Python<'_>, path: PathBuf) -> PyResult<Vec<PathBuf>> {
     Ok(v.into_iter().map(|e| PathBuf::from(e.name)).collect())
 }
 
+/// Entries of a directory, sorted: (name, kind) with kind "dir", "file" or "symlink", from the
+/// listing itself (no stat per entry: a container's stat reads its index).
+#[pyfunction]
+fn scandir(py: Python<'_>, path: PathBuf) -> PyResult<Vec<(PathBuf, &'static str)>> {
+    let p = plfs()?;
+    let v = py.detach(|| p.readdir(&path)).map_err(|e| os_error(e, &path))?;
+    Ok(v.into_iter()
+        .map(|e| {
+            let kind = match e.kind {
+                FileKind::Dir => "dir",
+                FileKind::File => "file",
+                FileKind::Symlink => "symlink",
+            };
+            (PathBuf::from(e.name), kind)
+        })
+        .collect())
+}
+
+/// The contents of a symbolic link.
+#[pyfunction]
+fn readlink(py: Python<'_>, path: PathBuf) -> PyResult<PathBuf> {
+    let p = plfs()?;
+    let t = py.detach(|| p.readlink(&path)).map_err(|e| os_error(e, &path))?;
+    Ok(PathBuf::from(t))
+}
+
+/// Creates the symbolic link `link` holding `target` (stored verbatim).
+#[pyfunction]
+fn symlink(py: Python<'_>, target: PathBuf, link: PathBuf) -> PyResult<()> {
+    let p = plfs()?;
+    py.detach(|| p.symlink(&target, &link)).map_err(|e| os_error(e, &link))
+}
+
 #[pyfunction]
 fn unlink(py: Python<'_>, path: PathBuf) -> PyResult<()> {
     let p = plfs()?;
@@ -258,6 +291,9 @@ fn _plfs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open_file, m)?)?;
     m.add_function(wrap_pyfunction!(stat, m)?)?;
     m.add_function(wrap_pyfunction!(listdir, m)?)?;
+    m.add_function(wrap_pyfunction!(scandir, m)?)?;
+    m.add_function(wrap_pyfunction!(readlink, m)?)?;
+    m.add_function(wrap_pyfunction!(symlink, m)?)?;
     m.add_function(wrap_pyfunction!(unlink, m)?)?;
     m.add_function(wrap_pyfunction!(rename, m)?)?;
     m.add_function(wrap_pyfunction!(mkdir, m)?)?;

@@ -1,58 +1,24 @@
 """Tests of the Python package against plain-file models, on the three workloads (n-1
-containers, n-n plain files, 1-n packed files). PLFSRC points at a private plfsrc; the package
-reads it at first use, like every other front end."""
+containers, n-n plain files, 1-n packed files). PLFSRC points at a private plfsrc (conftest.py);
+the package reads it at first use, like every other front end."""
 
 import errno
 import io
 import os
+import pwd
 import random
 import stat as st
 import subprocess
 import sys
-from pathlib import Path
+import textwrap
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-PLFS_BIN = Path(os.environ.get("PLFS_BIN", REPO / "target" / "release" / "plfs"))
-BASE = Path(os.environ.get("TMPDIR", "/tmp")) / f"plfs-pytest-{os.getpid()}"
-MOUNTS = {w: f"/plfs-pytest-{os.getpid()}-{w}" for w in ("n-1", "n-n", "1-n")}
+# conftest.py sets PLFSRC to the private plfsrc before plfs is first used, and gives the
+# `mount` fixture: a fresh directory under each mount point in turn.
+from conftest import MOUNTS, PLFS_BIN, REPO
 
-
-def _write_config():
-    for b in ("b1", "b2", "b3", "b4"):
-        (BASE / b).mkdir(parents=True, exist_ok=True)
-    rc = BASE / "plfsrc"
-    rc.write_text(
-        "- global_params:\n    num_hostdirs: 4\n"
-        f"- mount_point: {MOUNTS['n-1']}\n  workload: n-1\n  backends:\n"
-        f"    - location: {BASE / 'b1'}\n    - location: {BASE / 'b2'}\n      type: shadow\n"
-        f"- mount_point: {MOUNTS['n-n']}\n  workload: n-n\n  backends:\n    - location: {BASE / 'b3'}\n"
-        f"- mount_point: {MOUNTS['1-n']}\n  workload: 1-n\n  backends:\n    - location: {BASE / 'b4'}\n"
-    )
-    return rc
-
-
-# Before the first call into plfs: the configuration is read once per process.
-os.environ["PLFSRC"] = str(_write_config())
-os.environ.setdefault("PLFS_LOG", "off")
-
-import plfs  # noqa: E402
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _cleanup():
-    yield
-    import shutil
-    shutil.rmtree(BASE, ignore_errors=True)
-
-
-@pytest.fixture(params=sorted(MOUNTS))
-def mount(request):
-    m = MOUNTS[request.param]
-    d = f"{m}/t{random.getrandbits(40):x}"
-    plfs.mkdir(d)
-    return d
+import plfs
 
 
 def data(n, seed):
@@ -251,3 +217,25 @@ def test_paths_outside_a_mount_and_bad_modes_are_clear(mount):
         assert f.mode == "w"
     with plfs.open(f"{mount}/m", "br") as f:
         assert f.read() == b""
+
+
+def test_module_docstring_example_runs_on_the_zero_config_default(tmp_path):
+    """The example in plfs.__doc__, as written, in a fresh home directory with no plfsrc: the
+    zero-config default's mount point, /tmp/plfs-$USER, from plfs.mount_points()."""
+    lines = plfs.__doc__.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("    import "))
+    block = []
+    for line in lines[start:]:
+        if line and not line.startswith("    "):
+            break
+        block.append(line)
+    code = textwrap.dedent("\n".join(block))
+    assert "plfs.mount_points()" in code and "/tmp/plfs-me" not in plfs.__doc__
+    env = {k: v for k, v in os.environ.items() if k not in ("PLFSRC", "XDG_DATA_HOME")}
+    env["HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code + "\nprint('MOUNT', m)\n"], env=env,
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    user = env.get("USER") or pwd.getpwuid(os.getuid()).pw_name
+    assert f"MOUNT /tmp/plfs-{user}" in out.stdout, out.stdout
+    assert f"/tmp/plfs-{user}/run [] ['ckpt']" in out.stdout, out.stdout

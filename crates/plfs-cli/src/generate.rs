@@ -1,6 +1,7 @@
 //! `plfs generate man [--tree] DIR` and `plfs generate completions SHELL [DIR]` (hidden;
 //! `make install` runs them): man pages ([`crate::man`]) and shell completions, generated from the
-//! clap definitions, so they always match the binary.
+//! clap definitions, so they always match the binary; the bash script also completes paths under
+//! the mount points ([`crate::complete`]).
 
 use crate::fail::IoContext;
 use anyhow::Result;
@@ -62,6 +63,10 @@ pub fn generate(a: &GenerateArgs, command: clap::Command) -> Result<()> {
                 Shell::Fish => (clap_complete::Shell::Fish, "plfs.fish"),
             };
             clap_complete::generate(sh, &mut cmd, "plfs", &mut buf);
+            if matches!(shell, Shell::Bash) {
+                // Paths under the mount points, through `plfs __complete`.
+                buf.extend_from_slice(crate::complete::BASH_PATHS.as_bytes());
+            }
             match dir {
                 Some(d) => {
                     std::fs::create_dir_all(d).at("cannot create directory", d)?;

@@ -10,6 +10,7 @@
 mod out;
 mod advise;
 mod compact_cmd;
+mod complete;
 mod config_cmd;
 mod copy;
 mod demo;
@@ -133,6 +134,9 @@ enum Cmd {
     /// One process of the demo (spawned by `plfs demo`).
     #[command(hide = true)]
     DemoWorker(worker::WorkerArgs),
+    /// Completions of a path under a mount point (asked by the bash completion script).
+    #[command(name = "__complete", hide = true)]
+    Complete(complete::CompleteArgs),
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
@@ -166,6 +170,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Cmd::Mount(a) => mount_cmd::mount(g, a),
         Cmd::Umount(a) => mount_cmd::umount(g, a),
         Cmd::Generate(a) => generate::generate(a, Cli::command()),
+        Cmd::Complete(a) => complete::complete(g, a),
     }
 }
 

@@ -325,3 +325,81 @@ fn du_counts_backend_entries() {
     let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
     assert_eq!(row[col], want.to_string(), "{text}");
 }
+
+/// Whether a logical path exists.
+fn exists(env: &Env, name: &str) -> bool {
+    env.run(&["stat", &env.logical(name)]).status.success()
+}
+
+#[test]
+fn update_and_sync_remove_the_temporaries_of_interrupted_copies() {
+    let env = Env::new("stale", 1);
+    let src = env.plain("tree");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::write(src.join("a"), bytes(3000, 1)).unwrap();
+    std::fs::write(src.join("sub/b"), bytes(4000, 2)).unwrap();
+    let s = src.to_str().unwrap();
+    env.ok(&["cp", "-r", "-p", s, &env.logical("tree")]);
+
+    // What killed copies leave: `.plfs-cp.<pid>.<name>`, of pids no process has (above any
+    // pid_max), beside names that only look alike and one of a live process (this test).
+    let junk = env.plain("junk");
+    std::fs::write(&junk, bytes(100, 7)).unwrap();
+    let me = std::process::id();
+    let stale = [".plfs-cp.999999999.a", "sub/.plfs-cp.999999998.b"];
+    let kept = [
+        format!(".plfs-cp.{me}.a"),
+        ".plfs-cp.notapid.a".to_string(),
+        ".plfs-cp.123".to_string(),
+        ".plfs-cpx".to_string(),
+        "sub/plfs-cp.999999997.b".to_string(),
+    ];
+    for n in stale.iter().copied().chain(kept.iter().map(String::as_str)) {
+        env.ok(&["cp", junk.to_str().unwrap(), &env.logical(&format!("tree/{n}"))]);
+    }
+    // A directory of that name is not a copy's temporary.
+    env.ok(&["mkdir", &env.logical("tree/.plfs-cp.999999996.dir")]);
+
+    let v = env.json(&["cp", "-r", "--update", s, &env.mount.display().to_string()]);
+    assert_eq!(v[0]["stale_removed"], 2, "{v}");
+    assert_eq!(v[0]["skipped"], 2, "{v}");
+    for n in stale {
+        assert!(!exists(&env, &format!("tree/{n}")), "{n} left");
+    }
+    for n in &kept {
+        assert!(exists(&env, &format!("tree/{n}")), "{n} removed");
+    }
+    assert!(exists(&env, "tree/.plfs-cp.999999996.dir"));
+    // Nothing left to remove: the human summary says nothing about it.
+    let text = env.ok(&["cp", "-r", "--update", s, &env.mount.display().to_string()]);
+    assert!(!text.contains("temporary"), "{text}");
+
+    // plfs sync out to a plain tree, and a file named on the command line: only the
+    // temporaries of that file's name go.
+    let out = env.plain("out");
+    env.ok(&["sync", &env.logical("tree"), out.to_str().unwrap()]);
+    std::fs::write(out.join("sub/.plfs-cp.999999995.b"), b"partial").unwrap();
+    std::fs::write(out.join(".plfs-cp.999999994.a"), b"partial").unwrap();
+    std::fs::write(out.join(".plfs-cp.999999993.other"), b"partial").unwrap();
+    let text = env.ok(&["sync", &env.logical("tree"), out.to_str().unwrap()]);
+    assert!(
+        text.contains("3 temporary files of an interrupted copy removed"),
+        "{text}"
+    );
+    assert!(!out.join("sub/.plfs-cp.999999995.b").exists());
+    assert!(!out.join(".plfs-cp.999999994.a").exists());
+    assert!(!out.join(".plfs-cp.999999993.other").exists());
+    assert_eq!(std::fs::read(out.join("sub/b")).unwrap(), bytes(4000, 2));
+
+    let one = env.plain("one");
+    std::fs::write(&one, bytes(500, 3)).unwrap();
+    for n in [".plfs-cp.999999992.one", ".plfs-cp.999999991.two"] {
+        env.ok(&["cp", junk.to_str().unwrap(), &env.logical(n)]);
+    }
+    let v = env.json(&["cp", "--update", one.to_str().unwrap(), &env.logical("one")]);
+    assert_eq!(v[0]["stale_removed"], 1, "{v}");
+    assert_eq!(v[0]["files"], 1, "{v}");
+    assert!(!exists(&env, ".plfs-cp.999999992.one"));
+    assert!(exists(&env, ".plfs-cp.999999991.two"));
+    assert_eq!(env.cat("one"), bytes(500, 3));
+}

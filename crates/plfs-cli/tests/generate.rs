@@ -121,3 +121,106 @@ fn completions_parse_in_their_shells() {
     assert!(plfs(&["generate", "completions", "bash"]).contains("_plfs"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What the bash completion offers for the word `word` after `plfs ls`, run in `cwd` with the
+/// plfsrc `cfg`: COMPREPLY, one per line.
+fn bash_complete(script: &std::path::Path, cfg: &std::path::Path, cwd: &std::path::Path, word: &str) -> Vec<String> {
+    let bin = env!("CARGO_BIN_EXE_plfs");
+    let code = format!(
+        "source {script}; COMP_WORDS=({bin} ls \"$W\"); COMP_CWORD=2; COMP_LINE=\"{bin} ls $W\"; \
+         COMP_POINT=${{#COMP_LINE}}; COMPREPLY=(); _plfs_paths {bin} \"$W\" ls; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script = script.display()
+    );
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(&code)
+        .current_dir(cwd)
+        .env("PLFSRC", cfg)
+        .env("PLFS_LOG", "off")
+        .env("W", word)
+        .output()
+        .expect("bash");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut v: Vec<String> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bash_completes_paths_under_a_mount_point() {
+    let dir = tmp("paths");
+    let (mount, backend) = (dir.join("mnt-plfs"), dir.join("backend"));
+    std::fs::create_dir_all(&backend).unwrap();
+    // The mount point as an empty directory of the kernel's, as it is before a FUSE mount.
+    std::fs::create_dir_all(&mount).unwrap();
+    std::fs::write(dir.join("mnt-plain.txt"), b"x").unwrap();
+    let cfg = dir.join("plfsrc");
+    std::fs::write(
+        &cfg,
+        format!(
+            "- mount_point: {}\n  backends:\n    - location: {}\n",
+            mount.display(),
+            backend.display()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_plfs"))
+            .args(args)
+            .env("PLFSRC", &cfg)
+            .env("PLFS_LOG", "off")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "plfs {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let m = mount.display().to_string();
+    run(&["mkdir", "-p", &format!("{m}/alpha/inner")]);
+    run(&["mkdir", &format!("{m}/.hidden")]);
+    let f = dir.join("f");
+    std::fs::write(&f, b"data").unwrap();
+    for name in ["alpha/f1", "alpha/f2.txt", "beta.dat", "with space"] {
+        run(&["cp", f.to_str().unwrap(), &format!("{m}/{name}")]);
+    }
+    plfs(&["generate", "completions", "bash", dir.to_str().unwrap()]);
+    let script = dir.join("plfs");
+    let c = |cwd: &std::path::Path, w: &str| bash_complete(&script, &cfg, cwd, w);
+
+    assert_eq!(
+        c(&dir, &format!("{m}/")),
+        [
+            format!("{m}/alpha/"),
+            format!("{m}/beta.dat"),
+            format!("{m}/with space")
+        ]
+    );
+    assert_eq!(c(&dir, &format!("{m}/al")), [format!("{m}/alpha/")]);
+    assert_eq!(
+        c(&dir, &format!("{m}/alpha/f")),
+        [format!("{m}/alpha/f1"), format!("{m}/alpha/f2.txt")]
+    );
+    assert_eq!(c(&dir, &format!("{m}/.h")), [format!("{m}/.hidden/")]);
+    assert!(c(&dir, &format!("{m}/zzz")).is_empty());
+    // Relative to a working directory under the mount point.
+    assert_eq!(c(&mount, "alpha/i"), ["alpha/inner/"]);
+    // A word that is a prefix of the mount point: the mount point beside the plain files, once.
+    let pre = format!("{}/mnt", dir.display());
+    assert_eq!(c(&dir, &pre), [format!("{pre}-plain.txt"), format!("{m}/")]);
+    // Elsewhere the protocol says "not mine": exit 1, nothing printed.
+    let o = Command::new(env!("CARGO_BIN_EXE_plfs"))
+        .args(["__complete", &format!("{}/f", dir.display())])
+        .env("PLFSRC", &cfg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

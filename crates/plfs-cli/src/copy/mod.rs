@@ -38,7 +38,7 @@ pub struct CpArgs {
     preserve: bool,
     /// Skip target files that are complete (same size and modification time as the source) and
     /// copy the others again, times kept: a copy that was interrupted is finished by running it
-    /// again. Implies -p.
+    /// again, and the temporary files it left in the target directories are removed. Implies -p.
     #[arg(short = 'u', long, conflicts_with = "no_clobber")]
     update: bool,
     /// Copy N files at a time (default: the number of CPUs, at most 8).
@@ -123,6 +123,8 @@ pub struct Summary {
     pub bytes: u64,
     /// Existing targets left alone (-n, or complete ones with --update).
     pub skipped: u64,
+    /// Temporary files of earlier, interrupted copies removed (--update, sync).
+    pub stale: u64,
     /// Failures under this operand were reported.
     pub failed: bool,
 }
@@ -237,6 +239,26 @@ impl<'a> Copier<'a> {
         self.failed = true;
     }
 
+    /// Removes from the target directory `dir` the temporary files that interrupted copies left
+    /// (`.plfs-cp.<pid>.<name>` of a process that is gone, see [`pool::is_stale_temp`]), only
+    /// those of target `name` if given; counts them into `sum`. `cp --update` and `plfs sync`
+    /// do this in the directories they copy into, which the copy they finish would otherwise
+    /// leave cluttered. Best effort: what cannot be listed or removed stays, and the copy itself
+    /// reports any real problem with the directory.
+    fn remove_stale_temps(&self, dir: &Path, name: Option<&std::ffi::OsStr>, sum: &mut Summary) {
+        let Ok(names) = self.to.list(dir) else { return };
+        for n in names {
+            if !pool::is_stale_temp(&n) || name.is_some_and(|name| !pool::is_temp_of(&n, name)) {
+                continue;
+            }
+            let p = dir.join(&n);
+            // Only a regular file: a copy's temporary is never a directory or a link.
+            if matches!(self.to.stat(&p, false), Ok(Some(m)) if m.kind == Kind::File) && self.to.unlink(&p).is_ok() {
+                sum.stale += 1;
+            }
+        }
+    }
+
     /// Total bytes of the regular files under `p` (for the progress bar).
     pub fn total_bytes(&self, p: &Path, follow: bool) -> u64 {
         match self.from.stat(p, follow) {
@@ -296,6 +318,7 @@ impl<'a> Copier<'a> {
                         )
                         .into())
                     }
+                    Some(_) if self.update => self.remove_stale_temps(dst, None, sum),
                     Some(_) => {}
                     // Writable while it is filled; the source's mode is set at the end.
                     None => self.to.mkdir(dst, m.mode | 0o700)?,
@@ -354,6 +377,18 @@ impl<'a> Copier<'a> {
                     )
                     .into());
                 }
+                // A file named on the command line: the directory it goes into is not walked,
+                // so its own leftovers are looked for there.
+                if top && self.update && m.kind == Kind::File {
+                    if let (Some(dir), Some(name)) = (dst.parent(), dst.file_name()) {
+                        let dir = if dir.as_os_str().is_empty() {
+                            Path::new(".")
+                        } else {
+                            dir
+                        };
+                        self.remove_stale_temps(dir, Some(name), sum);
+                    }
+                }
                 if m.kind == Kind::Symlink {
                     let target = self.from.readlink(src)?;
                     if !excl {
@@ -406,16 +441,25 @@ fn summary_json(src: &Path, dst: &Path, s: &Summary) -> serde_json::Value {
     json!({
         "src": src.display().to_string(), "dst": dst.display().to_string(),
         "files": s.files, "dirs": s.dirs, "links": s.links, "bytes": s.bytes, "skipped": s.skipped,
+        "stale_removed": s.stale,
     })
 }
 
 fn summary_text(src: &Path, dst: &Path, s: &Summary) {
+    let stale = if s.stale > 0 {
+        format!(
+            ", {} of an interrupted copy removed",
+            plural(s.stale, "temporary file", "temporary files")
+        )
+    } else {
+        String::new()
+    };
     if s.dirs == 0 && s.files + s.skipped <= 1 && s.links == 0 {
         if s.skipped > 0 {
-            outln!("{} -> {}: exists, skipped", src.display(), dst.display());
+            outln!("{} -> {}: exists, skipped{stale}", src.display(), dst.display());
         } else {
             outln!(
-                "{} -> {} ({})",
+                "{} -> {} ({}{stale})",
                 src.display(),
                 dst.display(),
                 plural(s.bytes, "byte", "bytes")
@@ -435,6 +479,7 @@ fn summary_text(src: &Path, dst: &Path, s: &Summary) {
     if s.skipped > 0 {
         t.push_str(&format!(", {} existing skipped", s.skipped));
     }
+    t.push_str(&stale);
     outln!("{} -> {} ({t})", src.display(), dst.display());
 }
 

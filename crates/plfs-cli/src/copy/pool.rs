@@ -10,6 +10,8 @@ use crate::fail::Failure;
 use crate::progress::Progress;
 use crate::util::BUF_SIZE;
 use anyhow::Result;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -75,11 +77,57 @@ pub(super) fn run(sh: &Shared, jobs: &[Job<'_>], workers: usize) -> Vec<Result<u
         .collect()
 }
 
+/// The start of the temporary name of every copy.
+const TEMP_PREFIX: &[u8] = b".plfs-cp.";
+
+/// The temporary name under which process `pid` copies a file named `name`:
+/// `.plfs-cp.<pid>.<name>`, with at most 200 bytes of the name so it stays within NAME_MAX.
+fn temp_name(name: &OsStr, pid: u32) -> OsString {
+    let short = &name.as_bytes()[..name.len().min(200)];
+    let mut t = OsString::from(format!(".plfs-cp.{pid}."));
+    t.push(OsStr::from_bytes(short));
+    t
+}
+
+/// If `n` has the form of a copy's temporary name, `.plfs-cp.<pid>.<name>`, the pid of the
+/// copy that made it and the (possibly shortened) name of its target.
+pub(super) fn parse_temp_name(n: &OsStr) -> Option<(u32, &[u8])> {
+    let rest = n.as_bytes().strip_prefix(TEMP_PREFIX)?;
+    let dot = rest.iter().position(|&b| b == b'.')?;
+    let (digits, name) = (&rest[..dot], &rest[dot + 1..]);
+    if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) || name.is_empty() {
+        return None;
+    }
+    Some((std::str::from_utf8(digits).ok()?.parse().ok()?, name))
+}
+
+/// Whether a temporary file `n` in a target directory was left by a copy that is gone, so
+/// that `cp --update` and `plfs sync` may remove it: its pid is this process's (whose own
+/// copies have not started while the tree is walked) or no live process's on this host. The
+/// process table is read from /proc; without it nothing is taken for stale. A copy running on
+/// another host into the same directory cannot be seen.
+pub(super) fn is_stale_temp(n: &OsStr) -> bool {
+    let Some((pid, _)) = parse_temp_name(n) else {
+        return false;
+    };
+    if pid == std::process::id() {
+        return true;
+    }
+    let proc = Path::new("/proc");
+    proc.join("self").exists() && !proc.join(pid.to_string()).exists()
+}
+
+/// Whether `tmp` has the form of a temporary file of a copy to a target named `name`.
+pub(super) fn is_temp_of(tmp: &OsStr, name: &OsStr) -> bool {
+    parse_temp_name(tmp).is_some_and(|(_, n)| n == &name.as_bytes()[..name.len().min(200)])
+}
+
 /// Copies one regular file's bytes and mode (and times with `-p`); returns the bytes copied.
 /// The copy is atomic (issue 25, item 11): it is written under a temporary name beside `dst`
 /// (`.plfs-cp.<pid>.<name>`, as rsync does), given its mode and times, then renamed over
 /// `dst`. An interrupted copy leaves no partial file under the name (which `cp -n` or
-/// `cp --update` would then skip), only the temporary one; a copy that fails removes it.
+/// `cp --update` would then skip), only the temporary one; a copy that fails removes it, and
+/// a later `cp --update` or `plfs sync` into the directory removes one that was left.
 fn copy_file(sh: &Shared, j: &Job<'_>) -> Result<u64> {
     let (src, dst) = (&j.src, &j.dst);
     sh.progress
@@ -87,12 +135,7 @@ fn copy_file(sh: &Shared, j: &Job<'_>) -> Result<u64> {
     let name = dst
         .file_name()
         .ok_or_else(|| Failure::new(dst, EINVAL, format!("{}: not a file name", dst.display())))?;
-    // At most 200 bytes of the name, so the temporary one stays within NAME_MAX.
-    use std::os::unix::ffi::OsStrExt;
-    let short = &name.as_bytes()[..name.len().min(200)];
-    let mut tmp_name = std::ffi::OsString::from(format!(".plfs-cp.{}.", std::process::id()));
-    tmp_name.push(std::ffi::OsStr::from_bytes(short));
-    let tmp = dst.with_file_name(tmp_name);
+    let tmp = dst.with_file_name(temp_name(name, std::process::id()));
     // One left by an earlier copy that was killed, whose pid this process now has.
     if sh.to.stat(&tmp, false)?.is_some() {
         sh.to.unlink(&tmp)?;
