@@ -1011,13 +1011,25 @@ proptest::proptest! {
         let _ = parse(&format!("- mount_point: /a\n  backends: [/s]\n- global_params:\n    {s}\n"));
     }
 
+    /// Every node read, and every YAML error, names a line of the text.
     #[test]
-    fn config_fuzz_locator(s in "[-:\\[\\]{}/a-z \n]{0,120}", path in proptest::collection::vec(0usize..3, 0..5)) {
-        let steps: Vec<Step> = path
-            .iter()
-            .map(|&k| match k { 0 => idx(0), 1 => val("a"), _ => key("a") })
-            .collect();
-        let _ = locate::line(&s, &steps);
+    fn config_fuzz_yaml_lines(s in "[-:\\[\\]{}/a-z0-9 \n\t#&*!|>,'\"~.<]{0,160}") {
+        let last = s.split('\n').count();
+        match yaml::parse(&s) {
+            Ok(root) => {
+                let mut todo: Vec<&yaml::Node> = root.iter().map(|n| &**n).collect();
+                while let Some(n) = todo.pop() {
+                    proptest::prop_assert!((1..=last).contains(&n.line), "line {} of {:?}", n.line, s);
+                    match &n.value {
+                        Value::Sequence(items) => todo.extend(items.iter().map(|n| &**n)),
+                        Value::Mapping(pairs) => todo.extend(pairs.iter().flat_map(|(k, v)| [&**k, &**v])),
+                        Value::Tagged(_, inner) => todo.push(inner),
+                        _ => {}
+                    }
+                }
+            }
+            Err(e) => proptest::prop_assert!((1..=last).contains(&e.line), "{e:?} in {s:?}"),
+        }
     }
 }
 
