@@ -7,17 +7,16 @@ use super::*;
 /// One file read.
 pub(super) struct Source {
     pub(super) path: PathBuf,
-    pub(super) text: String,
     pub(super) ident: Ident,
 }
 
 /// Where a mount point was defined, for messages about it found later.
 pub(super) struct MountOrigin {
     pub(super) src: usize,
-    /// Steps to the `mount_point` value.
-    pub(super) mount_point: Vec<Step>,
-    /// Steps to each backend's location (parallel to `MountConfig::backends`).
-    pub(super) locations: Vec<Vec<Step>>,
+    /// The line of the `mount_point` value.
+    pub(super) mount_point: usize,
+    /// The line of each backend's location (parallel to `MountConfig::backends`).
+    pub(super) locations: Vec<usize>,
 }
 
 /// Accumulates the files of one configuration (the top-level file and its includes).
@@ -32,29 +31,26 @@ pub(super) struct Loader {
 }
 
 impl Loader {
-    /// `FILE: line N` (or just `FILE` when the node's line cannot be determined).
-    pub(super) fn at(&self, src: usize, steps: &[Step]) -> String {
-        let Some(s) = self.sources.get(src) else {
-            return String::from("<unknown file>");
-        };
-        match locate::line(&s.text, steps) {
-            Some(n) => format!("{}: line {}", s.path.display(), n),
-            None => s.path.display().to_string(),
+    /// `FILE: line N`.
+    pub(super) fn at(&self, src: usize, line: usize) -> String {
+        match self.sources.get(src) {
+            Some(s) => format!("{}: line {line}", s.path.display()),
+            None => String::from("<unknown file>"),
         }
     }
 
-    pub(super) fn err(&self, src: usize, steps: &[Step], msg: impl std::fmt::Display) -> Error {
-        Error::Config(format!("{}: {}", self.at(src, steps), msg))
+    pub(super) fn err(&self, src: usize, line: usize, msg: impl std::fmt::Display) -> Error {
+        Error::Config(format!("{}: {}", self.at(src, line), msg))
     }
 
-    pub(super) fn warn(&mut self, src: usize, steps: &[Step], msg: impl std::fmt::Display) {
-        let w = format!("{}: {}", self.at(src, steps), msg);
+    pub(super) fn warn(&mut self, src: usize, line: usize, msg: impl std::fmt::Display) {
+        let w = format!("{}: {}", self.at(src, line), msg);
         self.warnings.push(w);
     }
 
     pub(super) fn parse_bytes(&mut self, path: &Path, bytes: &[u8], ident: Ident, depth: usize) -> Result<()> {
         let text = match std::str::from_utf8(bytes) {
-            Ok(t) => t.to_owned(),
+            Ok(t) => t,
             Err(e) => {
                 let good = bytes.get(..e.valid_up_to()).unwrap_or_default();
                 let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
@@ -68,49 +64,55 @@ impl Loader {
         self.parse_text(path, text, ident, depth)
     }
 
-    pub(super) fn parse_text(&mut self, path: &Path, text: String, ident: Ident, depth: usize) -> Result<()> {
+    pub(super) fn parse_text(&mut self, path: &Path, text: &str, ident: Ident, depth: usize) -> Result<()> {
         let src = self.sources.len();
         self.sources.push(Source {
             path: path.to_path_buf(),
-            text,
             ident,
         });
         self.stack.push(src);
-        let r = self.parse_entries(src, depth);
+        let r = self.parse_entries(src, text, depth);
         self.stack.pop();
         r
     }
 
-    pub(super) fn parse_entries(&mut self, src: usize, depth: usize) -> Result<()> {
+    pub(super) fn parse_entries(&mut self, src: usize, text: &str, depth: usize) -> Result<()> {
         let path = self.sources[src].path.display().to_string();
-        let text = &self.sources[src].text;
         if text.trim().is_empty() {
             return Err(Error::Config(format!(
                 "{path}: the file is empty (a plfsrc needs at least one entry)"
             )));
         }
-        let mut doc: Value = serde_yaml::from_str(text).map_err(|e| yaml_error(&path, &e))?;
-        doc.apply_merge().map_err(|e| yaml_error(&path, &e))?;
-        let entries = match doc {
+        let root = yaml::parse(text).map_err(|e| {
+            Error::Config(format!(
+                "{path}: line {}: invalid YAML (column {}): {}",
+                e.line, e.col, e.msg
+            ))
+        })?;
+        let no_entries = || {
+            Error::Config(format!(
+                "{path}: the file has no entries (only comments or an empty list)"
+            ))
+        };
+        let Some(root) = root else {
+            return Err(no_entries());
+        };
+        let entries = match &root.value {
             Value::Sequence(s) if !s.is_empty() => s,
-            Value::Null | Value::Sequence(_) => {
-                return Err(Error::Config(format!(
-                    "{path}: the file has no entries (only comments or an empty list)"
-                )))
-            }
+            Value::Null | Value::Sequence(_) => return Err(no_entries()),
             Value::Mapping(_) => {
                 return Err(self.err(
                     src,
-                    &[],
+                    root.line,
                     "a plfsrc must be a YAML list of entries, each starting with \"- \" \
                      (e.g. \"- mount_point: /mnt/plfs\"), not a mapping",
                 ))
             }
-            other => {
+            _ => {
                 return Err(self.err(
                     src,
-                    &[],
-                    format!("a plfsrc must be a YAML list of entries, found {}", describe(&other)),
+                    root.line,
+                    format!("a plfsrc must be a YAML list of entries, found {}", describe(&root)),
                 ))
             }
         };
@@ -120,11 +122,11 @@ impl Loader {
         Ok(())
     }
 
-    pub(super) fn parse_entry(&mut self, src: usize, i: usize, entry: &Value, depth: usize) -> Result<()> {
-        let Value::Mapping(map) = entry else {
+    pub(super) fn parse_entry(&mut self, src: usize, i: usize, entry: &Node, depth: usize) -> Result<()> {
+        let Value::Mapping(map) = &entry.value else {
             return Err(self.err(
                 src,
-                &[idx(i)],
+                entry.line,
                 format!(
                     "entry {} is {}; expected a mapping starting with global_params, include or mount_point",
                     i + 1,
@@ -133,120 +135,115 @@ impl Loader {
             ));
         };
         let keys =
-            string_keys(map).map_err(|k| self.err(src, &[idx(i)], format!("key {} is not a string", describe(k))))?;
-        let kinds: Vec<&str> = keys
-            .iter()
-            .map(|(k, _)| *k)
-            .filter(|k| matches!(*k, "global_params" | "include" | "mount_point"))
-            .collect();
+            string_keys(map).map_err(|k| self.err(src, entry.line, format!("key {} is not a string", describe(k))))?;
+        let kinds: Vec<&Pair> = keys.iter().filter(|p| ENTRY_KEYS.contains(&p.name)).collect();
         match kinds.as_slice() {
-            ["global_params"] => self.global_entry(src, i, &keys),
-            ["include"] => self.include_entry(src, i, &keys, depth),
-            ["mount_point"] => self.mount_entry(src, i, &keys),
-            [other] => Err(self.err(src, &[idx(i), key(other)], format!("unexpected entry kind \"{other}\""))),
             [] => match keys.first() {
                 None => Err(self.err(
                     src,
-                    &[idx(i)],
+                    entry.line,
                     "empty entry; expected global_params, include or mount_point",
                 )),
-                Some((k, _)) => Err(self.err(
+                Some(p) => Err(self.err(
                     src,
-                    &[idx(i), key(k)],
+                    p.key.line,
                     format!(
-                        "unknown key \"{k}\" at the start of an entry (expected global_params, include or mount_point){}",
-                        did_you_mean(k, ENTRY_KEYS)
+                        "unknown key \"{}\" at the start of an entry (expected global_params, include or mount_point){}",
+                        p.name,
+                        did_you_mean(p.name, ENTRY_KEYS)
                     ),
                 )),
             },
+            [kind] => match kind.name {
+                "global_params" => self.global_entry(src, &keys),
+                "include" => self.include_entry(src, kind, &keys, depth),
+                _ => self.mount_entry(src, kind, &keys),
+            },
             [first, second, ..] => Err(self.err(
                 src,
-                &[idx(i), key(second)],
-                format!("{second}: this entry already has a {first} key; start each with its own \"- \""),
+                second.key.line,
+                format!(
+                    "{}: this entry already has a {} key; start each with its own \"- \"",
+                    second.name, first.name
+                ),
             )),
         }
     }
 
     // ---- global_params ----------------------------------------------------------------------
 
-    pub(super) fn global_entry(&mut self, src: usize, i: usize, keys: &[(&str, &Value)]) -> Result<()> {
+    pub(super) fn global_entry(&mut self, src: usize, keys: &[Pair]) -> Result<()> {
         // Parameters may follow `global_params:` at the same indentation (the original PLFS 2.5
         // layout, where global_params has no value) or be nested under it.
-        let mut params: Vec<(&str, &Value, Vec<Step>)> = Vec::new();
-        for &(k, v) in keys {
-            if k != "global_params" {
-                params.push((k, v, vec![idx(i)]));
+        let mut params: Vec<Pair> = Vec::new();
+        for p in keys {
+            if p.name != "global_params" {
+                params.push(*p);
                 continue;
             }
-            match v {
+            match &p.value.value {
                 Value::Null => {}
-                Value::Mapping(m) => {
-                    let base = vec![idx(i), val("global_params")];
-                    let nested = string_keys(m).map_err(|k| {
-                        self.err(
-                            src,
-                            &base,
-                            format!("global_params: key {} is not a string", describe(k)),
-                        )
-                    })?;
-                    for (k2, v2) in nested {
-                        params.push((k2, v2, base.clone()));
-                    }
-                }
-                other => {
+                Value::Mapping(m) => params.extend(string_keys(m).map_err(|k| {
+                    self.err(
+                        src,
+                        p.value.line,
+                        format!("global_params: key {} is not a string", describe(k)),
+                    )
+                })?),
+                _ => {
                     return Err(self.err(
                         src,
-                        &[idx(i), val("global_params")],
+                        p.value.line,
                         format!(
                             "global_params: expected parameters (key: value lines), found {}",
-                            describe(other)
+                            describe(p.value)
                         ),
                     ))
                 }
             }
         }
-        for (n, (k, _, base)) in params.iter().enumerate() {
-            if params[..n].iter().any(|(k0, _, _)| k0 == k) {
+        for (n, p) in params.iter().enumerate() {
+            if params[..n].iter().any(|q| q.name == p.name) {
                 return Err(self.err(
                     src,
-                    &with(base, key(k)),
-                    format!("{k}: set twice in the same global_params entry"),
+                    p.key.line,
+                    format!("{}: set twice in the same global_params entry", p.name),
                 ));
             }
         }
-        for (k, v, base) in params {
-            self.global_param(src, &base, k, v)?;
+        for p in params {
+            self.global_param(src, p)?;
         }
         Ok(())
     }
 
-    pub(super) fn global_param(&mut self, src: usize, base: &[Step], k: &str, v: &Value) -> Result<()> {
-        let vs = with(base, val(k));
+    pub(super) fn global_param(&mut self, src: usize, p: Pair) -> Result<()> {
+        let (k, v) = (p.name, p.value);
         match k {
-            "num_hostdirs" => self.global.num_hostdirs = self.uint(src, &vs, k, v, 1, 1024)? as u32,
-            "threadpool_size" => self.global.threadpool_size = self.uint(src, &vs, k, v, 1, 1024)? as u32,
+            "num_hostdirs" => self.global.num_hostdirs = self.uint(src, k, v, 1, 1024)? as u32,
+            "threadpool_size" => self.global.threadpool_size = self.uint(src, k, v, 1, 1024)? as u32,
             "index_buffer_records" => {
-                self.global.index_buffer_records = self.uint(src, &vs, k, v, 1, 16 * 1024 * 1024)? as u32
+                self.global.index_buffer_records = self.uint(src, k, v, 1, 16 * 1024 * 1024)? as u32
             }
-            "max_open_data_logs" => self.global.max_open_data_logs = self.uint(src, &vs, k, v, 1, 65536)? as u32,
-            "data_checksums" => self.global.data_checksums = self.boolean(src, &vs, k, v)?,
-            "index_compression" => self.global.index_compression = self.boolean(src, &vs, k, v)?,
-            "auto_compaction" => self.global.auto_compaction = self.boolean(src, &vs, k, v)?,
-            "compaction_dead_ratio" => self.global.compaction_dead_permille = self.ratio(src, &vs, k, v)?,
-            "compaction_min_bytes" => self.global.compaction_min_bytes = self.uint(src, &vs, k, v, 0, u64::MAX)?,
+            "max_open_data_logs" => self.global.max_open_data_logs = self.uint(src, k, v, 1, 65536)? as u32,
+            "data_checksums" => self.global.data_checksums = self.boolean(src, k, v)?,
+            "index_compression" => self.global.index_compression = self.boolean(src, k, v)?,
+            "auto_compaction" => self.global.auto_compaction = self.boolean(src, k, v)?,
+            "compaction_dead_ratio" => self.global.compaction_dead_permille = self.ratio(src, k, v)?,
+            "compaction_min_bytes" => self.global.compaction_min_bytes = self.uint(src, k, v, 0, u64::MAX)?,
             "lazy_stat" | "lazy_droppings" | "compress_contiguous" => {
-                self.boolean(src, &vs, k, v)?;
+                self.boolean(src, k, v)?;
                 self.warn(
                     src,
-                    &with(base, key(k)),
+                    p.key.line,
                     format!("{k}: accepted for compatibility, has no effect"),
                 );
             }
             "index_buffer_mbs" | "read_buffer_mbs" => {
-                self.uint(src, &vs, k, v, 0, u64::MAX)?;
+                self.uint(src, k, v, 0, u64::MAX)?;
                 self.warn(
                     src,
-                    &with(base, key(k)),
+                    p.key.line,
                     format!("{k}: accepted for compatibility, has no effect"),
                 );
             }
@@ -256,12 +253,12 @@ impl Loader {
                 } else {
                     "accepted for compatibility, has no effect"
                 };
-                self.warn(src, &with(base, key(k)), format!("{k}: {what}"));
+                self.warn(src, p.key.line, format!("{k}: {what}"));
             }
             _ => {
                 return Err(self.err(
                     src,
-                    &with(base, key(k)),
+                    p.key.line,
                     format!(
                         "unknown key \"{k}\" in global_params{}",
                         did_you_mean(k, &[GLOBAL_KEYS, IGNORED_GLOBAL_KEYS].concat())
@@ -273,9 +270,9 @@ impl Loader {
     }
 
     /// An unsigned integer in `lo..=hi` (a quoted number is accepted too, as the original did).
-    pub(super) fn uint(&self, src: usize, vs: &[Step], k: &str, v: &Value, lo: u64, hi: u64) -> Result<u64> {
-        let n: Option<i128> = match v {
-            Value::Number(n) => n.as_u64().map(i128::from).or_else(|| n.as_i64().map(i128::from)),
+    pub(super) fn uint(&self, src: usize, k: &str, v: &Node, lo: u64, hi: u64) -> Result<u64> {
+        let n: Option<i128> = match &v.value {
+            Value::Int(n) => Some(*n),
             Value::String(s) => s.trim().parse::<i128>().ok(),
             _ => None,
         };
@@ -285,7 +282,7 @@ impl Loader {
             format!("an integer in {lo}..={hi}")
         };
         let Some(n) = n else {
-            return Err(self.err(src, vs, format!("{k}: expected {expected}, found {}", describe(v))));
+            return Err(self.err(src, v.line, format!("{k}: expected {expected}, found {}", describe(v))));
         };
         if n < i128::from(lo) || n > i128::from(hi) {
             let range = if hi == u64::MAX {
@@ -293,15 +290,16 @@ impl Loader {
             } else {
                 format!("{lo}..={hi}")
             };
-            return Err(self.err(src, vs, format!("{k}: {n} is out of range {range}")));
+            return Err(self.err(src, v.line, format!("{k}: {n} is out of range {range}")));
         }
         Ok(n as u64)
     }
 
     /// A ratio in 0..=1 (`0.5`, `1`, or a percentage `"50%"`), returned in thousandths.
-    pub(super) fn ratio(&self, src: usize, vs: &[Step], k: &str, v: &Value) -> Result<u32> {
-        let x: Option<f64> = match v {
-            Value::Number(n) => n.as_f64(),
+    pub(super) fn ratio(&self, src: usize, k: &str, v: &Node) -> Result<u32> {
+        let x: Option<f64> = match &v.value {
+            Value::Int(n) => Some(*n as f64),
+            Value::Float(x) => Some(*x),
             Value::String(s) => {
                 let t = s.trim();
                 match t.strip_suffix('%') {
@@ -313,10 +311,10 @@ impl Loader {
         };
         match x {
             Some(x) if (0.0..=1.0).contains(&x) => Ok((x * 1000.0).round() as u32),
-            Some(x) => Err(self.err(src, vs, format!("{k}: {x} is out of range 0..=1"))),
+            Some(x) => Err(self.err(src, v.line, format!("{k}: {x} is out of range 0..=1"))),
             None => Err(self.err(
                 src,
-                vs,
+                v.line,
                 format!(
                     "{k}: expected a ratio between 0 and 1 (or a percentage), found {}",
                     describe(v)
@@ -326,14 +324,11 @@ impl Loader {
     }
 
     /// A boolean: true/false, yes/no, on/off, y/n (any case), or 0/1.
-    pub(super) fn boolean(&self, src: usize, vs: &[Step], k: &str, v: &Value) -> Result<bool> {
-        let b = match v {
+    pub(super) fn boolean(&self, src: usize, k: &str, v: &Node) -> Result<bool> {
+        let b = match &v.value {
             Value::Bool(b) => Some(*b),
-            Value::Number(n) => match n.as_u64() {
-                Some(0) => Some(false),
-                Some(1) => Some(true),
-                _ => None,
-            },
+            Value::Int(0) => Some(false),
+            Value::Int(1) => Some(true),
             Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
                 "true" | "yes" | "on" | "y" | "1" => Some(true),
                 "false" | "no" | "off" | "n" | "0" => Some(false),
@@ -344,7 +339,7 @@ impl Loader {
         b.ok_or_else(|| {
             self.err(
                 src,
-                vs,
+                v.line,
                 format!("{k}: expected true/false (or 1/0), found {}", describe(v)),
             )
         })
@@ -352,32 +347,29 @@ impl Loader {
 
     // ---- include ----------------------------------------------------------------------------
 
-    pub(super) fn include_entry(&mut self, src: usize, i: usize, keys: &[(&str, &Value)], depth: usize) -> Result<()> {
-        if let Some((k, _)) = keys.iter().find(|(k, _)| *k != "include") {
+    pub(super) fn include_entry(&mut self, src: usize, include: &Pair, keys: &[Pair], depth: usize) -> Result<()> {
+        if let Some(p) = keys.iter().find(|p| p.name != "include") {
             return Err(self.err(
                 src,
-                &[idx(i), key(k)],
-                format!("unknown key \"{k}\" in include entry (an include entry has only the include key)"),
+                p.key.line,
+                format!(
+                    "unknown key \"{}\" in include entry (an include entry has only the include key)",
+                    p.name
+                ),
             ));
         }
-        let v = keys
-            .iter()
-            .find(|(k, _)| *k == "include")
-            .map(|(_, v)| *v)
-            .unwrap_or(&Value::Null);
-        let vs = vec![idx(i), val("include")];
-        let targets: Vec<(&str, Vec<Step>)> = match v {
-            Value::String(s) => vec![(s.as_str(), vs)],
+        let v = include.value;
+        let targets: Vec<(&str, usize)> = match &v.value {
+            Value::String(s) => vec![(s.as_str(), v.line)],
             Value::Sequence(seq) if !seq.is_empty() => {
                 let mut t = Vec::new();
-                for (j, el) in seq.iter().enumerate() {
-                    let st = with(&vs, idx(j));
+                for el in seq {
                     match el.as_str() {
-                        Some(s) => t.push((s, st)),
+                        Some(s) => t.push((s, el.line)),
                         None => {
                             return Err(self.err(
                                 src,
-                                &st,
+                                el.line,
                                 format!("include: expected a file name, found {}", describe(el)),
                             ))
                         }
@@ -385,25 +377,25 @@ impl Loader {
                 }
                 t
             }
-            other => {
+            _ => {
                 return Err(self.err(
                     src,
-                    &vs,
-                    format!("include: expected a file name, found {}", describe(other)),
+                    v.line,
+                    format!("include: expected a file name, found {}", describe(v)),
                 ))
             }
         };
-        for (name, st) in targets {
-            self.include_one(src, &st, name, depth)?;
+        for (name, line) in targets {
+            self.include_one(src, line, name, depth)?;
         }
         Ok(())
     }
 
-    pub(super) fn include_one(&mut self, src: usize, st: &[Step], name: &str, depth: usize) -> Result<()> {
+    pub(super) fn include_one(&mut self, src: usize, line: usize, name: &str, depth: usize) -> Result<()> {
         if name.is_empty() {
-            return Err(self.err(src, st, "include: empty file name"));
+            return Err(self.err(src, line, "include: empty file name"));
         }
-        let target = expand_tilde(name).map_err(|m| self.err(src, st, format!("include: {m}")))?;
+        let target = expand_tilde(name).map_err(|m| self.err(src, line, format!("include: {m}")))?;
         let target = if target.has_root() {
             target
         } else {
@@ -416,7 +408,7 @@ impl Loader {
         if depth + 1 > MAX_INCLUDE_DEPTH {
             return Err(self.err(
                 src,
-                st,
+                line,
                 format!(
                     "include: {}: includes are nested more than {MAX_INCLUDE_DEPTH} deep",
                     target.display()
@@ -426,7 +418,7 @@ impl Loader {
         let (bytes, ident) = read_file(&target).map_err(|e| {
             self.err(
                 src,
-                st,
+                line,
                 format!("include: cannot read {}: {}", target.display(), super::why(e)),
             )
         })?;
@@ -436,12 +428,12 @@ impl Loader {
                 .map(|&s| self.sources[s].path.display().to_string())
                 .collect();
             chain.push(target.display().to_string());
-            return Err(self.err(src, st, format!("include: include cycle: {}", chain.join(" -> "))));
+            return Err(self.err(src, line, format!("include: include cycle: {}", chain.join(" -> "))));
         }
         if let Some(prev) = self.sources.iter().find(|s| s.ident == ident) {
             return Err(self.err(
                 src,
-                st,
+                line,
                 format!(
                     "include: {} is already included (as {}); a file may be read only once",
                     target.display(),
@@ -472,11 +464,11 @@ impl Loader {
         }
         for (b, (mb, ob)) in self.mounts.iter().enumerate() {
             for (ma, oa) in &self.mounts[..b] {
-                let first = self.at(oa.src, &oa.mount_point);
+                let first = self.at(oa.src, oa.mount_point);
                 if mb.mount_point == ma.mount_point {
                     return Err(self.err(
                         ob.src,
-                        &ob.mount_point,
+                        ob.mount_point,
                         format!(
                             "mount_point: {} is defined twice (first at {first})",
                             mb.mount_point.display()
@@ -492,7 +484,7 @@ impl Loader {
                 };
                 return Err(self.err(
                     ob.src,
-                    &ob.mount_point,
+                    ob.mount_point,
                     format!(
                         "mount_point: {} is inside mount point {} (other one at {first}); mount points must not be nested",
                         inner.display(),
@@ -512,13 +504,13 @@ impl Loader {
                         };
                         return Err(self.err(
                             o.src,
-                            ls,
+                            *ls,
                             format!(
                                 "location: {} {which} mount point {} (defined at {}); a backend inside a mount \
                                  point would loop (PLFS would store its files inside itself)",
                                 spec.location.display(),
                                 other.mount_point.display(),
-                                self.at(oo.src, &oo.mount_point)
+                                self.at(oo.src, oo.mount_point)
                             ),
                         ));
                     }

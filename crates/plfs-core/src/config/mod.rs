@@ -5,13 +5,11 @@
 //! This module is embedded in the LD_PRELOAD library, so it reads files with raw system calls
 //! (rustix), never through `std::fs` or libc's interposable file functions.
 //!
-//! Errors are [`Error::Config`] messages that name the file, the line (whenever it can be
-//! determined) and the key, e.g.
+//! Errors are [`Error::Config`] messages that name the file, the line and the key, e.g.
 //! `/etc/plfsrc: line 4: unknown key "num_hostdir" in global_params`.
 
 use crate::error::{Error, Result};
 use crate::sys;
-use serde_yaml::Value;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -201,7 +199,7 @@ impl Config {
             Err(_) => Ident::Path(normalize_path(name).unwrap_or_else(|| name.to_path_buf())),
         };
         let mut loader = Loader::default();
-        loader.parse_text(name, text.to_owned(), ident, 0)?;
+        loader.parse_text(name, text, ident, 0)?;
         loader.finish()
     }
 
@@ -361,42 +359,13 @@ fn read_file(path: &Path) -> std::result::Result<(Vec<u8>, Ident), rustix::io::E
     Ok((bytes, Ident::from_stat(&st)))
 }
 
-/// A path from a file's root node to one node (see [`Step`]).
-type Steps = Vec<Step>;
-
-/// One step of a path from a file's root node to the node an error is about, used to find the
-/// node's line (see [`locate`]).
-#[derive(Debug, Clone)]
-enum Step {
-    /// The n-th (0-based) element of a sequence.
-    Index(usize),
-    /// The value of a mapping's key.
-    Value(String),
-    /// A mapping's key itself (last step only).
-    Key(String),
-}
-
-fn idx(i: usize) -> Step {
-    Step::Index(i)
-}
-fn val(k: &str) -> Step {
-    Step::Value(k.to_owned())
-}
-fn key(k: &str) -> Step {
-    Step::Key(k.to_owned())
-}
-fn with(base: &[Step], s: Step) -> Vec<Step> {
-    let mut v = base.to_vec();
-    v.push(s);
-    v
-}
-
 mod load;
-mod locate;
 mod mounts;
 #[cfg(test)]
 mod tests;
 mod values;
+mod yaml;
 
 use load::*;
 pub use values::known_keys;
+use yaml::{describe, Node, Value};

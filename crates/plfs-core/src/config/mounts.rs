@@ -7,40 +7,34 @@ use super::*;
 impl Loader {
     // ---- mount_point ------------------------------------------------------------------------
 
-    pub(super) fn mount_entry(&mut self, src: usize, i: usize, keys: &[(&str, &Value)]) -> Result<()> {
-        let mps = vec![idx(i), val("mount_point")];
-        let mp_val = keys
-            .iter()
-            .find(|(k, _)| *k == "mount_point")
-            .map(|(_, v)| *v)
-            .unwrap_or(&Value::Null);
-        let mount_point = match mp_val.as_str() {
-            Some(s) => abs_path(s).map_err(|m| self.err(src, &mps, format!("mount_point: {m}")))?,
+    pub(super) fn mount_entry(&mut self, src: usize, mp: &Pair, keys: &[Pair]) -> Result<()> {
+        let mount_point = match mp.value.as_str() {
+            Some(s) => abs_path(s).map_err(|m| self.err(src, mp.value.line, format!("mount_point: {m}")))?,
             None => {
                 return Err(self.err(
                     src,
-                    &mps,
-                    format!("mount_point: expected an absolute path, found {}", describe(mp_val)),
+                    mp.value.line,
+                    format!("mount_point: expected an absolute path, found {}", describe(mp.value)),
                 ))
             }
         };
         let mpd = mount_point.display().to_string();
         let mut workload = Workload::SharedFile;
         let mut backends = None;
-        for &(k, v) in keys {
-            match k {
+        for p in keys {
+            match p.name {
                 "mount_point" => {}
-                "workload" => workload = self.workload(src, &[idx(i), val(k)], v)?,
-                "backends" => backends = Some(self.backends(src, i, v)?),
-                _ if IGNORED_MOUNT_KEYS.contains(&k) => self.warn(
+                "workload" => workload = self.workload(src, p.value)?,
+                "backends" => backends = Some((p.key.line, self.backends(src, p.value)?)),
+                k if IGNORED_MOUNT_KEYS.contains(&k) => self.warn(
                     src,
-                    &[idx(i), key(k)],
+                    p.key.line,
                     format!("{k}: accepted for compatibility, has no effect"),
                 ),
-                _ => {
+                k => {
                     return Err(self.err(
                         src,
-                        &[idx(i), key(k)],
+                        p.key.line,
                         format!(
                             "unknown key \"{k}\" in mount_point {mpd}{}",
                             did_you_mean(k, &[MOUNT_KEYS, IGNORED_MOUNT_KEYS].concat())
@@ -49,10 +43,10 @@ impl Loader {
                 }
             }
         }
-        let Some((backends, locations)) = backends else {
+        let Some((backends_line, (backends, locations))) = backends else {
             return Err(self.err(
                 src,
-                &[idx(i), key("mount_point")],
+                mp.key.line,
                 format!("mount_point {mpd}: missing required key \"backends\""),
             ));
         };
@@ -63,14 +57,14 @@ impl Loader {
                 if spec.location == prev.location {
                     return Err(self.err(
                         src,
-                        &locations[b],
+                        locations[b],
                         format!("location: {loc} is listed twice in the backends of mount_point {mpd}"),
                     ));
                 }
                 if spec.location.starts_with(&prev.location) || prev.location.starts_with(&spec.location) {
                     return Err(self.err(
                         src,
-                        &locations[b],
+                        locations[b],
                         format!(
                             "location: {loc} and {} overlap (one is inside the other) in the backends of \
                              mount_point {mpd}; backends must be disjoint",
@@ -80,11 +74,10 @@ impl Loader {
                 }
             }
         }
-        let bs = [idx(i), key("backends")];
         if backends.iter().all(|b| b.role == BackendRole::Shadow) {
             return Err(self.err(
                 src,
-                &bs,
+                backends_line,
                 format!(
                     "backends: every backend of mount_point {mpd} is type: shadow; at least one must be \
                      canonical (type: canonical or no type)"
@@ -94,7 +87,7 @@ impl Loader {
         if backends.iter().all(|b| b.role == BackendRole::Canonical) {
             return Err(self.err(
                 src,
-                &bs,
+                backends_line,
                 format!(
                     "backends: every backend of mount_point {mpd} is type: canonical; writers need at least \
                      one shadow backend (type: shadow or no type)"
@@ -110,18 +103,18 @@ impl Loader {
             mount,
             MountOrigin {
                 src,
-                mount_point: mps,
+                mount_point: mp.value.line,
                 locations,
             },
         ));
         Ok(())
     }
 
-    pub(super) fn workload(&self, src: usize, vs: &[Step], v: &Value) -> Result<Workload> {
+    pub(super) fn workload(&self, src: usize, v: &Node) -> Result<Workload> {
         let Some(s) = v.as_str() else {
             return Err(self.err(
                 src,
-                vs,
+                v.line,
                 format!("workload: expected shared_file, found {}", describe(v)),
             ));
         };
@@ -131,88 +124,88 @@ impl Loader {
             "small_file" | "1-n" => Ok(Workload::SmallFile),
             _ => Err(self.err(
                 src,
-                vs,
+                v.line,
                 format!("workload: unknown workload \"{s}\" (expected shared_file/n-1, file_per_proc/n-n or small_file/1-n)"),
             )),
         }
     }
 
-    /// Parses `backends:`, returning the specs and the steps to each location.
-    pub(super) fn backends(&self, src: usize, i: usize, v: &Value) -> Result<(Vec<BackendSpec>, Vec<Steps>)> {
-        let bs = vec![idx(i), val("backends")];
+    /// Parses `backends:`, returning the specs and the line of each location.
+    pub(super) fn backends(&self, src: usize, v: &Node) -> Result<(Vec<BackendSpec>, Vec<usize>)> {
         let mut specs = Vec::new();
-        let mut steps = Vec::new();
-        match v {
+        let mut lines = Vec::new();
+        match &v.value {
             // The older form: a comma-separated list of directories.
             Value::String(s) => {
                 for part in s.split(',') {
                     let part = part.trim();
                     if part.is_empty() {
-                        return Err(self.err(src, &bs, format!("backends: empty location in \"{s}\"")));
+                        return Err(self.err(src, v.line, format!("backends: empty location in \"{s}\"")));
                     }
-                    let location = location(part).map_err(|m| self.err(src, &bs, format!("backends: {m}")))?;
+                    let location = location(part).map_err(|m| self.err(src, v.line, format!("backends: {m}")))?;
                     specs.push(BackendSpec {
                         location,
                         role: BackendRole::Both,
                     });
-                    steps.push(bs.clone());
+                    lines.push(v.line);
                 }
             }
             Value::Sequence(seq) => {
-                for (j, el) in seq.iter().enumerate() {
-                    let es = with(&bs, idx(j));
-                    let (spec, ls) = self.backend(src, &es, el)?;
+                for el in seq {
+                    let (spec, line) = self.backend(src, el)?;
                     specs.push(spec);
-                    steps.push(ls);
+                    lines.push(line);
                 }
             }
             Value::Null => {}
-            other => {
+            _ => {
                 return Err(self.err(
                     src,
-                    &bs,
+                    v.line,
                     format!(
                         "backends: expected a list of \"- location: <dir>\" entries, found {}",
-                        describe(other)
+                        describe(v)
                     ),
                 ))
             }
         }
         if specs.is_empty() {
-            return Err(self.err(src, &bs, "backends: no locations listed; at least one is required"));
+            return Err(self.err(src, v.line, "backends: no locations listed; at least one is required"));
         }
-        Ok((specs, steps))
+        Ok((specs, lines))
     }
 
-    pub(super) fn backend(&self, src: usize, es: &[Step], el: &Value) -> Result<(BackendSpec, Vec<Step>)> {
-        match el {
+    /// One `- location:` entry (or a plain directory), and the line of its location.
+    pub(super) fn backend(&self, src: usize, el: &Node) -> Result<(BackendSpec, usize)> {
+        match &el.value {
             Value::String(s) => {
-                let location = location(s).map_err(|m| self.err(src, es, format!("location: {m}")))?;
+                let location = location(s).map_err(|m| self.err(src, el.line, format!("location: {m}")))?;
                 Ok((
                     BackendSpec {
                         location,
                         role: BackendRole::Both,
                     },
-                    es.to_vec(),
+                    el.line,
                 ))
             }
             Value::Mapping(m) => {
                 let keys = string_keys(m)
-                    .map_err(|k| self.err(src, es, format!("backends: key {} is not a string", describe(k))))?;
+                    .map_err(|k| self.err(src, el.line, format!("backends: key {} is not a string", describe(k))))?;
                 let mut loc = None;
                 let mut role = BackendRole::Both;
-                for (k, v) in keys {
-                    let vs = with(es, val(k));
-                    match k {
+                for p in keys {
+                    let v = p.value;
+                    match p.name {
                         "location" => {
                             let Some(s) = v.as_str() else {
                                 return Err(self.err(
                                     src,
-                                    &vs,
+                                    v.line,
                                     format!("location: expected a directory, found {}", describe(v)),
                                 ));
                             };
-                            loc = Some(location(s).map_err(|m| self.err(src, &vs, format!("location: {m}")))?);
+                            let spec = location(s).map_err(|m| self.err(src, v.line, format!("location: {m}")))?;
+                            loc = Some((spec, v.line));
                         }
                         "type" => {
                             role = match v.as_str().map(|s| s.trim().to_ascii_lowercase()).as_deref() {
@@ -221,16 +214,16 @@ impl Loader {
                                 _ => {
                                     return Err(self.err(
                                         src,
-                                        &vs,
+                                        v.line,
                                         format!("type: expected canonical or shadow, found {}", describe(v)),
                                     ))
                                 }
                             }
                         }
-                        _ => {
+                        k => {
                             return Err(self.err(
                                 src,
-                                &with(es, key(k)),
+                                p.key.line,
                                 format!(
                                     "unknown key \"{k}\" in backends entry (expected location and type){}",
                                     did_you_mean(k, BACKEND_KEYS)
@@ -240,14 +233,14 @@ impl Loader {
                     }
                 }
                 match loc {
-                    Some(location) => Ok((BackendSpec { location, role }, with(es, val("location")))),
-                    None => Err(self.err(src, es, "backends: entry has no \"location\" key")),
+                    Some((location, line)) => Ok((BackendSpec { location, role }, line)),
+                    None => Err(self.err(src, el.line, "backends: entry has no \"location\" key")),
                 }
             }
-            other => Err(self.err(
+            _ => Err(self.err(
                 src,
-                es,
-                format!("backends: expected \"- location: <dir>\", found {}", describe(other)),
+                el.line,
+                format!("backends: expected \"- location: <dir>\", found {}", describe(el)),
             )),
         }
     }

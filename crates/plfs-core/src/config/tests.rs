@@ -647,6 +647,232 @@ fn config_yaml_features_still_work() {
     );
 }
 
+/// Scalars are read as they always were (the rules of serde_yaml 0.9, the parser before): how a
+/// count, size, ratio or boolean may be written, and what stays a string.
+#[test]
+fn config_yaml_scalars_read_as_before() {
+    let pre = "- mount_point: /a\n  backends: [/s]\n- global_params:\n";
+    let with = |k: &str, v: &str| parse(&format!("{pre}    {k}: {v}\n")).map(|c| c.global);
+    for v in [
+        "32",
+        "+32",
+        "0x20",
+        "0o40",
+        "0b100000",
+        "\"32\"",
+        "' 32 '",
+        "!!int 32",
+        "!!int \"32\"",
+        "!!str 32",
+    ] {
+        assert_eq!(with("num_hostdirs", v).unwrap().num_hostdirs, 32, "{v}");
+    }
+    // A leading zero makes a string, read as a decimal number: 040 is 40, not octal.
+    assert_eq!(with("num_hostdirs", "040").unwrap().num_hostdirs, 40);
+    for (v, found) in [
+        ("3_2", "found \"3_2\""),
+        ("0X20", "found \"0X20\""),
+        ("32.0", "found 32.0"),
+        ("1e3", "found 1000.0"),
+        ("1e16", "found 1e16"),
+        ("-1.5e-7", "found -1.5e-7"),
+        ("0.00001", "found 0.00001"),
+        (".inf", "found .inf"),
+        ("1e400", "found \"1e400\""),
+        ("yes", "found \"yes\""),
+        ("true", "found true"),
+        ("~", "found nothing (an empty value)"),
+        ("!x 32", "found a value tagged !x"),
+        ("[32]", "found a list"),
+    ] {
+        let e = with("num_hostdirs", v).unwrap_err().to_string();
+        assert!(
+            e.contains("line 4: num_hostdirs: expected an integer in 1..=1024") && e.contains(found),
+            "{v}: {e}"
+        );
+    }
+    // Integers beyond 64 bits are out of range (serde_yaml refused them as YAML it could not read).
+    let e = with("num_hostdirs", "99999999999999999999").unwrap_err().to_string();
+    assert!(
+        e.contains("line 4: num_hostdirs: 99999999999999999999 is out of range 1..=1024"),
+        "{e}"
+    );
+    let e = with("compaction_min_bytes", "-0x8000000000000001")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("compaction_min_bytes: -9223372036854775809 is out of range 0.."),
+        "{e}"
+    );
+    assert_eq!(
+        with("compaction_min_bytes", "0x100000").unwrap().compaction_min_bytes,
+        1 << 20
+    );
+    assert_eq!(with("compaction_min_bytes", "-0").unwrap().compaction_min_bytes, 0);
+    for (v, b) in [
+        ("yes", true),
+        ("ON", true),
+        ("y", true),
+        ("True", true),
+        ("1", true),
+        ("\"1\"", true),
+        ("!!bool true", true),
+        ("no", false),
+        ("off", false),
+        ("N", false),
+        ("FALSE", false),
+        ("0", false),
+    ] {
+        assert_eq!(with("data_checksums", v).unwrap().data_checksums, b, "{v}");
+    }
+    for (v, permille) in [
+        (".5", 500),
+        ("5e-1", 500),
+        ("\"50%\"", 500),
+        ("1", 1000),
+        ("0", 0),
+        ("0.0625", 63),
+    ] {
+        assert_eq!(
+            with("compaction_dead_ratio", v).unwrap().compaction_dead_permille,
+            permille,
+            "{v}"
+        );
+    }
+    // Core tags check their scalar.
+    fails(
+        &format!("{pre}    num_hostdirs: !!int many\n"),
+        &[
+            "line 4: invalid YAML (column 19)",
+            "\"many\" is not an integer (it is tagged !!int)",
+        ],
+    );
+    fails(
+        &format!("{pre}    data_checksums: !!bool yes\n"),
+        &["line 4", "\"yes\" is not a boolean"],
+    );
+    // A tagged string is read as the string, as before.
+    let c = parse("- mount_point: !path /a\n  backends: [{location: !dir /s}]\n").unwrap();
+    assert_eq!(c.mounts[0].backends[0].location, PathBuf::from("/s"));
+}
+
+/// Errors found by the YAML reader name their line too (the merge errors of serde_yaml had none),
+/// and keys that come from a merge are checked at their own line.
+#[test]
+fn config_yaml_errors_name_their_line() {
+    let mount = "- mount_point: /a\n  backends: [/s]\n";
+    let m = fails(&format!("{mount}  <<: 3\n"), &[]);
+    assert_eq!(
+        m,
+        "/nonexistent-dir/plfsrc: line 3: invalid YAML (column 7): <<: expected a mapping or a list of mappings \
+         to merge, found 3"
+    );
+    fails(
+        &format!("{mount}  <<: [{{workload: n-n}},\n    [x]]\n"),
+        &["line 4", "<<: expected a mapping to merge, found a list"],
+    );
+    fails(
+        &format!("{mount}  <<: !x {{workload: n-n}}\n"),
+        &["line 3", "found a value tagged !x"],
+    );
+    fails(
+        &format!("{mount}- global_params:\n    <<: {{num_hostdirs: 7000}}\n"),
+        &["line 4: num_hostdirs: 7000 is out of range 1..=1024"],
+    );
+    fails(
+        &format!("{mount}  <<:\n    colour: blue\n"),
+        &["line 4: unknown key \"colour\""],
+    );
+    let m = fails("- mount_point: /a\n  backends: [/s]\n  backends: [/t]\n", &[]);
+    assert!(
+        m.ends_with(
+            "line 1: invalid YAML (column 3): duplicate key \"backends\" in the mapping that starts on this line \
+             (on line 2 and again on line 3)"
+        ),
+        "{m}"
+    );
+    fails("- {1: a, 0x1: b}\n", &["line 1", "duplicate key 1"]);
+    fails(
+        &format!("{mount}--- []\n"),
+        &["line 3: invalid YAML (column 1): more than one document"],
+    );
+    fails(
+        "- &a [x, *a]\n",
+        &[
+            "line 1: invalid YAML (column 10)",
+            "alias names a node that contains it",
+        ],
+    );
+    // Nesting, aliases included, is limited as before.
+    let nested = |n: usize| format!("- {}{}\n", "[".repeat(n), "]".repeat(n));
+    fails(&nested(127), &["line 1", "entry 1 is a list"]);
+    fails(
+        &nested(128),
+        &["line 1: invalid YAML (column 130)", "recursion limit exceeded"],
+    );
+    let deep = format!(
+        "- &a {}{}\n- {}*a{}\n",
+        "[".repeat(64),
+        "]".repeat(64),
+        "[".repeat(63),
+        "]".repeat(63)
+    );
+    fails(&deep, &["line 1", "entry 1 is a list"]);
+    let deeper = deep.replace(&format!("{}*a", "[".repeat(63)), &format!("{}*a", "[".repeat(64)));
+    let deeper = deeper.replacen(&format!("*a{}", "]".repeat(63)), &format!("*a{}", "]".repeat(64)), 1);
+    fails(
+        &deeper,
+        &["line 2: invalid YAML (column 67)", "recursion limit exceeded"],
+    );
+    // A block scalar's line is that of its `|` or `>`, also when it is empty.
+    fails(
+        &format!("{mount}- global_params:\n    num_hostdirs: |\n    threadpool_size: 3\n"),
+        &["line 4: num_hostdirs: expected an integer in 1..=1024, found \"\""],
+    );
+    fails(
+        &format!("{mount}- global_params:\n    num_hostdirs: # a | and a >\n      >\n      many\n"),
+        &["line 5: num_hostdirs", "found \"many\\n\""],
+    );
+    // Where the parser stumbles after a tab-indented line, the message names that line.
+    fails(
+        &format!("{mount}- global_params:\n   \t num_hostdirs: 32\n    threadpool_size: 16\n"),
+        &["line 5: invalid YAML", "line 4 is indented with a tab"],
+    );
+    // The end of a text without a final newline is on its last line.
+    fails(
+        "- mount_point: /a\n  backends: [",
+        &["line 2: invalid YAML (column 14)"],
+    );
+}
+
+/// Merge keys apply inside mappings that are themselves merged (serde_yaml left the inner `<<`
+/// behind as a key, refused as unknown), and the mapping's own keys win over merged ones.
+#[test]
+fn config_yaml_nested_merges() {
+    let text = "\
+- global_params: &g
+    num_hostdirs: 7
+    threadpool_size: 2
+- global_params: &h
+    <<: *g
+    threadpool_size: 3
+- global_params:
+    <<: *h
+    index_buffer_records: 5
+- mount_point: /a
+  backends: [/s]
+";
+    let c = parse(text).unwrap();
+    assert_eq!(
+        (
+            c.global.num_hostdirs,
+            c.global.threadpool_size,
+            c.global.index_buffer_records
+        ),
+        (7, 3, 5)
+    );
+}
+
 #[test]
 fn config_non_utf8() {
     let d = tempdir("utf8");
@@ -1011,13 +1237,25 @@ proptest::proptest! {
         let _ = parse(&format!("- mount_point: /a\n  backends: [/s]\n- global_params:\n    {s}\n"));
     }
 
+    /// Every node read, and every YAML error, names a line of the text.
     #[test]
-    fn config_fuzz_locator(s in "[-:\\[\\]{}/a-z \n]{0,120}", path in proptest::collection::vec(0usize..3, 0..5)) {
-        let steps: Vec<Step> = path
-            .iter()
-            .map(|&k| match k { 0 => idx(0), 1 => val("a"), _ => key("a") })
-            .collect();
-        let _ = locate::line(&s, &steps);
+    fn config_fuzz_yaml_lines(s in "[-:\\[\\]{}/a-z0-9 \n\t#&*!|>,'\"~.<]{0,160}") {
+        let last = s.split('\n').count();
+        match yaml::parse(&s) {
+            Ok(root) => {
+                let mut todo: Vec<&yaml::Node> = root.iter().map(|n| &**n).collect();
+                while let Some(n) = todo.pop() {
+                    proptest::prop_assert!((1..=last).contains(&n.line), "line {} of {:?}", n.line, s);
+                    match &n.value {
+                        Value::Sequence(items) => todo.extend(items.iter().map(|n| &**n)),
+                        Value::Mapping(pairs) => todo.extend(pairs.iter().flat_map(|(k, v)| [&**k, &**v])),
+                        Value::Tagged(_, inner) => todo.push(inner),
+                        _ => {}
+                    }
+                }
+            }
+            Err(e) => proptest::prop_assert!((1..=last).contains(&e.line), "{e:?} in {s:?}"),
+        }
     }
 }
 

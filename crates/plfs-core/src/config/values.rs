@@ -1,64 +1,23 @@
-//! Helpers of the plfsrc loader: YAML values in messages, YAML errors, paths and backend
-//! locations.
+//! Helpers of the plfsrc loader: the pairs of a mapping, paths, backend locations and the keys.
 
 use super::*;
+use std::rc::Rc;
 
-/// The string keys of a mapping, in order; Err with the first non-string key.
-pub(super) fn string_keys(m: &serde_yaml::Mapping) -> std::result::Result<Vec<(&str, &Value)>, &Value> {
-    m.iter().map(|(k, v)| k.as_str().map(|s| (s, v)).ok_or(k)).collect()
+/// One `key: value` pair of a mapping whose keys are strings.
+#[derive(Clone, Copy)]
+pub(super) struct Pair<'a> {
+    /// The key.
+    pub(super) name: &'a str,
+    /// The key's node (for its line).
+    pub(super) key: &'a Node,
+    pub(super) value: &'a Node,
 }
 
-/// A short description of a value for messages.
-pub(super) fn describe(v: &Value) -> String {
-    match v {
-        Value::Null => "nothing (an empty value)".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => format!("{s:?}"),
-        Value::Sequence(_) => "a list".into(),
-        Value::Mapping(_) => "a mapping".into(),
-        Value::Tagged(t) => format!("a value tagged {}", t.tag),
-    }
-}
-
-/// Formats a YAML syntax error with the file and line.
-pub(super) fn yaml_error(path: &str, e: &serde_yaml::Error) -> Error {
-    let mut msg = e.to_string();
-    let Some(loc) = e.location() else {
-        return Error::Config(format!("{path}: invalid YAML: {msg}"));
-    };
-    let suffix = format!(" at line {} column {}", loc.line(), loc.column());
-    if let Some(p) = msg.find(&suffix) {
-        msg.replace_range(p..p + suffix.len(), "");
-    }
-    // serde's path to the node (".[2].global_params.num_hostdirs: ..."): keep the key names, drop
-    // the entry index (the line says where the entry is).
-    if msg.starts_with(['.', '[']) {
-        if let Some(p) = msg.find(": ").filter(|&p| !msg[..p].contains(' ')) {
-            let path = msg[..p].trim_start_matches('.');
-            let path = match path.strip_prefix('[').and_then(|r| r.split_once(']')) {
-                Some((n, rest)) if n.bytes().all(|b| b.is_ascii_digit()) => rest.trim_start_matches('.'),
-                _ => path,
-            };
-            let rest = msg[p + 2..].to_string();
-            msg = if path.is_empty() {
-                rest
-            } else {
-                format!("{path}: {rest}")
-            };
-        }
-    }
-    if let Some(rest) = msg.strip_prefix("duplicate entry with key ") {
-        msg = format!("duplicate key {rest} in the mapping that starts on this line");
-    }
-    if msg.contains("cannot start any token") || msg.contains("tab character") {
-        msg.push_str(" (tabs cannot be used for indentation in YAML)");
-    }
-    Error::Config(format!(
-        "{path}: line {}: invalid YAML (column {}): {msg}",
-        loc.line(),
-        loc.column()
-    ))
+/// The pairs of a mapping, in order; Err with the first key that is not a string.
+pub(super) fn string_keys(m: &[(Rc<Node>, Rc<Node>)]) -> std::result::Result<Vec<Pair<'_>>, &Node> {
+    m.iter()
+        .map(|(k, v)| k.as_str().map(|name| Pair { name, key: k, value: v }).ok_or(&**k))
+        .collect()
 }
 
 /// Expands a leading `~` or `~/` with `$HOME`.
