@@ -231,121 +231,104 @@ fn merge(olds: &[Old], truncs: &[(u64, u64, u64)]) -> Result<ExtentMap> {
     Ok(map)
 }
 
-/// Compacts the container of `sh` (docs/design.md, "Compaction"). This process's own writers
-/// stay open: they are first moved to fresh logs, so what they wrote so far is compacted too.
-pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactReport> {
-    let t0 = Instant::now();
-    let c = &sh.c;
-    let mut rep = CompactReport::new(sh.logical.clone());
-    let meta_lock = c.dir.open_dir(format::META_DIR)?;
-    if !meta_lock.try_lock_exclusive_within(patience(opts))? {
-        rep.status = CompactStatus::Busy;
-        return Ok(rep);
-    }
-    if !meta_lock.caps().locks() {
-        return Err(Error::errno(
-            Errno::OPNOTSUPP,
-            format!(
-                "{}: compaction needs flock(2) on the backend's directories, which this backend refuses",
-                sh.logical.display()
-            ),
-        ));
-    }
-    // An earlier compaction's journal: finish its roll-forward first.
-    let mut pending: Vec<String> = Vec::new();
-    if let Some(j) = journal::read(c)? {
-        pending = match j.state {
-            cf::STATE_COMMITTED if !opts.dry_run => {
-                let p = journal::roll_forward(c, &j)?;
-                journal::settle(c, &j, p.clone())?;
-                p
-            }
-            _ => j.names(cf::E_PENDING).map(str::to_string).collect(),
-        };
-    }
-    rep.before = footprint(c)?;
-    // A dry run moves nothing: this process's open writers then count as any other's.
-    let own = if opts.dry_run { HashSet::new() } else { rotate(sh)? };
-    // Everything older than this may be folded; writers that open later write newer records.
-    let snap_ts = clock::next_ts();
-    let meta = c.list_meta()?;
-    let foreign_open = meta
-        .iter()
-        .any(|d| matches!(d, MetaDropping::Open { writer_id, .. } if !own.contains(writer_id)));
-    let mut closed: HashMap<u64, u64> = HashMap::new(); // writer id -> mtime of its close
-    let mut with_data: HashSet<u64> = HashSet::new();
-    let mut truncs: Vec<(u64, u64, u64)> = Vec::new();
-    for d in &meta {
-        match *d {
-            MetaDropping::Close {
-                writer_id,
-                mtime_ns,
-                bytes,
-                ..
-            } => {
-                closed.insert(writer_id, mtime_ns);
-                if bytes > 0 {
-                    with_data.insert(writer_id);
-                }
-            }
-            MetaDropping::Trunc { ts, size, writer_id } => truncs.push((ts, size, writer_id)),
-            MetaDropping::Open { .. } => {}
-        }
-    }
-    let (olds, others) = closed_logs(c, &closed.keys().copied().collect(), &own)?;
-    let map = merge(&olds, &truncs)?;
-    // Truncs that clip nothing but the retired logs' records are folded, except the newest,
-    // which keeps the file's size. A writer open elsewhere may still append records older than
-    // any of them, and a log that is neither retired nor ours (a writer without droppings, a
-    // closed writer whose logs were not found) may hold some: then none is folded.
-    let found: HashSet<u64> = olds.iter().map(|o| o.id).collect();
-    let unsafe_fold = foreign_open || others || with_data.iter().any(|w| !found.contains(w));
-    let newest = truncs.iter().copied().max_by_key(|&(ts, _, id)| (ts, id));
-    let fold: Vec<(u64, u64, u64)> = if unsafe_fold {
-        Vec::new()
-    } else {
-        truncs
+/// One compaction's snapshot of the container (steps 4 to 6 of docs/design.md, "Compaction"):
+/// the logs it retires, their merged map, and the trunc droppings it folds.
+struct Plan {
+    /// The snapshot's timestamp: everything older may be folded.
+    snap_ts: u64,
+    /// The closed writers' logs, retired (chunk `i` of `map` is `olds[i]`).
+    olds: Vec<Old>,
+    /// The retired logs and every trunc dropping, merged.
+    map: ExtentMap,
+    /// The closed writers: writer id -> mtime of its close.
+    closed: HashMap<u64, u64>,
+    /// Every trunc dropping: (ts, size, writer id).
+    truncs: Vec<(u64, u64, u64)>,
+    /// The trunc droppings folded.
+    fold: Vec<(u64, u64, u64)>,
+    /// Records not retired may be older than the retired ones: nothing is folded, the new log
+    /// keeps every extent's timestamp.
+    unsafe_fold: bool,
+    /// Live bytes of `map`.
+    live: u64,
+    /// Data bytes of the retired data logs.
+    old_data: u64,
+}
+
+impl Plan {
+    /// Takes the snapshot (`own`: the ids of this process's writers), merges the closed writers'
+    /// logs and decides what is folded.
+    fn make(c: &Container, own: &HashSet<u64>) -> Result<Plan> {
+        // Everything older than this may be folded; writers that open later write newer records.
+        let snap_ts = clock::next_ts();
+        let meta = c.list_meta()?;
+        let foreign_open = meta
             .iter()
-            .copied()
-            .filter(|t| t.0 < snap_ts && Some(*t) != newest)
-            .collect()
-    };
-    let live = map.live_bytes();
-    let old_data: u64 = olds
-        .iter()
-        .map(|o| o.data_len.saturating_sub(format::DATA_HEADER_LEN as u64))
-        .sum();
-    rep.logs_retired = olds.len() as u64;
-    rep.truncs_folded = fold.len() as u64;
-    let mut after = rep.before;
-    after.data = after.data.saturating_sub(old_data) + live;
-    after.meta_files = (after.meta_files + u64::from(live > 0)).saturating_sub(closed.len() as u64 + fold.len() as u64);
-    let nothing = olds.len() <= 1 && old_data == live && fold.is_empty();
-    if nothing
-        || (opts.thresholds
-            && !worth_it(
-                old_data,
-                live,
-                truncs.len() as u64,
-                c.mount.global.compaction_min_bytes,
-                c.mount.global.compaction_dead_permille,
-            ))
-    {
-        rep.status = if nothing {
-            CompactStatus::NothingToDo
-        } else {
-            CompactStatus::BelowThreshold
-        };
-        if !pending.is_empty() && !opts.dry_run && journal::alone(c) {
-            retire_now(sh, &pending)?;
-            journal::remove(c)?;
+            .any(|d| matches!(d, MetaDropping::Open { writer_id, .. } if !own.contains(writer_id)));
+        let mut closed: HashMap<u64, u64> = HashMap::new(); // writer id -> mtime of its close
+        let mut with_data: HashSet<u64> = HashSet::new();
+        let mut truncs: Vec<(u64, u64, u64)> = Vec::new();
+        for d in &meta {
+            match *d {
+                MetaDropping::Close {
+                    writer_id,
+                    mtime_ns,
+                    bytes,
+                    ..
+                } => {
+                    closed.insert(writer_id, mtime_ns);
+                    if bytes > 0 {
+                        with_data.insert(writer_id);
+                    }
+                }
+                MetaDropping::Trunc { ts, size, writer_id } => truncs.push((ts, size, writer_id)),
+                MetaDropping::Open { .. } => {}
+            }
         }
-        rep.after = footprint(c)?;
-        fill_live(sh, &mut rep)?;
-        rep.seconds = t0.elapsed().as_secs_f64();
-        return Ok(rep);
+        let (olds, others) = closed_logs(c, &closed.keys().copied().collect(), own)?;
+        let map = merge(&olds, &truncs)?;
+        // Truncs that clip nothing but the retired logs' records are folded, except the newest,
+        // which keeps the file's size. A writer open elsewhere may still append records older than
+        // any of them, and a log that is neither retired nor ours (a writer without droppings, a
+        // closed writer whose logs were not found) may hold some: then none is folded.
+        let found: HashSet<u64> = olds.iter().map(|o| o.id).collect();
+        let unsafe_fold = foreign_open || others || with_data.iter().any(|w| !found.contains(w));
+        let newest = truncs.iter().copied().max_by_key(|&(ts, _, id)| (ts, id));
+        let fold: Vec<(u64, u64, u64)> = if unsafe_fold {
+            Vec::new()
+        } else {
+            truncs
+                .iter()
+                .copied()
+                .filter(|t| t.0 < snap_ts && Some(*t) != newest)
+                .collect()
+        };
+        let live = map.live_bytes();
+        let old_data: u64 = olds
+            .iter()
+            .map(|o| o.data_len.saturating_sub(format::DATA_HEADER_LEN as u64))
+            .sum();
+        Ok(Plan {
+            snap_ts,
+            olds,
+            map,
+            closed,
+            truncs,
+            fold,
+            unsafe_fold,
+            live,
+            old_data,
+        })
     }
-    if opts.dry_run {
+
+    /// The usage this compaction would leave, estimated from the usage `before` it (a dry run's
+    /// report).
+    fn estimate(&self, before: Usage) -> Usage {
+        let (olds, live) = (&self.olds, self.live);
+        let mut after = before;
+        after.data = after.data.saturating_sub(self.old_data) + live;
+        after.meta_files =
+            (after.meta_files + u64::from(live > 0)).saturating_sub(self.closed.len() as u64 + self.fold.len() as u64);
         let old_files: u64 = olds
             .iter()
             .map(|o| {
@@ -361,62 +344,133 @@ pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactRepor
             after.physical.saturating_sub(old_files + after.pending) + live + 2 * format::DATA_HEADER_LEN as u64;
         after.pending = 0;
         after.logs = (after.logs + 2 * u64::from(live > 0)).saturating_sub(2 * olds.len() as u64);
-        rep.after = after;
-        rep.status = CompactStatus::DryRun;
-        fill_live(sh, &mut rep)?;
-        rep.seconds = t0.elapsed().as_secs_f64();
-        return Ok(rep);
+        after
     }
+}
+
+/// Takes the lock of `meta/` (one compaction at a time), waiting as `opts` allows: `None` if
+/// another compaction holds it. The lock lasts as long as the returned descriptor.
+fn lock_meta(sh: &Shared, opts: &CompactOptions) -> Result<Option<Dir>> {
+    let meta_lock = sh.c.dir.open_dir(format::META_DIR)?;
+    if !meta_lock.try_lock_exclusive_within(patience(opts))? {
+        return Ok(None);
+    }
+    if !meta_lock.caps().locks() {
+        return Err(Error::errno(
+            Errno::OPNOTSUPP,
+            format!(
+                "{}: compaction needs flock(2) on the backend's directories, which this backend refuses",
+                sh.logical.display()
+            ),
+        ));
+    }
+    Ok(Some(meta_lock))
+}
+
+/// Finishes what an earlier compaction's journal left (not in a dry run); returns the data logs
+/// still pending deletion.
+fn finish_earlier(c: &Container, opts: &CompactOptions) -> Result<Vec<String>> {
+    // An earlier compaction's journal: finish its roll-forward first.
+    let mut pending: Vec<String> = Vec::new();
+    if let Some(j) = journal::read(c)? {
+        pending = match j.state {
+            cf::STATE_COMMITTED if !opts.dry_run => {
+                let p = journal::roll_forward(c, &j)?;
+                journal::settle(c, &j, p.clone())?;
+                p
+            }
+            _ => j.names(cf::E_PENDING).map(str::to_string).collect(),
+        };
+    }
+    Ok(pending)
+}
+
+/// Compacts the container of `sh` (docs/design.md, "Compaction"). This process's own writers
+/// stay open: they are first moved to fresh logs, so what they wrote so far is compacted too.
+pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactReport> {
+    let t0 = Instant::now();
+    let c = &sh.c;
+    let mut rep = CompactReport::new(sh.logical.clone());
+    // Held to the end: the lock is this descriptor's.
+    let Some(_meta_lock) = lock_meta(sh, opts)? else {
+        rep.status = CompactStatus::Busy;
+        return Ok(rep);
+    };
+    let pending = finish_earlier(c, opts)?;
+    rep.before = footprint(c)?;
+    // A dry run moves nothing: this process's open writers then count as any other's.
+    let own = if opts.dry_run { HashSet::new() } else { rotate(sh)? };
+    let plan = Plan::make(c, &own)?;
+    rep.logs_retired = plan.olds.len() as u64;
+    rep.truncs_folded = plan.fold.len() as u64;
+    let nothing = plan.olds.len() <= 1 && plan.old_data == plan.live && plan.fold.is_empty();
+    if nothing
+        || (opts.thresholds
+            && !worth_it(
+                plan.old_data,
+                plan.live,
+                plan.truncs.len() as u64,
+                c.mount.global.compaction_min_bytes,
+                c.mount.global.compaction_dead_permille,
+            ))
+    {
+        rep.status = if nothing {
+            CompactStatus::NothingToDo
+        } else {
+            CompactStatus::BelowThreshold
+        };
+        if !pending.is_empty() && !opts.dry_run && journal::alone(c) {
+            retire_now(sh, &pending)?;
+            journal::remove(c)?;
+        }
+        rep.after = footprint(c)?;
+        return done(sh, rep, t0);
+    }
+    if opts.dry_run {
+        rep.after = plan.estimate(rep.before);
+        rep.status = CompactStatus::DryRun;
+        return done(sh, rep, t0);
+    }
+    rep.copied = write_and_commit(sh, &plan, pending, opts)?;
+    rep.status = CompactStatus::Compacted;
+    rep.after = footprint(c)?;
+    done(sh, rep, t0)
+}
+
+/// Writes the new log pair of `plan` (if it has live data), commits the journal, rolls forward
+/// and retires the old data logs if no other process has the file open (`pending`: those an
+/// earlier compaction left). Returns the bytes copied.
+fn write_and_commit(sh: &Shared, plan: &Plan, pending: Vec<String>, opts: &CompactOptions) -> Result<u64> {
+    let c = &sh.c;
     // Build the new logs under temporary names; nothing visible changes until the journal commits.
     let wc = clock::random_u64();
     let host = clock::hostname();
     let mut entries = Vec::new();
     let mut new_dir: Option<Dir> = None;
-    if live > 0 {
-        let (dir, in_container) = c.writer_dir(&host, true)?;
-        let srcs: Vec<(&Dir, &str)> = olds.iter().map(|o| (&*o.dir, o.data_name.as_str())).collect();
-        let built = rewrite::write_logs(c, &dir, wc, snap_ts, &map, &srcs, !unsafe_fold, opts.progress).and_then(|r| {
-            dir.fsync()?;
-            c.sync_hostdir_parent(&host, in_container)?;
-            Ok(r)
-        });
-        let (eof, bytes) = match built {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = dir.unlink_opt(cf::tmp_data_name(wc));
-                let _ = dir.unlink_opt(cf::tmp_index_name(wc));
-                return Err(e);
-            }
-        };
-        rep.copied = bytes;
-        let close = MetaDropping::Close {
-            writer_id: wc,
-            open_ts: snap_ts,
-            close_ts: clock::next_ts(),
-            eof,
-            bytes,
-            mtime_ns: closed.values().copied().max().unwrap_or(0),
-        };
+    let mut copied = 0;
+    if plan.live > 0 {
+        let (dir, close, bytes) = write_new_logs(c, plan, wc, &host, opts)?;
+        copied = bytes;
         entries.push((cf::E_NEW_LOG, format::data_log_name(wc, clock::pid(), &host)));
         entries.push((cf::E_NEW_CLOSE, close.name()));
         new_dir = Some(dir);
     }
-    entries.extend(olds.iter().map(|o| (cf::E_RETIRED, o.data_name.clone())));
+    entries.extend(plan.olds.iter().map(|o| (cf::E_RETIRED, o.data_name.clone())));
     entries.extend(
-        fold.iter()
+        plan.fold
+            .iter()
             .map(|&(ts, size, writer_id)| (cf::E_FOLDED, MetaDropping::Trunc { ts, size, writer_id }.name())),
     );
     entries.extend(pending.iter().map(|p| (cf::E_PENDING, p.clone())));
     let j = Journal {
         state: cf::STATE_COMMITTED,
-        writer_id: if live > 0 { wc } else { 0 },
+        writer_id: if plan.live > 0 { wc } else { 0 },
         created_ns: clock::now_ns(),
         entries,
     };
     if let Err(e) = journal::write(c, &j) {
         if let Some(d) = new_dir {
-            let _ = d.unlink_opt(cf::tmp_data_name(wc));
-            let _ = d.unlink_opt(cf::tmp_index_name(wc));
+            remove_new_logs(&d, wc);
         }
         return Err(e);
     }
@@ -429,8 +483,63 @@ pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactRepor
         journal::settle(c, &j, pending)?;
         sh.reset_index();
     }
-    rep.status = CompactStatus::Compacted;
-    rep.after = footprint(c)?;
+    Ok(copied)
+}
+
+/// Writes the new log pair of `plan` (writer `wc` on `host`) under its temporary names, fsynced
+/// with its hostdir and the hostdir's parent. Returns the hostdir, the close dropping the new log
+/// gets, and the bytes copied; on an error, nothing of the new logs is left.
+fn write_new_logs(
+    c: &Container,
+    plan: &Plan,
+    wc: u64,
+    host: &str,
+    opts: &CompactOptions,
+) -> Result<(Dir, MetaDropping, u64)> {
+    let (dir, in_container) = c.writer_dir(host, true)?;
+    let srcs: Vec<(&Dir, &str)> = plan.olds.iter().map(|o| (&*o.dir, o.data_name.as_str())).collect();
+    let built = rewrite::write_logs(
+        c,
+        &dir,
+        wc,
+        plan.snap_ts,
+        &plan.map,
+        &srcs,
+        !plan.unsafe_fold,
+        opts.progress,
+    )
+    .and_then(|r| {
+        dir.fsync()?;
+        c.sync_hostdir_parent(host, in_container)?;
+        Ok(r)
+    });
+    let (eof, bytes) = match built {
+        Ok(r) => r,
+        Err(e) => {
+            remove_new_logs(&dir, wc);
+            return Err(e);
+        }
+    };
+    let close = MetaDropping::Close {
+        writer_id: wc,
+        open_ts: plan.snap_ts,
+        close_ts: clock::next_ts(),
+        eof,
+        bytes,
+        mtime_ns: plan.closed.values().copied().max().unwrap_or(0),
+    };
+    Ok((dir, close, bytes))
+}
+
+/// Removes the new logs of writer `wc` from their temporary names in `dir` (best effort: fsck
+/// removes what is left).
+fn remove_new_logs(dir: &Dir, wc: u64) {
+    let _ = dir.unlink_opt(cf::tmp_data_name(wc));
+    let _ = dir.unlink_opt(cf::tmp_index_name(wc));
+}
+
+/// Completes a report: the logical size and live bytes, the time taken since `t0`.
+fn done(sh: &Shared, mut rep: CompactReport, t0: Instant) -> Result<CompactReport> {
     fill_live(sh, &mut rep)?;
     rep.seconds = t0.elapsed().as_secs_f64();
     Ok(rep)
