@@ -3,9 +3,8 @@
 
 use super::index_log::IndexScan;
 use super::liveness::Liveness;
-use super::report::{repair_step, Kind, Options, Repair, Report};
-use super::writer::{LogFile, WriterState};
-use crate::container::Container;
+use super::report::{repair_step, Kind, Repair, Report};
+use super::writer::{LogFile, WriterCheck};
 use crate::error::Result;
 use crate::format::{self, MetaDropping};
 
@@ -25,20 +24,9 @@ fn computed_close(id: u64, open_ts: u64, scan: &IndexScan, data: Option<&LogFile
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn check_droppings(
-    c: &Container,
-    id: u64,
-    w: &WriterState,
-    wname: &str,
-    scan: Option<&IndexScan>,
-    opened_ns: Option<u64>,
-    has_truncs: bool,
-    live: &Option<Liveness>,
-    may_touch: bool,
-    opts: &Options,
-    rep: &mut Report,
-) {
+pub(super) fn check_droppings(ck: &WriterCheck, scan: Option<&IndexScan>, rep: &mut Report) {
+    let (c, id, w, wname, opts) = (ck.c, ck.id, ck.w, ck.wname.as_str(), ck.opts);
+    let (opened_ns, has_truncs, live, may_touch) = (ck.opened_ns, ck.has_truncs, &ck.live, ck.may_touch);
     let meta = c.sub(format::META_DIR);
     let records = scan.map_or(0, |s| s.records.len());
     let index_ok = scan.is_some_and(|s| matches!(s.header, Some(Ok(_))) && s.tail_error.is_none());
