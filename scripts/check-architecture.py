@@ -9,6 +9,8 @@
    `CYCLE_EXCEPTIONS` lists the known cycles, each with its reason.
    A known cycle that no longer occurs is reported, to be taken off the list.
 3. No source file longer than 700 lines before its tests.
+4. No function longer than 120 lines (from its `fn` line to its closing brace, comments
+   included) in product code.
 
 Product code is a crate's `src/` without its `tests.rs` files and its `#[cfg(test)]` items.
 Comments, string and character literals are blanked before code is matched or braces counted.
@@ -22,6 +24,7 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 CORE_SRC = os.path.join(ROOT, "crates/plfs-core/src")
 MAX_LINES = 700
+MAX_FN_LINES = 120
 
 SEAM_FORBIDDEN = [
     (re.compile(r"\brustix::fs::(?!Stat\b|FileType\b|StatVfs\b|Timespec\b)[a-z_]+"), "rustix::fs call"),
@@ -143,6 +146,32 @@ def product_lines(text):
     """The number of lines of `text` outside its `#[cfg(test)]` items."""
     t = blank(text)
     return t.count("\n") - sum(t.count("\n", a, b + 1) for a, b in test_spans(t))
+
+
+FN_RX = re.compile(r"\bfn\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def function_lengths(t):
+    """(name, line, length in lines) of every function with a body in blanked text `t`, from
+    the line of its `fn` to the line of its closing brace. A function inside another is measured
+    on its own too (and counts in the outer one's length); a `fn` in a macro's arguments is not
+    a function."""
+    out = []
+    # Parenthesis and bracket depth at each `fn`: one inside them is a macro's argument.
+    depth, at = 0, 0
+    for m in FN_RX.finditer(t):
+        for ch in t[at : m.start()]:
+            depth += (ch in "([") - (ch in ")]")
+        at = m.start()
+        if depth > 0:
+            continue
+        end = item_end(t, m.end())
+        if t[end - 1] != "}":
+            continue  # no body: declared in a trait or an `extern` block, or a macro's argument
+        first = t.count("\n", 0, m.start()) + 1
+        last = t.count("\n", 0, end - 1) + 1
+        out.append((m.group(1), first, last - first + 1))
+    return out
 
 
 def rust_files(src, tests=False):
@@ -303,6 +332,19 @@ def check_sizes(problems):
                 problems.append(f"size: {os.path.relpath(f, ROOT)}: {lines} lines before its tests (limit {MAX_LINES})")
 
 
+def check_functions(problems):
+    n = 0
+    for _, src in crate_sources():
+        for f in rust_files(src):
+            for name, line, length in function_lengths(product(read(f))):
+                n += 1
+                if length > MAX_FN_LINES:
+                    problems.append(
+                        f"length: {os.path.relpath(f, ROOT)}:{line}: fn {name} is {length} lines (limit {MAX_FN_LINES})"
+                    )
+    return n
+
+
 def main():
     problems = []
     check_seam(problems)
@@ -312,6 +354,7 @@ def main():
         check_cycles(crate, src, modules, edges, problems)
         stats.append(f"{crate}: {len(modules)} modules, {sum(len(e) for e in edges.values())} edges")
     check_sizes(problems)
+    functions = check_functions(problems)
     for p in problems:
         print(p)
     if problems:
@@ -320,7 +363,8 @@ def main():
     print(
         "check-architecture: seam clean; no module cycle ("
         + "; ".join(stats)
-        + f"; {len(CYCLE_EXCEPTIONS)} known); no file over {MAX_LINES} lines"
+        + f"; {len(CYCLE_EXCEPTIONS)} known); no file over {MAX_LINES} lines;"
+        + f" no function over {MAX_FN_LINES} lines ({functions} functions)"
     )
     return 0
 
