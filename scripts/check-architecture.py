@@ -7,9 +7,13 @@
    edge A -> B is any `crate::`, `super::` or `self::` path in A that names B or an item of B.
    A parent's `mod b;` and `pub use b::...` re-exports are not edges (they only publish B).
    `CYCLE_EXCEPTIONS` lists the known cycles, each with its reason.
-   A known cycle that no longer occurs is reported, to be taken off the list.
-3. No source file longer than 700 lines before its tests.
-4. No function longer than 120 lines (from its `fn` line to its closing brace, comments
+3. The layers of the core: `crates/plfs-core/src/lib.rs` declares its modules bottom layer first
+   (the picture in docs/design.md, "Inside the core", read upwards), and a module (with
+   everything under it) may only use the modules declared before it. `LAYER_EXCEPTIONS` lists
+   the known violations, each with its reason. A known cycle or violation that no longer occurs
+   is reported, to be taken off its list.
+4. No source file longer than 700 lines before its tests.
+5. No function longer than 120 lines (from its `fn` line to its closing brace, comments
    included) in product code.
 
 Product code is a crate's `src/` without its `tests.rs` files and its `#[cfg(test)]` items.
@@ -37,8 +41,14 @@ SEAM_FORBIDDEN = [
 # Not backend I/O: the logger writes to fd 2.
 SEAM_ALLOWED_FILES = {"log.rs"}
 
-# Known cycles, each waiting to be removed (not a rule); one that no longer occurs is reported,
-# so that it is taken off the list: (crate, the modules of the cycle) -> why.
+# Known violations, each waiting to be removed (not a rule); one that no longer occurs is
+# reported, so that it is taken off the list.
+# Uses of a module that the core's lib.rs declares later: (user, used) -> why.
+LAYER_EXCEPTIONS = {
+    ("sys", "format"): "the I/O seam knows names in containers (format::MARKER_NAME, "
+    "format::TMP_PREFIX); issue 27, item 1",
+}
+# Cycles: (crate, the modules of the cycle) -> why.
 CYCLE_EXCEPTIONS = {
     ("plfs-core", frozenset({"config", "config::load"})): "config/mod.rs calls the loader, which "
     "builds the types config/mod.rs defines (found once config/mod.rs was read past its "
@@ -324,6 +334,34 @@ def check_cycles(crate, crate_src, modules, edges, problems):
         problems.append(f"cycle in {name}: {' <-> '.join(sorted(names))} is gone: remove it from CYCLE_EXCEPTIONS")
 
 
+MOD_DECL_RX = re.compile(r"^[ \t]*(?:pub(?:\([a-z]+\))?[ \t]+)?mod[ \t]+([a-z_][a-z0-9_]*)[ \t]*;", re.M)
+
+
+def check_layers(modules, edges, problems):
+    """Every use of a module of the core by one that lib.rs declares before it (a top-level
+    module stands for everything under it). Returns the modules in their order."""
+    declared = MOD_DECL_RX.findall(product(read(os.path.join(CORE_SRC, "lib.rs"))))
+    order = {name: i for i, name in enumerate(declared)}
+    used = set()
+    for m in sorted(modules):
+        for t in sorted(edges[m]):
+            if not m or not t or m[0] == t[0] or m[0] not in order or t[0] not in order:
+                continue
+            if order[m[0]] > order[t[0]]:
+                continue
+            if (m[0], t[0]) in LAYER_EXCEPTIONS:
+                used.add((m[0], t[0]))
+                continue
+            f = os.path.relpath(modules[m], ROOT)
+            problems.append(
+                f"layer: {f}: {'::'.join(m)} uses {'::'.join(t)}, which lib.rs declares after {m[0]} "
+                "(a module may only use the modules declared before it)"
+            )
+    for a, b in sorted(set(LAYER_EXCEPTIONS) - used):
+        problems.append(f"layer: {a} no longer uses {b}: remove the exception from LAYER_EXCEPTIONS")
+    return declared
+
+
 def check_sizes(problems):
     for _, src in crate_sources():
         for f in rust_files(src):
@@ -349,10 +387,13 @@ def main():
     problems = []
     check_seam(problems)
     stats = []
+    layers = []
     for crate, src in crate_sources():
         modules, edges = module_graph(src)
         check_cycles(crate, src, modules, edges, problems)
         stats.append(f"{crate}: {len(modules)} modules, {sum(len(e) for e in edges.values())} edges")
+        if src == CORE_SRC:
+            layers = check_layers(modules, edges, problems)
     check_sizes(problems)
     functions = check_functions(problems)
     for p in problems:
@@ -363,7 +404,8 @@ def main():
     print(
         "check-architecture: seam clean; no module cycle ("
         + "; ".join(stats)
-        + f"; {len(CYCLE_EXCEPTIONS)} known); no file over {MAX_LINES} lines;"
+        + f"; {len(CYCLE_EXCEPTIONS)} known); the core's {len(layers)} modules in the layer order of lib.rs"
+        + f" ({len(LAYER_EXCEPTIONS)} known exception); no file over {MAX_LINES} lines;"
         + f" no function over {MAX_FN_LINES} lines ({functions} functions)"
     )
     return 0
