@@ -50,9 +50,9 @@ LAYER_EXCEPTIONS = {
 }
 # Cycles: (crate, the modules of the cycle) -> why.
 CYCLE_EXCEPTIONS = {
-    ("plfs-core", frozenset({"config", "config::load"})): "config/mod.rs calls the loader, which "
-    "builds the types config/mod.rs defines (found once config/mod.rs was read past its "
-    "`#[cfg(test)] mod tests;`); issue 27, item 6 replaces the loader",
+    ("plfs-core", frozenset({"config", "config::load"})): "config/mod.rs calls the loader "
+    "(config/load.rs), which builds the types config/mod.rs defines (seen once config/mod.rs was "
+    "read past its `#[cfg(test)] mod tests;`)",
 }
 
 
