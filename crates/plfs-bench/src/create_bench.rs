@@ -170,19 +170,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--child") {
-        let n = |i: usize| args[i].parse::<u64>().expect("number");
-        match child(&args[2], Path::new(&args[3]), n(4) as u32, n(5), n(6)) {
-            Ok(t) => println!("{t}"),
-            Err(e) => {
-                eprintln!("plfs-create-bench child: {e}");
-                std::process::exit(1);
-            }
-        }
-        return;
-    }
+/// The command line of a run.
+struct Opts {
+    files: u64,
+    procs: Vec<u32>,
+    mib: u64,
+    csv: Option<PathBuf>,
+    lib: Option<PathBuf>,
+}
+
+/// Parses the options after the program name (exits with a usage message on a bad one).
+fn parse_args(args: &[String]) -> Opts {
     let (mut files, mut procs, mut mib, mut csv, mut lib) =
         (20_000u64, vec![1u32, 2, 4], 256u64, None::<PathBuf>, None::<PathBuf>);
     let mut it = args.iter().skip(1);
@@ -202,18 +200,37 @@ fn main() {
             }
         }
     }
-    let exe = std::env::current_exe().expect("exe");
-    let lib = lib.or_else(|| Some(exe.with_file_name("libldplfs.so")).filter(|p| p.exists()));
-    let base = std::env::temp_dir().join(format!("plfs-create-bench-{}", std::process::id()));
-    let mut out = String::from(
-        "kind,procs,files_or_mib_per_proc,seconds,creates_per_sec_per_proc,aggregate_creates_or_mb_per_sec\n",
-    );
+    Opts {
+        files,
+        procs,
+        mib,
+        csv,
+        lib,
+    }
+}
+
+/// A child process (`--child KIND ROOT RANK FILES MIB`): performs its share, prints its seconds.
+fn child_main(args: &[String]) {
+    let n = |i: usize| args[i].parse::<u64>().expect("number");
+    match child(&args[2], Path::new(&args[3]), n(4) as u32, n(5), n(6)) {
+        Ok(t) => println!("{t}"),
+        Err(e) => {
+            eprintln!("plfs-create-bench child: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// The small-file creates of every process count in `o`, through the API, ldplfs (`lib`, if
+/// there is one) and plain files, in runs under `base`; rows appended to the CSV `out`.
+fn creates(exe: &Path, lib: Option<&Path>, base: &Path, o: &Opts, out: &mut String) {
+    let files = o.files;
     println!("creates of 1 KiB files (open-write-close), {files} per process, medians of 3");
     println!(
         "{:<20} {:>5} {:>16} {:>14}",
         "method", "procs", "creates/s/proc", "aggregate/s"
     );
-    for &p in &procs {
+    for &p in &o.procs {
         let mut rates = Vec::new();
         for (label, kind, preload) in [
             ("1-n via API", "api", false),
@@ -237,13 +254,13 @@ fn main() {
                     root.clone()
                 };
                 let t = run(&Job {
-                    exe: &exe,
+                    exe,
                     kind,
                     root: &target,
                     procs: p,
                     files,
                     mib: 0,
-                    preload: if preload { lib.as_deref() } else { None },
+                    preload: if preload { lib } else { None },
                     rc: Some(&rc),
                 });
                 ts.push(t);
@@ -268,8 +285,14 @@ fn main() {
             );
         }
     }
+}
+
+/// N-N bandwidth of every process count in `o`, through the API and as plain files, in runs
+/// under `base`; rows appended to the CSV `out`.
+fn nn_bandwidth(exe: &Path, base: &Path, o: &Opts, out: &mut String) {
+    let mib = o.mib;
     println!("N-N: each process writes one {mib} MiB file (no fsync), medians of 3");
-    for &p in &procs {
+    for &p in &o.procs {
         let mut bw = Vec::new();
         for kind in ["nn-api", "nn-plain"] {
             let mut ts = Vec::new();
@@ -277,7 +300,7 @@ fn main() {
                 let root = base.join(format!("{kind}-{p}-{rep}"));
                 std::fs::create_dir_all(&root).expect("root");
                 ts.push(run(&Job {
-                    exe: &exe,
+                    exe,
                     kind,
                     root: &root,
                     procs: p,
@@ -300,11 +323,31 @@ fn main() {
             bw[0] / bw[1]
         );
     }
-    if let Some(c) = csv {
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--child") {
+        child_main(&args);
+        return;
+    }
+    let o = parse_args(&args);
+    let exe = std::env::current_exe().expect("exe");
+    let lib = o
+        .lib
+        .clone()
+        .or_else(|| Some(exe.with_file_name("libldplfs.so")).filter(|p| p.exists()));
+    let base = std::env::temp_dir().join(format!("plfs-create-bench-{}", std::process::id()));
+    let mut out = String::from(
+        "kind,procs,files_or_mib_per_proc,seconds,creates_per_sec_per_proc,aggregate_creates_or_mb_per_sec\n",
+    );
+    creates(&exe, lib.as_deref(), &base, &o, &mut out);
+    nn_bandwidth(&exe, &base, &o, &mut out);
+    if let Some(c) = &o.csv {
         if let Some(d) = c.parent() {
             let _ = std::fs::create_dir_all(d);
         }
-        std::fs::write(&c, out).expect("csv");
+        std::fs::write(c, out).expect("csv");
     }
     let _ = std::fs::remove_dir_all(&base);
 }

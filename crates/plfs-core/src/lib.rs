@@ -25,22 +25,31 @@
 //! All backend I/O goes through raw system calls in [`sys`], never through interposable libc
 //! symbols, so the LD_PRELOAD front end can embed this crate without intercepting itself.
 
+// One group per row of the picture in docs/design.md ("Inside the core"), bottom row first: a
+// module may only use those declared before it (scripts/check-architecture.py).
 pub mod clock;
-pub mod config;
 pub mod error;
-pub mod format;
 pub mod log;
-pub mod sys;
 pub mod types;
 
-pub(crate) mod container;
+pub mod sys;
+
+pub mod config;
+
 pub(crate) mod extent;
-pub(crate) mod index;
-pub(crate) mod layout;
-pub(crate) mod legacy;
+pub mod format;
+
 pub(crate) mod mount;
-pub(crate) mod namespace;
+
+pub(crate) mod container;
+
+pub(crate) mod index;
+pub(crate) mod legacy;
 pub(crate) mod xattr;
+
+pub(crate) mod layout;
+
+pub(crate) mod namespace;
 
 pub mod compact;
 pub mod fsck;

@@ -32,7 +32,7 @@ use crate::format::{self, legacy::small::SMALL_CONTAINER};
 use crate::layout::n1::{ContainerNode, Registry};
 use crate::layout::small::Small;
 use crate::layout::{Layout, Node, OpenFile};
-use crate::legacy::{self, LegacyContainer, LegacyFile, LegacySmallDir};
+use crate::legacy::{self, LegacyContainer, LegacyFile, LegacySmallDir, LegacyStat};
 use crate::mount::{Loc, Probe};
 use crate::namespace::Plfs;
 use crate::sys::{Dir, TimeSpec};
@@ -158,12 +158,53 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
     };
     // A private table of open containers: the new one is open nowhere else.
     let node = |reg: Registry| ContainerNode::new(Arc::new(reg), tmploc.clone(), b, marker);
-    let pid = std::process::id();
-    let mut buf = vec![0u8; CHUNK.min(size.max(1)) as usize];
-    let mut mine = vec![0u8; buf.len()];
-    let mut done = 0u64;
-    let copy = (|| -> Result<()> {
+    let buf = vec![0u8; CHUNK.min(size.max(1)) as usize];
+    let mut t = Transfer {
+        lf: &lf,
+        size,
+        total,
+        done: 0,
+        mine: vec![0u8; buf.len()],
+        buf,
+        progress,
+    };
+    t.copy(&node, &runs, &lst).map_err(fail)?;
+    // Verify, through a fresh reader of what is on disk.
+    t.verify(&node, &parent.sub(&tmp)).map_err(fail)?;
+    let old = swap(&parent, &tmp, loc.name(), &lf.container.dir).map_err(fail)?;
+    if let Err(e) = parent.fsync() {
+        crate::warn!("{e}: upgraded, but the directory could not be synced");
+    }
+    remove_superseded(&loc, &parent, &old, lf);
+    Ok(Upgraded {
+        logical: loc.logical,
+        size,
+        copied: data,
+    })
+}
+
+/// The data of one conversion: the legacy file's data copied into the new container, then both
+/// compared, with the progress of the two.
+struct Transfer<'a> {
+    lf: &'a LegacyFile,
+    /// The file's size.
+    size: u64,
+    /// Data bytes to copy plus bytes to compare.
+    total: u64,
+    /// Bytes copied and compared so far.
+    done: u64,
+    buf: Vec<u8>,
+    mine: Vec<u8>,
+    progress: &'a mut dyn FnMut(u64, u64),
+}
+
+impl Transfer<'_> {
+    /// Copies the data `runs` into a node of the new container made by `node`, sets its size
+    /// and the times of `lst`.
+    fn copy(&mut self, node: &dyn Fn(Registry) -> ContainerNode, runs: &[(u64, u64)], lst: &LegacyStat) -> Result<()> {
+        let (lf, size) = (self.lf, self.size);
         let n = node(Registry::default());
+        let pid = std::process::id();
         let w = n.open(
             OpenFlags {
                 write: true,
@@ -172,17 +213,17 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
             pid,
             true,
         )?;
-        for &(off, len) in &runs {
+        for &(off, len) in runs {
             let mut pos = off;
             while pos < off + len {
                 let k = (off + len - pos).min(CHUNK) as usize;
-                if lf.index.read(&mut buf[..k], pos)? != k {
+                if lf.index.read(&mut self.buf[..k], pos)? != k {
                     return Err(Error::corrupt(lf.container.path(), format!("short read at {pos}")));
                 }
-                w.write(&buf[..k], pos)?;
+                w.write(&self.buf[..k], pos)?;
                 pos += k as u64;
-                done += k as u64;
-                progress(done, total);
+                self.done += k as u64;
+                (self.progress)(self.done, self.total);
             }
         }
         if size > runs.last().map_or(0, |r| r.0 + r.1) {
@@ -191,33 +232,37 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
         w.sync()?;
         w.close()?;
         // After the close, which raises the mtime.
+        let a = &lst.access;
         let atime = TimeSpec::At(a.st_atime, a.st_atime_nsec as i64);
         n.utimens(atime, at(lst.mtime_ns))
-    })();
-    copy.map_err(fail)?;
-    // Verify, through a fresh reader of what is on disk.
-    let verify = (|| -> Result<()> {
+    }
+
+    /// Compares the whole file with a fresh reader of the new container (a node made by `node`;
+    /// `path`: the new container, for errors).
+    fn verify(&mut self, node: &dyn Fn(Registry) -> ContainerNode, path: &std::path::Path) -> Result<()> {
+        let (lf, size, total) = (self.lf, self.size, self.total);
+        let pid = std::process::id();
         let r = node(Registry::default()).open(ro(), pid, true)?;
         if r.size()? != size {
             let msg = format!("the converted copy has size {} instead of {size}", r.size()?);
-            return Err(Error::corrupt(parent.sub(&tmp), msg));
+            return Err(Error::corrupt(path, msg));
         }
         let mut pos = 0u64;
         while pos < size {
             let k = (size - pos).min(CHUNK) as usize;
             let old = |b: &mut [u8]| lf.index.read(b, pos);
-            compare(&parent.sub(&tmp), pos, &mut buf[..k], &mut mine[..k], old, &r)?;
+            compare(path, pos, &mut self.buf[..k], &mut self.mine[..k], old, &r)?;
             pos += k as u64;
-            done += k as u64;
-            progress(done.min(total), total);
+            self.done += k as u64;
+            (self.progress)(self.done.min(total), total);
         }
         r.close()
-    })();
-    verify.map_err(fail)?;
-    let old = swap(&parent, &tmp, loc.name(), &lf.container.dir).map_err(fail)?;
-    if let Err(e) = parent.fsync() {
-        crate::warn!("{e}: upgraded, but the directory could not be synced");
     }
+}
+
+/// Removes the superseded PLFS 2.x tree (renamed `old` in `parent` by the swap) and the shadow
+/// hostdirs of `lf`, which is closed first (best effort: warnings).
+fn remove_superseded(loc: &Loc, parent: &Dir, old: &str, lf: LegacyFile) {
     // The superseded PLFS 2.x tree (now under `old`) and its shadow hostdirs.
     let hostdirs: Vec<_> = lf.index.hostdirs().cloned().collect();
     drop(lf);
@@ -237,16 +282,11 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
             let _ = d.rmdir(loc.name());
         }
     }
-    if let Err(e) = parent.remove_tree(&old) {
+    if let Err(e) = parent.remove_tree(old) {
         crate::warn!(
             "{e}: upgraded, but the old PLFS 2.x container could not be removed (plfs fsck --repair removes it)"
         );
     }
-    Ok(Upgraded {
-        logical: loc.logical,
-        size,
-        copied: data,
-    })
 }
 
 /// Puts the new container `tmp` in place of the legacy one at `name` in `parent`; returns the

@@ -286,129 +286,10 @@ impl<'a> Copier<'a> {
             )
         })?;
         let existing = self.to.stat(dst, false)?;
+        let e = Entry { src, dst, m, existing };
         match m.kind {
-            Kind::Dir => {
-                if !self.recursive {
-                    return Err(Failure::new(
-                        src,
-                        EISDIR,
-                        format!("{}: is a directory (use -r to copy a tree)", src.display()),
-                    )
-                    .into());
-                }
-                if self.from.is_plfs() == self.to.is_plfs() && absolute(dst)?.starts_with(absolute(src)?) {
-                    return Err(Failure::new(
-                        dst,
-                        EINVAL,
-                        format!("cannot copy {} into itself ({})", src.display(), dst.display()),
-                    )
-                    .into());
-                }
-                match existing {
-                    Some(e) if e.kind != Kind::Dir => {
-                        return Err(Failure::new(
-                            dst,
-                            ENOTDIR,
-                            format!(
-                                "cannot copy directory {} onto {} {}",
-                                src.display(),
-                                e.kind.name(),
-                                dst.display()
-                            ),
-                        )
-                        .into())
-                    }
-                    Some(_) if self.update => self.remove_stale_temps(dst, None, sum),
-                    Some(_) => {}
-                    // Writable while it is filled; the source's mode is set at the end.
-                    None => self.to.mkdir(dst, m.mode | 0o700)?,
-                }
-                sum.dirs += 1;
-                for n in self.from.list(src)? {
-                    if let Err(e) = self.copy(&src.join(&n), &dst.join(&n), false, sum, false) {
-                        self.report(e);
-                    }
-                }
-                self.fixups.push((dst.to_path_buf(), m, existing.is_none(), self.op));
-                Ok(())
-            }
-            Kind::File | Kind::Symlink => {
-                let excl = match existing {
-                    Some(e) if e.kind == Kind::Dir => {
-                        return Err(Failure::new(
-                            dst,
-                            EISDIR,
-                            format!("cannot overwrite directory {} with a {}", dst.display(), m.kind.name()),
-                        )
-                        .into())
-                    }
-                    Some(e) if self.update && m.kind == Kind::File && complete(&e, &m) => {
-                        sum.skipped += 1;
-                        self.progress.inc(m.size);
-                        return Ok(());
-                    }
-                    Some(_) if self.update => false,
-                    Some(_) => match self.policy {
-                        Policy::Skip => {
-                            sum.skipped += 1;
-                            self.progress.inc(if m.kind == Kind::File { m.size } else { 0 });
-                            return Ok(());
-                        }
-                        Policy::Refuse => {
-                            return Err(Failure::new(
-                                dst,
-                                EEXIST,
-                                format!(
-                                    "{} already exists (use -f to overwrite it, -n to skip it)",
-                                    dst.display()
-                                ),
-                            )
-                            .into())
-                        }
-                        Policy::Force => false,
-                    },
-                    None => true,
-                };
-                if self.from.is_plfs() == self.to.is_plfs() && absolute(src)? == absolute(dst)? {
-                    return Err(Failure::new(
-                        dst,
-                        EINVAL,
-                        format!("{} and {} are the same file", src.display(), dst.display()),
-                    )
-                    .into());
-                }
-                // A file named on the command line: the directory it goes into is not walked,
-                // so its own leftovers are looked for there.
-                if top && self.update && m.kind == Kind::File {
-                    if let (Some(dir), Some(name)) = (dst.parent(), dst.file_name()) {
-                        let dir = if dir.as_os_str().is_empty() {
-                            Path::new(".")
-                        } else {
-                            dir
-                        };
-                        self.remove_stale_temps(dir, Some(name), sum);
-                    }
-                }
-                if m.kind == Kind::Symlink {
-                    let target = self.from.readlink(src)?;
-                    if !excl {
-                        self.to.unlink(dst)?;
-                    }
-                    self.to.symlink(&target, dst)?;
-                    sum.links += 1;
-                    return Ok(());
-                }
-                self.queue.push(pool::Job {
-                    from: self.from,
-                    op: self.op,
-                    src: src.to_path_buf(),
-                    dst: dst.to_path_buf(),
-                    meta: m,
-                    excl,
-                    top,
-                });
-                Ok(())
-            }
+            Kind::Dir => self.copy_dir(&e, sum),
+            Kind::File | Kind::Symlink => self.copy_leaf(&e, sum, top),
             Kind::Other => Err(Failure::new(
                 src,
                 EINVAL,
@@ -417,6 +298,156 @@ impl<'a> Copier<'a> {
             .into()),
         }
     }
+
+    /// Copies a directory: makes it, walks its entries, and queues the fixing up of its mode and
+    /// times.
+    fn copy_dir(&mut self, e: &Entry, sum: &mut Summary) -> Result<()> {
+        let Entry { src, dst, m, existing } = *e;
+        if !self.recursive {
+            return Err(Failure::new(
+                src,
+                EISDIR,
+                format!("{}: is a directory (use -r to copy a tree)", src.display()),
+            )
+            .into());
+        }
+        if self.from.is_plfs() == self.to.is_plfs() && absolute(dst)?.starts_with(absolute(src)?) {
+            return Err(Failure::new(
+                dst,
+                EINVAL,
+                format!("cannot copy {} into itself ({})", src.display(), dst.display()),
+            )
+            .into());
+        }
+        match existing {
+            Some(e) if e.kind != Kind::Dir => {
+                return Err(Failure::new(
+                    dst,
+                    ENOTDIR,
+                    format!(
+                        "cannot copy directory {} onto {} {}",
+                        src.display(),
+                        e.kind.name(),
+                        dst.display()
+                    ),
+                )
+                .into())
+            }
+            Some(_) if self.update => self.remove_stale_temps(dst, None, sum),
+            Some(_) => {}
+            // Writable while it is filled; the source's mode is set at the end.
+            None => self.to.mkdir(dst, m.mode | 0o700)?,
+        }
+        sum.dirs += 1;
+        for n in self.from.list(src)? {
+            if let Err(e) = self.copy(&src.join(&n), &dst.join(&n), false, sum, false) {
+                self.report(e);
+            }
+        }
+        self.fixups.push((dst.to_path_buf(), m, existing.is_none(), self.op));
+        Ok(())
+    }
+
+    /// Copies a regular file or a symbolic link: makes a link at once, queues a file for the pool.
+    fn copy_leaf(&mut self, e: &Entry, sum: &mut Summary, top: bool) -> Result<()> {
+        let Entry { src, dst, m, .. } = *e;
+        let Some(excl) = self.may_write(e, sum)? else {
+            return Ok(());
+        };
+        if self.from.is_plfs() == self.to.is_plfs() && absolute(src)? == absolute(dst)? {
+            return Err(Failure::new(
+                dst,
+                EINVAL,
+                format!("{} and {} are the same file", src.display(), dst.display()),
+            )
+            .into());
+        }
+        // A file named on the command line: the directory it goes into is not walked,
+        // so its own leftovers are looked for there.
+        if top && self.update && m.kind == Kind::File {
+            if let (Some(dir), Some(name)) = (dst.parent(), dst.file_name()) {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
+                self.remove_stale_temps(dir, Some(name), sum);
+            }
+        }
+        if m.kind == Kind::Symlink {
+            let target = self.from.readlink(src)?;
+            if !excl {
+                self.to.unlink(dst)?;
+            }
+            self.to.symlink(&target, dst)?;
+            sum.links += 1;
+            return Ok(());
+        }
+        self.queue.push(pool::Job {
+            from: self.from,
+            op: self.op,
+            src: src.to_path_buf(),
+            dst: dst.to_path_buf(),
+            meta: m,
+            excl,
+            top,
+        });
+        Ok(())
+    }
+
+    /// Whether a file or link may be written at its target, by the options: `Some(true)` to
+    /// create it, `Some(false)` to replace what is there, `None` to skip it (counted into `sum`);
+    /// an error if it may not.
+    fn may_write(&mut self, e: &Entry, sum: &mut Summary) -> Result<Option<bool>> {
+        let Entry { dst, m, existing, .. } = *e;
+        let excl = match existing {
+            Some(e) if e.kind == Kind::Dir => {
+                return Err(Failure::new(
+                    dst,
+                    EISDIR,
+                    format!("cannot overwrite directory {} with a {}", dst.display(), m.kind.name()),
+                )
+                .into())
+            }
+            Some(e) if self.update && m.kind == Kind::File && complete(&e, &m) => {
+                sum.skipped += 1;
+                self.progress.inc(m.size);
+                return Ok(None);
+            }
+            Some(_) if self.update => false,
+            Some(_) => match self.policy {
+                Policy::Skip => {
+                    sum.skipped += 1;
+                    self.progress.inc(if m.kind == Kind::File { m.size } else { 0 });
+                    return Ok(None);
+                }
+                Policy::Refuse => {
+                    return Err(Failure::new(
+                        dst,
+                        EEXIST,
+                        format!(
+                            "{} already exists (use -f to overwrite it, -n to skip it)",
+                            dst.display()
+                        ),
+                    )
+                    .into())
+                }
+                Policy::Force => false,
+            },
+            None => true,
+        };
+        Ok(Some(excl))
+    }
+}
+
+/// One entry of the walk: a source, the target it is copied to, and what each is.
+struct Entry<'p> {
+    src: &'p Path,
+    dst: &'p Path,
+    /// The source.
+    m: side::Meta,
+    /// The target, if it exists.
+    existing: Option<side::Meta>,
 }
 
 /// A target file that a finished copy of the source left: a regular file of the same size and

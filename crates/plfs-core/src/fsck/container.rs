@@ -5,10 +5,10 @@
 use super::compaction;
 use super::debris;
 use super::droppings::check_droppings;
-use super::index_log::{append_records, fix_index_log, scan_index};
+use super::index_log::{append_records, fix_index_log, scan_index, IndexScan};
 use super::liveness::{writer_liveness, Liveness};
 use super::report::{repair_step, Kind, Options, Repair, Report};
-use super::writer::{LogFile, WriterState};
+use super::writer::{LogFile, WriterCheck, WriterState};
 use crate::container::Container;
 use crate::error::Result;
 use crate::format::{self, LogHeader, MetaDropping};
@@ -415,6 +415,18 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
         );
         return;
     }
+    let ck = WriterCheck {
+        c,
+        id,
+        w,
+        wname,
+        data_header,
+        opened_ns,
+        has_truncs,
+        live,
+        may_touch,
+        opts,
+    };
     let mut scan = scan;
     // 1. The index log itself.
     if let (Some(ix), Some(s)) = (&w.index, scan.as_mut()) {
@@ -425,10 +437,21 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
     // 2. Logs against each other.
     let records = scan.as_ref().map_or(0, |s| s.records.len());
     rep.records += records as u64;
+    check_log_pair(&ck, records, rep);
+    if let Some(ds) = data_size {
+        check_data_end(&ck, ds, &mut scan, rep);
+    }
+    // 3. Droppings against the index.
+    check_droppings(&ck, scan.as_ref(), rep);
+}
+
+/// A data log without an index log, or an index log with records but no data log.
+fn check_log_pair(ck: &WriterCheck, records: usize, rep: &mut Report) {
+    let (w, wname, opts) = (ck.w, &ck.wname, ck.opts);
     match (&w.index, &w.data) {
         (None, Some(d)) => {
             let empty = d.size <= format::DATA_HEADER_LEN as u64;
-            let repair = if empty && may_touch {
+            let repair = if empty && ck.may_touch {
                 repair_step(opts, "removed the empty data log", || {
                     d.dir.unlink_opt(&d.name).map(drop)
                 })
@@ -451,77 +474,57 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
         }
         _ => {}
     }
-    if let (Some(s), Some(ds)) = (&scan, data_size) {
-        let past = s
-            .records
-            .iter()
-            .filter(|r| r.physical_off.saturating_add(r.length) > ds)
-            .count();
-        if past > 0 {
-            let p = w.data.as_ref().map(|d| d.path.clone()).unwrap_or_default();
-            let msg =
-                format!("{wname}: {past} records point past the end of the {ds}-byte data log; readers skip them");
-            rep.push(
-                Kind::RecordPastDataEnd,
-                true,
-                p,
-                msg,
-                Repair::Manual("restore the data log".into()),
-            );
-        }
-        let mut used = s
-            .records
-            .iter()
-            .map(|r| r.physical_off.saturating_add(r.length))
-            .max()
-            .unwrap_or(0)
-            .max(format::DATA_HEADER_LEN as u64);
-        let framed = data_header.is_some_and(|h| h.flags & format::LOG_FLAG_FRAMED != 0);
-        if framed && ds > used {
-            used = recover_frames(w, &wname, ds, used, data_header, may_touch, opts, &mut scan, rep);
-        }
-        if ds > used && live.as_ref().is_none_or(|l| matches!(l, Liveness::Dead(_))) {
-            let p = w.data.as_ref().map(|d| d.path.clone()).unwrap_or_default();
-            let msg = format!("{wname}: last {} bytes of the data log were never indexed (writes lost in a crash); readers never see them", ds - used);
-            rep.push(Kind::UnindexedData, false, p, msg, Repair::None);
-        }
+}
+
+/// The data log of `ds` bytes against the records of `scan`: records pointing past its end,
+/// writes of a framed log not indexed yet ([`recover_frames`]), bytes never indexed.
+fn check_data_end(ck: &WriterCheck, ds: u64, scan: &mut Option<IndexScan>, rep: &mut Report) {
+    let (w, wname) = (ck.w, &ck.wname);
+    let Some(s) = scan.as_ref() else { return };
+    let past = s
+        .records
+        .iter()
+        .filter(|r| r.physical_off.saturating_add(r.length) > ds)
+        .count();
+    if past > 0 {
+        let p = w.data.as_ref().map(|d| d.path.clone()).unwrap_or_default();
+        let msg = format!("{wname}: {past} records point past the end of the {ds}-byte data log; readers skip them");
+        rep.push(
+            Kind::RecordPastDataEnd,
+            true,
+            p,
+            msg,
+            Repair::Manual("restore the data log".into()),
+        );
     }
-    // 3. Droppings against the index.
-    check_droppings(
-        c,
-        id,
-        w,
-        &wname,
-        scan.as_ref(),
-        opened_ns,
-        has_truncs,
-        &live,
-        may_touch,
-        opts,
-        rep,
-    );
+    let mut used = s
+        .records
+        .iter()
+        .map(|r| r.physical_off.saturating_add(r.length))
+        .max()
+        .unwrap_or(0)
+        .max(format::DATA_HEADER_LEN as u64);
+    let framed = ck.data_header.is_some_and(|h| h.flags & format::LOG_FLAG_FRAMED != 0);
+    if framed && ds > used {
+        used = recover_frames(ck, ds, used, scan, rep);
+    }
+    if ds > used && ck.live.as_ref().is_none_or(|l| matches!(l, Liveness::Dead(_))) {
+        let p = w.data.as_ref().map(|d| d.path.clone()).unwrap_or_default();
+        let msg = format!("{wname}: last {} bytes of the data log were never indexed (writes lost in a crash); readers never see them", ds - used);
+        rep.push(Kind::UnindexedData, false, p, msg, Repair::None);
+    }
 }
 
 /// The writes a framed data log describes past the last one its index log lists (its writer was
 /// killed before appending their records, or is still writing): readers already recover them;
 /// the repair appends their records to the index log, so that the writer's close record can say
 /// what it wrote. Returns where the data log's last whole write ends.
-#[allow(clippy::too_many_arguments)]
-fn recover_frames(
-    w: &WriterState,
-    wname: &str,
-    ds: u64,
-    used: u64,
-    data_header: Option<LogHeader>,
-    may_touch: bool,
-    opts: &Options,
-    scan: &mut Option<super::index_log::IndexScan>,
-    rep: &mut Report,
-) -> u64 {
+fn recover_frames(ck: &WriterCheck, ds: u64, used: u64, scan: &mut Option<IndexScan>, rep: &mut Report) -> u64 {
+    let (w, wname, opts) = (ck.w, &ck.wname, ck.opts);
     let (Some(d), Some(ix), Some(s)) = (&w.data, &w.index, scan.as_mut()) else {
         return used;
     };
-    let flags = data_header.map_or(0, |h| h.flags);
+    let flags = ck.data_header.map_or(0, |h| h.flags);
     let mut recs = Vec::new();
     let end = match d
         .dir
@@ -546,7 +549,7 @@ fn recover_frames(
     }
     let bytes: u64 = recs.iter().map(|r| r.length).sum();
     let what = format!("appended their {} records to the index log", recs.len());
-    let repair = if may_touch {
+    let repair = if ck.may_touch {
         repair_step(opts, what, || append_records(ix, s.valid_end, &recs))
     } else {
         Repair::Manual("its writer may still be running (use --force-stale if it is not)".into())

@@ -333,6 +333,52 @@ impl IndexState {
             }
             *self = IndexState::empty(self.max_fds);
         }
+        let found = self.find_logs(c)?;
+        // Whole logs are what the droppings promise: a writer that closed with data left an
+        // index log (its loss is damage, not a shorter file), and wrote every record of it.
+        let closed: HashSet<u64> = meta
+            .iter()
+            .filter_map(|d| match *d {
+                MetaDropping::Close { writer_id, .. } => Some(writer_id),
+                _ => None,
+            })
+            .collect();
+        check_closed_logs(c, &meta, &found)?;
+        if self.wiped(&meta, &found) {
+            return self.rebuild(c, tries);
+        }
+        self.apply_truncs(c, &meta)?;
+        let results = self.read_logs(c, &found, &closed);
+        for (f, r) in found.iter().zip(results) {
+            let read = match r {
+                Ok(v) => v,
+                // Listed, then gone: a compaction retired it, after publishing the log that
+                // replaces it, which a new listing finds.
+                Err(e) if crate::sys::is_missing(&e) && tries < 8 => {
+                    return self.rebuild(c, tries + 1);
+                }
+                Err(e) => return Err(e),
+            };
+            let old = self.logs.get(&f.path).copied().unwrap_or(0);
+            if read.consumed < old {
+                return self.rebuild(c, tries);
+            }
+            self.merge_log(f, read, closed.contains(&f.info.writer_id))?;
+        }
+        self.check_written(c, &meta, &found)?;
+        self.quiet_sig = sig;
+        Ok(())
+    }
+
+    /// Starts the refresh again from an empty state (the container was wiped, or a log it
+    /// listed was retired).
+    fn rebuild(&mut self, c: &Container, tries: u32) -> Result<()> {
+        *self = IndexState::empty(self.max_fds);
+        self.refresh_n(c, tries)
+    }
+
+    /// Every index log in every hostdir of `c` (each hostdir registered).
+    fn find_logs(&mut self, c: &Container) -> Result<Vec<FoundLog>> {
         let mut found: Vec<FoundLog> = Vec::new();
         for hd in c.hostdirs()? {
             let names = hd.list()?;
@@ -352,41 +398,16 @@ impl IndexState {
                 }
             }
         }
-        // Whole logs are what the droppings promise: a writer that closed with data left an
-        // index log (its loss is damage, not a shorter file), and wrote every record of it.
-        let closed: HashSet<u64> = meta
-            .iter()
-            .filter_map(|d| match *d {
-                MetaDropping::Close { writer_id, .. } => Some(writer_id),
-                _ => None,
-            })
-            .collect();
-        let mut retiring: Option<HashSet<u64>> = None;
-        for d in &meta {
-            if let MetaDropping::Close { writer_id, bytes, .. } = d {
-                if *bytes > 0 && !found.iter().any(|f| f.info.writer_id == *writer_id) {
-                    // A compaction's roll-forward deletes the index logs it retires before their
-                    // close droppings (docs/design.md, "Compaction"): a writer its journal
-                    // retires was compacted into the new log, not lost.
-                    let retiring = match &mut retiring {
-                        Some(r) => r,
-                        None => retiring.insert(retired_writers(c)?),
-                    };
-                    if retiring.contains(writer_id) {
-                        continue;
-                    }
-                    return Err(Error::corrupt(
-                        c.sub(&format!("{}/{}", format::META_DIR, d.name())),
-                        format!("writer {writer_id:016x} closed with {bytes} bytes, but its index log is missing"),
-                    ));
-                }
-            }
-        }
+        Ok(found)
+    }
+
+    /// Whether the container was wiped since the last refresh: a known log or a known truncate
+    /// is gone.
+    fn wiped(&self, meta: &[MetaDropping], found: &[FoundLog]) -> bool {
         // A known log that disappeared means the container was wiped: start again.
         let present: HashSet<&PathBuf> = found.iter().map(|f| &f.path).collect();
         if self.logs.keys().any(|p| !present.contains(p)) {
-            *self = IndexState::empty(self.max_fds);
-            return self.refresh_n(c, tries);
+            return true;
         }
         // A known truncate that vanished means the container was wiped: start again.
         let current: HashSet<(u64, u64, u64)> = meta
@@ -396,11 +417,12 @@ impl IndexState {
                 _ => None,
             })
             .collect();
-        if self.truncs.iter().any(|t| !current.contains(t)) {
-            *self = IndexState::empty(self.max_fds);
-            return self.refresh_n(c, tries);
-        }
-        for d in &meta {
+        self.truncs.iter().any(|t| !current.contains(t))
+    }
+
+    /// Applies every trunc dropping of `meta`.
+    fn apply_truncs(&mut self, c: &Container, meta: &[MetaDropping]) -> Result<()> {
+        for d in meta {
             if let MetaDropping::Trunc { ts, size, writer_id } = *d {
                 if size > i64::MAX as u64 {
                     return Err(Error::corrupt(
@@ -411,6 +433,12 @@ impl IndexState {
                 self.insert_trunc(ts, size, writer_id);
             }
         }
+        Ok(())
+    }
+
+    /// Reads the new part of every log in `found` (those of writers not in `closed` with their
+    /// frames), in the order of `found`.
+    fn read_logs(&self, c: &Container, found: &[FoundLog], closed: &HashSet<u64>) -> Vec<Result<LogRead>> {
         // Read the new parts of every log on a pool of threads, then merge in one place. A thread
         // costs more than reading a few small logs (a refresh is what every fstat of an open file
         // does): one thread per LOGS_PER_THREAD logs, up to `threadpool_size`.
@@ -433,8 +461,8 @@ impl IndexState {
                 .collect()
         };
         // Few logs (a refresh of a file with a handful of writers) are read on this thread.
-        let results: Vec<Result<LogRead>> = if threads <= 1 {
-            read_all(&found, &starts)
+        if threads <= 1 {
+            read_all(found, &starts)
         } else {
             std::thread::scope(|scope| {
                 let chunk = found.len().div_ceil(threads).max(1);
@@ -452,111 +480,86 @@ impl IndexState {
                     })
                     .collect()
             })
-        };
-        for (f, r) in found.iter().zip(results) {
-            let LogRead {
-                consumed: new_consumed,
-                mut dec,
-                data_len,
-                tail,
-                recovered,
-            } = match r {
-                Ok(v) => v,
-                // Listed, then gone: a compaction retired it, after publishing the log that
-                // replaces it, which a new listing finds.
-                Err(e) if crate::sys::is_missing(&e) && tries < 8 => {
-                    *self = IndexState::empty(self.max_fds);
-                    return self.refresh_n(c, tries + 1);
-                }
-                Err(e) => return Err(e),
-            };
-            let old = self.logs.get(&f.path).copied().unwrap_or(0);
-            if new_consumed < old {
-                *self = IndexState::empty(self.max_fds);
-                return self.refresh_n(c, tries);
-            }
-            let was_closed = closed.contains(&f.info.writer_id);
-            match dec.tail_error.as_ref() {
-                // The end of a log still being written (or of a writer that died mid-append).
-                Some(e) if e.starts_with("torn") && !was_closed => {}
-                Some(e) => {
-                    let why = if e.starts_with("torn") {
-                        format!("{e}, in the log of a writer that closed")
-                    } else {
-                        e.clone()
-                    };
-                    return Err(Error::corrupt(&f.path, why));
-                }
-                None => {}
-            }
-            if was_closed && new_consumed < format::INDEX_HEADER_LEN as u64 {
-                return Err(Error::corrupt(
-                    &f.path,
-                    "shorter than its header, in a writer that closed",
-                ));
-            }
-            let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
-            let flags = tail.flags.unwrap_or(0);
-            if flags & format::LOG_FLAG_DATA_CRC != 0 {
-                self.sums.enable(chunk);
-            }
-            let gap = format::frame_gap(flags);
-            let (patterns, records) = (std::mem::take(&mut dec.patterns), std::mem::take(&mut dec.records));
-            if gap > 0 {
-                let n: u64 = patterns.iter().map(|p| p.ts.len() as u64).sum();
-                self.framed_writes += n + records.len() as u64;
-            }
-            for pr in patterns {
-                let n = pr.ts.len() as u64;
-                let pstride = pr.pstride(gap);
-                if pr.physical_end(gap) > data_len {
-                    return Err(past_end(f, pr.logical_start, data_len));
-                }
-                self.map.insert_pattern(crate::extent::Pattern {
-                    start: pr.logical_start,
-                    len: pr.length,
-                    stride: pr.stride,
-                    count: n,
-                    chunk,
-                    phys: pr.physical_start,
-                    pstride,
-                    writer: f.info.writer_id,
-                    ts_first: pr.ts[0],
-                    ts_last: pr.ts[pr.ts.len() - 1],
-                    ts: Some(pr.ts.into()),
-                });
-                self.records_read += n;
-                *self.written.entry(f.info.writer_id).or_default() += n.saturating_mul(pr.length);
-            }
-            self.records_read += records.len() as u64;
-            *self.written.entry(f.info.writer_id).or_default() += records.iter().map(|r| r.length).sum::<u64>();
-            // Then the writes only the data log describes yet (their frames): the same extents,
-            // keys and checksums their index records will carry, so reading them again from
-            // those records changes nothing (docs/design.md, "Crash semantics").
-            for r in records.iter().chain(&recovered) {
-                if r.physical_off.saturating_add(r.length) > data_len {
-                    return Err(past_end(f, r.logical_off, data_len));
-                }
-                self.map.insert_write(
-                    r.logical_off,
-                    r.length,
-                    chunk,
-                    r.physical_off,
-                    Key {
-                        ts: r.ts,
-                        writer: f.info.writer_id,
-                    },
-                );
-                self.sums
-                    .add(chunk, r.physical_off, r.length, r.logical_off, r.data_crc);
-            }
-            self.recovered += recovered.len() as u64;
-            self.logs.insert(f.path.clone(), new_consumed);
-            self.tails.insert(f.path.clone(), tail);
         }
+    }
+
+    /// Merges what was read of log `f` into the map (its writer closed: `was_closed`).
+    fn merge_log(&mut self, f: &FoundLog, read: LogRead, was_closed: bool) -> Result<()> {
+        let LogRead {
+            consumed: new_consumed,
+            mut dec,
+            data_len,
+            tail,
+            recovered,
+        } = read;
+        check_log_end(f, dec.tail_error.as_deref(), new_consumed, was_closed)?;
+        let chunk = self.chunk_for(f.dir, f.info.writer_id, f.info.pid, &f.info.host);
+        let flags = tail.flags.unwrap_or(0);
+        if flags & format::LOG_FLAG_DATA_CRC != 0 {
+            self.sums.enable(chunk);
+        }
+        let gap = format::frame_gap(flags);
+        let (patterns, records) = (std::mem::take(&mut dec.patterns), std::mem::take(&mut dec.records));
+        if gap > 0 {
+            let n: u64 = patterns.iter().map(|p| p.ts.len() as u64).sum();
+            self.framed_writes += n + records.len() as u64;
+        }
+        for pr in patterns {
+            let n = pr.ts.len() as u64;
+            let pstride = pr.pstride(gap);
+            if pr.physical_end(gap) > data_len {
+                return Err(past_end(f, pr.logical_start, data_len));
+            }
+            self.map.insert_pattern(crate::extent::Pattern {
+                start: pr.logical_start,
+                len: pr.length,
+                stride: pr.stride,
+                count: n,
+                chunk,
+                phys: pr.physical_start,
+                pstride,
+                writer: f.info.writer_id,
+                ts_first: pr.ts[0],
+                ts_last: pr.ts[pr.ts.len() - 1],
+                ts: Some(pr.ts.into()),
+            });
+            self.records_read += n;
+            *self.written.entry(f.info.writer_id).or_default() += n.saturating_mul(pr.length);
+        }
+        self.records_read += records.len() as u64;
+        *self.written.entry(f.info.writer_id).or_default() += records.iter().map(|r| r.length).sum::<u64>();
+        // Then the writes only the data log describes yet (their frames): the same extents,
+        // keys and checksums their index records will carry, so reading them again from
+        // those records changes nothing (docs/design.md, "Crash semantics").
+        for r in records.iter().chain(&recovered) {
+            if r.physical_off.saturating_add(r.length) > data_len {
+                return Err(past_end(f, r.logical_off, data_len));
+            }
+            self.map.insert_write(
+                r.logical_off,
+                r.length,
+                chunk,
+                r.physical_off,
+                Key {
+                    ts: r.ts,
+                    writer: f.info.writer_id,
+                },
+            );
+            self.sums
+                .add(chunk, r.physical_off, r.length, r.logical_off, r.data_crc);
+        }
+        self.recovered += recovered.len() as u64;
+        self.logs.insert(f.path.clone(), new_consumed);
+        self.tails.insert(f.path.clone(), tail);
+        Ok(())
+    }
+
+    /// Checks the bytes each closed writer's close dropping in `meta` counts against its index
+    /// log.
+    fn check_written(&self, c: &Container, meta: &[MetaDropping], found: &[FoundLog]) -> Result<()> {
         // Every write of a writer that closed must be in its index log (one without a log was
         // retired by a compaction, checked above).
-        for d in &meta {
+        for d in meta {
             if let MetaDropping::Close { writer_id, bytes, .. } = d {
                 let got = self.written.get(writer_id).copied().unwrap_or(0);
                 let log = found
@@ -573,7 +576,6 @@ impl IndexState {
                 }
             }
         }
-        self.quiet_sig = sig;
         Ok(())
     }
 
@@ -611,4 +613,56 @@ impl IndexState {
         let c = &self.chunks[chunk as usize];
         self.dirs[c.dir].sub(&c.name)
     }
+}
+
+/// Fails unless every writer that closed with data in `meta` has an index log in `found`, or was
+/// retired by a committed compaction.
+fn check_closed_logs(c: &Container, meta: &[MetaDropping], found: &[FoundLog]) -> Result<()> {
+    let mut retiring: Option<HashSet<u64>> = None;
+    for d in meta {
+        if let MetaDropping::Close { writer_id, bytes, .. } = d {
+            if *bytes > 0 && !found.iter().any(|f| f.info.writer_id == *writer_id) {
+                // A compaction's roll-forward deletes the index logs it retires before their
+                // close droppings (docs/design.md, "Compaction"): a writer its journal
+                // retires was compacted into the new log, not lost.
+                let retiring = match &mut retiring {
+                    Some(r) => r,
+                    None => retiring.insert(retired_writers(c)?),
+                };
+                if retiring.contains(writer_id) {
+                    continue;
+                }
+                return Err(Error::corrupt(
+                    c.sub(&format!("{}/{}", format::META_DIR, d.name())),
+                    format!("writer {writer_id:016x} closed with {bytes} bytes, but its index log is missing"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fails if the end of log `f` is damage: a decoding error other than a torn tail, a torn tail
+/// or a missing header in the log of a writer that closed.
+fn check_log_end(f: &FoundLog, tail_error: Option<&str>, consumed: u64, was_closed: bool) -> Result<()> {
+    match tail_error {
+        // The end of a log still being written (or of a writer that died mid-append).
+        Some(e) if e.starts_with("torn") && !was_closed => {}
+        Some(e) => {
+            let why = if e.starts_with("torn") {
+                format!("{e}, in the log of a writer that closed")
+            } else {
+                e.to_string()
+            };
+            return Err(Error::corrupt(&f.path, why));
+        }
+        None => {}
+    }
+    if was_closed && consumed < format::INDEX_HEADER_LEN as u64 {
+        return Err(Error::corrupt(
+            &f.path,
+            "shorter than its header, in a writer that closed",
+        ));
+    }
+    Ok(())
 }

@@ -9,9 +9,7 @@
 //! same bytes as before; and a later write, truncate or late-arriving record of an open writer
 //! is ordered against the copied extents exactly as it was against the originals.
 //!
-//! Also here: this process's automatic compaction ([`crate::layout::compaction::AutoState`]) at the last writer's close and,
-//! for writers that stay open, every `compaction_min_bytes / 2` written, which first moves the
-//! process's own writers to fresh logs so that what they wrote so far can be compacted.
+//! This process's automatic compaction is in [`super::auto`].
 
 use super::journal;
 use super::rewrite;
@@ -27,7 +25,6 @@ use crate::layout::compaction::{patience, worth_it, CompactOptions, CompactRepor
 use crate::sys::{Access, Dir};
 use rustix::io::Errno;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -89,11 +86,6 @@ pub(crate) fn usage(sh: &Shared) -> Result<Usage> {
     // The frames of framed data logs are counted in their size, but are not data.
     u.data = u.data.saturating_sub(frames * format::FRAME_LEN as u64);
     Ok(u)
-}
-
-/// Ids of this process's writers on the file.
-fn own_ids(sh: &Shared) -> HashSet<u64> {
-    lock(&sh.writers).keys().copied().collect()
 }
 
 /// Moves every writer of this process that has written to fresh logs under a new writer id: its
@@ -239,121 +231,104 @@ fn merge(olds: &[Old], truncs: &[(u64, u64, u64)]) -> Result<ExtentMap> {
     Ok(map)
 }
 
-/// Compacts the container of `sh` (docs/design.md, "Compaction"). This process's own writers
-/// stay open: they are first moved to fresh logs, so what they wrote so far is compacted too.
-pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactReport> {
-    let t0 = Instant::now();
-    let c = &sh.c;
-    let mut rep = CompactReport::new(sh.logical.clone());
-    let meta_lock = c.dir.open_dir(format::META_DIR)?;
-    if !meta_lock.try_lock_exclusive_within(patience(opts))? {
-        rep.status = CompactStatus::Busy;
-        return Ok(rep);
-    }
-    if !meta_lock.caps().locks() {
-        return Err(Error::errno(
-            Errno::OPNOTSUPP,
-            format!(
-                "{}: compaction needs flock(2) on the backend's directories, which this backend refuses",
-                sh.logical.display()
-            ),
-        ));
-    }
-    // An earlier compaction's journal: finish its roll-forward first.
-    let mut pending: Vec<String> = Vec::new();
-    if let Some(j) = journal::read(c)? {
-        pending = match j.state {
-            cf::STATE_COMMITTED if !opts.dry_run => {
-                let p = journal::roll_forward(c, &j)?;
-                journal::settle(c, &j, p.clone())?;
-                p
-            }
-            _ => j.names(cf::E_PENDING).map(str::to_string).collect(),
-        };
-    }
-    rep.before = footprint(c)?;
-    // A dry run moves nothing: this process's open writers then count as any other's.
-    let own = if opts.dry_run { HashSet::new() } else { rotate(sh)? };
-    // Everything older than this may be folded; writers that open later write newer records.
-    let snap_ts = clock::next_ts();
-    let meta = c.list_meta()?;
-    let foreign_open = meta
-        .iter()
-        .any(|d| matches!(d, MetaDropping::Open { writer_id, .. } if !own.contains(writer_id)));
-    let mut closed: HashMap<u64, u64> = HashMap::new(); // writer id -> mtime of its close
-    let mut with_data: HashSet<u64> = HashSet::new();
-    let mut truncs: Vec<(u64, u64, u64)> = Vec::new();
-    for d in &meta {
-        match *d {
-            MetaDropping::Close {
-                writer_id,
-                mtime_ns,
-                bytes,
-                ..
-            } => {
-                closed.insert(writer_id, mtime_ns);
-                if bytes > 0 {
-                    with_data.insert(writer_id);
-                }
-            }
-            MetaDropping::Trunc { ts, size, writer_id } => truncs.push((ts, size, writer_id)),
-            MetaDropping::Open { .. } => {}
-        }
-    }
-    let (olds, others) = closed_logs(c, &closed.keys().copied().collect(), &own)?;
-    let map = merge(&olds, &truncs)?;
-    // Truncs that clip nothing but the retired logs' records are folded, except the newest,
-    // which keeps the file's size. A writer open elsewhere may still append records older than
-    // any of them, and a log that is neither retired nor ours (a writer without droppings, a
-    // closed writer whose logs were not found) may hold some: then none is folded.
-    let found: HashSet<u64> = olds.iter().map(|o| o.id).collect();
-    let unsafe_fold = foreign_open || others || with_data.iter().any(|w| !found.contains(w));
-    let newest = truncs.iter().copied().max_by_key(|&(ts, _, id)| (ts, id));
-    let fold: Vec<(u64, u64, u64)> = if unsafe_fold {
-        Vec::new()
-    } else {
-        truncs
+/// One compaction's snapshot of the container (steps 4 to 6 of docs/design.md, "Compaction"):
+/// the logs it retires, their merged map, and the trunc droppings it folds.
+struct Plan {
+    /// The snapshot's timestamp: everything older may be folded.
+    snap_ts: u64,
+    /// The closed writers' logs, retired (chunk `i` of `map` is `olds[i]`).
+    olds: Vec<Old>,
+    /// The retired logs and every trunc dropping, merged.
+    map: ExtentMap,
+    /// The closed writers: writer id -> mtime of its close.
+    closed: HashMap<u64, u64>,
+    /// Every trunc dropping: (ts, size, writer id).
+    truncs: Vec<(u64, u64, u64)>,
+    /// The trunc droppings folded.
+    fold: Vec<(u64, u64, u64)>,
+    /// Records not retired may be older than the retired ones: nothing is folded, the new log
+    /// keeps every extent's timestamp.
+    unsafe_fold: bool,
+    /// Live bytes of `map`.
+    live: u64,
+    /// Data bytes of the retired data logs.
+    old_data: u64,
+}
+
+impl Plan {
+    /// Takes the snapshot (`own`: the ids of this process's writers), merges the closed writers'
+    /// logs and decides what is folded.
+    fn make(c: &Container, own: &HashSet<u64>) -> Result<Plan> {
+        // Everything older than this may be folded; writers that open later write newer records.
+        let snap_ts = clock::next_ts();
+        let meta = c.list_meta()?;
+        let foreign_open = meta
             .iter()
-            .copied()
-            .filter(|t| t.0 < snap_ts && Some(*t) != newest)
-            .collect()
-    };
-    let live = map.live_bytes();
-    let old_data: u64 = olds
-        .iter()
-        .map(|o| o.data_len.saturating_sub(format::DATA_HEADER_LEN as u64))
-        .sum();
-    rep.logs_retired = olds.len() as u64;
-    rep.truncs_folded = fold.len() as u64;
-    let mut after = rep.before;
-    after.data = after.data.saturating_sub(old_data) + live;
-    after.meta_files = (after.meta_files + u64::from(live > 0)).saturating_sub(closed.len() as u64 + fold.len() as u64);
-    let nothing = olds.len() <= 1 && old_data == live && fold.is_empty();
-    if nothing
-        || (opts.thresholds
-            && !worth_it(
-                old_data,
-                live,
-                truncs.len() as u64,
-                c.mount.global.compaction_min_bytes,
-                c.mount.global.compaction_dead_permille,
-            ))
-    {
-        rep.status = if nothing {
-            CompactStatus::NothingToDo
-        } else {
-            CompactStatus::BelowThreshold
-        };
-        if !pending.is_empty() && !opts.dry_run && journal::alone(c) {
-            retire_now(sh, &pending)?;
-            journal::remove(c)?;
+            .any(|d| matches!(d, MetaDropping::Open { writer_id, .. } if !own.contains(writer_id)));
+        let mut closed: HashMap<u64, u64> = HashMap::new(); // writer id -> mtime of its close
+        let mut with_data: HashSet<u64> = HashSet::new();
+        let mut truncs: Vec<(u64, u64, u64)> = Vec::new();
+        for d in &meta {
+            match *d {
+                MetaDropping::Close {
+                    writer_id,
+                    mtime_ns,
+                    bytes,
+                    ..
+                } => {
+                    closed.insert(writer_id, mtime_ns);
+                    if bytes > 0 {
+                        with_data.insert(writer_id);
+                    }
+                }
+                MetaDropping::Trunc { ts, size, writer_id } => truncs.push((ts, size, writer_id)),
+                MetaDropping::Open { .. } => {}
+            }
         }
-        rep.after = footprint(c)?;
-        fill_live(sh, &mut rep)?;
-        rep.seconds = t0.elapsed().as_secs_f64();
-        return Ok(rep);
+        let (olds, others) = closed_logs(c, &closed.keys().copied().collect(), own)?;
+        let map = merge(&olds, &truncs)?;
+        // Truncs that clip nothing but the retired logs' records are folded, except the newest,
+        // which keeps the file's size. A writer open elsewhere may still append records older than
+        // any of them, and a log that is neither retired nor ours (a writer without droppings, a
+        // closed writer whose logs were not found) may hold some: then none is folded.
+        let found: HashSet<u64> = olds.iter().map(|o| o.id).collect();
+        let unsafe_fold = foreign_open || others || with_data.iter().any(|w| !found.contains(w));
+        let newest = truncs.iter().copied().max_by_key(|&(ts, _, id)| (ts, id));
+        let fold: Vec<(u64, u64, u64)> = if unsafe_fold {
+            Vec::new()
+        } else {
+            truncs
+                .iter()
+                .copied()
+                .filter(|t| t.0 < snap_ts && Some(*t) != newest)
+                .collect()
+        };
+        let live = map.live_bytes();
+        let old_data: u64 = olds
+            .iter()
+            .map(|o| o.data_len.saturating_sub(format::DATA_HEADER_LEN as u64))
+            .sum();
+        Ok(Plan {
+            snap_ts,
+            olds,
+            map,
+            closed,
+            truncs,
+            fold,
+            unsafe_fold,
+            live,
+            old_data,
+        })
     }
-    if opts.dry_run {
+
+    /// The usage this compaction would leave, estimated from the usage `before` it (a dry run's
+    /// report).
+    fn estimate(&self, before: Usage) -> Usage {
+        let (olds, live) = (&self.olds, self.live);
+        let mut after = before;
+        after.data = after.data.saturating_sub(self.old_data) + live;
+        after.meta_files =
+            (after.meta_files + u64::from(live > 0)).saturating_sub(self.closed.len() as u64 + self.fold.len() as u64);
         let old_files: u64 = olds
             .iter()
             .map(|o| {
@@ -369,62 +344,133 @@ pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactRepor
             after.physical.saturating_sub(old_files + after.pending) + live + 2 * format::DATA_HEADER_LEN as u64;
         after.pending = 0;
         after.logs = (after.logs + 2 * u64::from(live > 0)).saturating_sub(2 * olds.len() as u64);
-        rep.after = after;
-        rep.status = CompactStatus::DryRun;
-        fill_live(sh, &mut rep)?;
-        rep.seconds = t0.elapsed().as_secs_f64();
-        return Ok(rep);
+        after
     }
+}
+
+/// Takes the lock of `meta/` (one compaction at a time), waiting as `opts` allows: `None` if
+/// another compaction holds it. The lock lasts as long as the returned descriptor.
+fn lock_meta(sh: &Shared, opts: &CompactOptions) -> Result<Option<Dir>> {
+    let meta_lock = sh.c.dir.open_dir(format::META_DIR)?;
+    if !meta_lock.try_lock_exclusive_within(patience(opts))? {
+        return Ok(None);
+    }
+    if !meta_lock.caps().locks() {
+        return Err(Error::errno(
+            Errno::OPNOTSUPP,
+            format!(
+                "{}: compaction needs flock(2) on the backend's directories, which this backend refuses",
+                sh.logical.display()
+            ),
+        ));
+    }
+    Ok(Some(meta_lock))
+}
+
+/// Finishes what an earlier compaction's journal left (not in a dry run); returns the data logs
+/// still pending deletion.
+fn finish_earlier(c: &Container, opts: &CompactOptions) -> Result<Vec<String>> {
+    // An earlier compaction's journal: finish its roll-forward first.
+    let mut pending: Vec<String> = Vec::new();
+    if let Some(j) = journal::read(c)? {
+        pending = match j.state {
+            cf::STATE_COMMITTED if !opts.dry_run => {
+                let p = journal::roll_forward(c, &j)?;
+                journal::settle(c, &j, p.clone())?;
+                p
+            }
+            _ => j.names(cf::E_PENDING).map(str::to_string).collect(),
+        };
+    }
+    Ok(pending)
+}
+
+/// Compacts the container of `sh` (docs/design.md, "Compaction"). This process's own writers
+/// stay open: they are first moved to fresh logs, so what they wrote so far is compacted too.
+pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactReport> {
+    let t0 = Instant::now();
+    let c = &sh.c;
+    let mut rep = CompactReport::new(sh.logical.clone());
+    // Held to the end: the lock is this descriptor's.
+    let Some(_meta_lock) = lock_meta(sh, opts)? else {
+        rep.status = CompactStatus::Busy;
+        return Ok(rep);
+    };
+    let pending = finish_earlier(c, opts)?;
+    rep.before = footprint(c)?;
+    // A dry run moves nothing: this process's open writers then count as any other's.
+    let own = if opts.dry_run { HashSet::new() } else { rotate(sh)? };
+    let plan = Plan::make(c, &own)?;
+    rep.logs_retired = plan.olds.len() as u64;
+    rep.truncs_folded = plan.fold.len() as u64;
+    let nothing = plan.olds.len() <= 1 && plan.old_data == plan.live && plan.fold.is_empty();
+    if nothing
+        || (opts.thresholds
+            && !worth_it(
+                plan.old_data,
+                plan.live,
+                plan.truncs.len() as u64,
+                c.mount.global.compaction_min_bytes,
+                c.mount.global.compaction_dead_permille,
+            ))
+    {
+        rep.status = if nothing {
+            CompactStatus::NothingToDo
+        } else {
+            CompactStatus::BelowThreshold
+        };
+        if !pending.is_empty() && !opts.dry_run && journal::alone(c) {
+            retire_now(sh, &pending)?;
+            journal::remove(c)?;
+        }
+        rep.after = footprint(c)?;
+        return done(sh, rep, t0);
+    }
+    if opts.dry_run {
+        rep.after = plan.estimate(rep.before);
+        rep.status = CompactStatus::DryRun;
+        return done(sh, rep, t0);
+    }
+    rep.copied = write_and_commit(sh, &plan, pending, opts)?;
+    rep.status = CompactStatus::Compacted;
+    rep.after = footprint(c)?;
+    done(sh, rep, t0)
+}
+
+/// Writes the new log pair of `plan` (if it has live data), commits the journal, rolls forward
+/// and retires the old data logs if no other process has the file open (`pending`: those an
+/// earlier compaction left). Returns the bytes copied.
+fn write_and_commit(sh: &Shared, plan: &Plan, pending: Vec<String>, opts: &CompactOptions) -> Result<u64> {
+    let c = &sh.c;
     // Build the new logs under temporary names; nothing visible changes until the journal commits.
     let wc = clock::random_u64();
     let host = clock::hostname();
     let mut entries = Vec::new();
     let mut new_dir: Option<Dir> = None;
-    if live > 0 {
-        let (dir, in_container) = c.writer_dir(&host, true)?;
-        let srcs: Vec<(&Dir, &str)> = olds.iter().map(|o| (&*o.dir, o.data_name.as_str())).collect();
-        let built = rewrite::write_logs(c, &dir, wc, snap_ts, &map, &srcs, !unsafe_fold, opts.progress).and_then(|r| {
-            dir.fsync()?;
-            c.sync_hostdir_parent(&host, in_container)?;
-            Ok(r)
-        });
-        let (eof, bytes) = match built {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = dir.unlink_opt(cf::tmp_data_name(wc));
-                let _ = dir.unlink_opt(cf::tmp_index_name(wc));
-                return Err(e);
-            }
-        };
-        rep.copied = bytes;
-        let close = MetaDropping::Close {
-            writer_id: wc,
-            open_ts: snap_ts,
-            close_ts: clock::next_ts(),
-            eof,
-            bytes,
-            mtime_ns: closed.values().copied().max().unwrap_or(0),
-        };
+    let mut copied = 0;
+    if plan.live > 0 {
+        let (dir, close, bytes) = write_new_logs(c, plan, wc, &host, opts)?;
+        copied = bytes;
         entries.push((cf::E_NEW_LOG, format::data_log_name(wc, clock::pid(), &host)));
         entries.push((cf::E_NEW_CLOSE, close.name()));
         new_dir = Some(dir);
     }
-    entries.extend(olds.iter().map(|o| (cf::E_RETIRED, o.data_name.clone())));
+    entries.extend(plan.olds.iter().map(|o| (cf::E_RETIRED, o.data_name.clone())));
     entries.extend(
-        fold.iter()
+        plan.fold
+            .iter()
             .map(|&(ts, size, writer_id)| (cf::E_FOLDED, MetaDropping::Trunc { ts, size, writer_id }.name())),
     );
     entries.extend(pending.iter().map(|p| (cf::E_PENDING, p.clone())));
     let j = Journal {
         state: cf::STATE_COMMITTED,
-        writer_id: if live > 0 { wc } else { 0 },
+        writer_id: if plan.live > 0 { wc } else { 0 },
         created_ns: clock::now_ns(),
         entries,
     };
     if let Err(e) = journal::write(c, &j) {
         if let Some(d) = new_dir {
-            let _ = d.unlink_opt(cf::tmp_data_name(wc));
-            let _ = d.unlink_opt(cf::tmp_index_name(wc));
+            remove_new_logs(&d, wc);
         }
         return Err(e);
     }
@@ -437,8 +483,63 @@ pub(crate) fn compact(sh: &Shared, opts: &CompactOptions) -> Result<CompactRepor
         journal::settle(c, &j, pending)?;
         sh.reset_index();
     }
-    rep.status = CompactStatus::Compacted;
-    rep.after = footprint(c)?;
+    Ok(copied)
+}
+
+/// Writes the new log pair of `plan` (writer `wc` on `host`) under its temporary names, fsynced
+/// with its hostdir and the hostdir's parent. Returns the hostdir, the close dropping the new log
+/// gets, and the bytes copied; on an error, nothing of the new logs is left.
+fn write_new_logs(
+    c: &Container,
+    plan: &Plan,
+    wc: u64,
+    host: &str,
+    opts: &CompactOptions,
+) -> Result<(Dir, MetaDropping, u64)> {
+    let (dir, in_container) = c.writer_dir(host, true)?;
+    let srcs: Vec<(&Dir, &str)> = plan.olds.iter().map(|o| (&*o.dir, o.data_name.as_str())).collect();
+    let built = rewrite::write_logs(
+        c,
+        &dir,
+        wc,
+        plan.snap_ts,
+        &plan.map,
+        &srcs,
+        !plan.unsafe_fold,
+        opts.progress,
+    )
+    .and_then(|r| {
+        dir.fsync()?;
+        c.sync_hostdir_parent(host, in_container)?;
+        Ok(r)
+    });
+    let (eof, bytes) = match built {
+        Ok(r) => r,
+        Err(e) => {
+            remove_new_logs(&dir, wc);
+            return Err(e);
+        }
+    };
+    let close = MetaDropping::Close {
+        writer_id: wc,
+        open_ts: plan.snap_ts,
+        close_ts: clock::next_ts(),
+        eof,
+        bytes,
+        mtime_ns: plan.closed.values().copied().max().unwrap_or(0),
+    };
+    Ok((dir, close, bytes))
+}
+
+/// Removes the new logs of writer `wc` from their temporary names in `dir` (best effort: fsck
+/// removes what is left).
+fn remove_new_logs(dir: &Dir, wc: u64) {
+    let _ = dir.unlink_opt(cf::tmp_data_name(wc));
+    let _ = dir.unlink_opt(cf::tmp_index_name(wc));
+}
+
+/// Completes a report: the logical size and live bytes, the time taken since `t0`.
+fn done(sh: &Shared, mut rep: CompactReport, t0: Instant) -> Result<CompactReport> {
     fill_live(sh, &mut rep)?;
     rep.seconds = t0.elapsed().as_secs_f64();
     Ok(rep)
@@ -463,180 +564,4 @@ fn retire_now(sh: &Shared, pending: &[String]) -> Result<()> {
     let r = journal::delete_pending(&sh.c, pending);
     *g = None;
     r.map(drop)
-}
-
-/// Bytes written between two checks of a writer that stays open: at least half of
-/// `compaction_min_bytes`, more after checks that found too little dead.
-fn check_every(sh: &Shared) -> u64 {
-    let least = (sh.c.mount.global.compaction_min_bytes / 2).max(256 << 10);
-    least.max(sh.auto.interval.load(Ordering::Relaxed))
-}
-
-/// After a write of `n` bytes by this process. The write path decides from what the process
-/// knows and nothing else: only when its own writers have provably overwritten their own bytes
-/// (they wrote more than the span they cover) does it go on to the real check, which lists the
-/// container and reads the index. An appending or strided writer therefore never lists, stats or
-/// opens anything while it writes, whatever other writers do (issue 22).
-pub(crate) fn after_write(sh: &Shared, n: u64) {
-    if !sh.c.mount.global.auto_compaction {
-        return;
-    }
-    sh.auto.wrote.store(true, Ordering::Relaxed);
-    let every = check_every(sh);
-    if sh.auto.since.fetch_add(n, Ordering::Relaxed) + n < every {
-        return;
-    }
-    sh.auto.since.store(0, Ordering::Relaxed);
-    let g = &sh.c.mount.global;
-    let (bytes, span) = own_bytes_and_span(sh);
-    if worth_it(bytes, span, 0, g.compaction_min_bytes, g.compaction_dead_permille) {
-        maybe(sh, true);
-    }
-}
-
-/// The bytes this process's open writers wrote, and the end of the furthest of them: every one
-/// of those bytes lies below that end, so at least `bytes - end` of them were overwritten.
-fn own_bytes_and_span(sh: &Shared) -> (u64, u64) {
-    let (mut bytes, mut end) = (0u64, 0u64);
-    for w in lock(&sh.writers).values() {
-        let wg = lock(w);
-        bytes = bytes.saturating_add(wg.bytes);
-        end = end.max(wg.eof);
-    }
-    (bytes, end)
-}
-
-/// After a truncate by this process that left a trunc dropping.
-pub(crate) fn after_truncate(sh: &Shared) {
-    if !sh.c.mount.global.auto_compaction {
-        return;
-    }
-    sh.auto.wrote.store(true, Ordering::Relaxed);
-    if sh.auto.truncs.fetch_add(1, Ordering::Relaxed) + 1 > crate::layout::compaction::MAX_TRUNCS {
-        maybe(sh, true);
-    }
-}
-
-/// After this process's last writer on the file closed. It decides from what the process knows
-/// and looks at the backend (a listing of `meta/`, then maybe the index) only when its own
-/// writes overwrote enough of themselves, or it truncated: a checkpoint written once costs its
-/// close nothing but the close record (issue 22). Overwrites between processes that each wrote
-/// once are left to `plfs compact`, or to a later writer that overwrites.
-pub(crate) fn after_last_close(sh: &Shared) {
-    let bytes = sh.auto.closed_bytes.swap(0, Ordering::Relaxed);
-    let end = sh.auto.closed_end.swap(0, Ordering::Relaxed);
-    if !sh.c.mount.global.auto_compaction || !sh.auto.wrote.swap(false, Ordering::Relaxed) {
-        return;
-    }
-    let g = &sh.c.mount.global;
-    let truncated = sh.auto.truncs.load(Ordering::Relaxed) > 0;
-    if truncated || worth_it(bytes, end, 0, g.compaction_min_bytes, g.compaction_dead_permille) {
-        maybe(sh, false);
-    }
-}
-
-fn maybe(sh: &Shared, online: bool) {
-    if sh.auto.running.swap(true, Ordering::Acquire) {
-        return;
-    }
-    sh.auto.since.store(0, Ordering::Relaxed);
-    sh.auto.truncs.store(0, Ordering::Relaxed);
-    // A writer that does not read keeps no merged index: one loaded by this check is dropped
-    // after it, so the writer's memory stays bounded by its index buffer (issue 22).
-    let had_index = lock(&sh.index).is_some();
-    let r = check_and_compact(sh, online);
-    if online && !had_index {
-        sh.reset_index();
-    }
-    let every = check_every(sh);
-    // Back off whatever the result, except after a compaction: a check that was skipped (other
-    // writers open) or found too little dead would find the same at the next minimum.
-    match r {
-        Ok(Check::Compacted) => sh.auto.interval.store(0, Ordering::Relaxed),
-        _ => sh
-            .auto
-            .interval
-            .store(every.saturating_mul(2).min(1 << 40), Ordering::Relaxed),
-    }
-    sh.auto.running.store(false, Ordering::Release);
-    if let Err(e) = &r {
-        crate::warn!("{}: automatic compaction: {e}", sh.logical.display());
-    }
-}
-
-/// What a check did.
-enum Check {
-    /// Stopped before reading the index (below the thresholds, other writers open...): the
-    /// next online check waits twice as long.
-    Skipped,
-    /// Read the index and found too little dead: the next online check waits twice as long.
-    Kept,
-    /// Compacted: the next online check comes after the minimum again.
-    Compacted,
-}
-
-/// The cheap test first (the droppings: bytes written against the size), then the exact one
-/// (the merged index), then the compaction. Nothing happens while writers of other processes
-/// have the file open: the last of them to close compacts it.
-fn check_and_compact(sh: &Shared, online: bool) -> Result<Check> {
-    if sh.is_unlinked() {
-        return Ok(Check::Skipped);
-    }
-    let g = &sh.c.mount.global;
-    let meta = sh.c.list_meta()?;
-    let own = own_ids(sh);
-    let mut written = 0u64;
-    let mut truncs = 0u64;
-    for d in &meta {
-        match d {
-            MetaDropping::Open { writer_id, .. } if !own.contains(writer_id) => return Ok(Check::Skipped),
-            MetaDropping::Close { bytes, .. } => written += bytes,
-            MetaDropping::Trunc { .. } => truncs += 1,
-            MetaDropping::Open { .. } => {}
-        }
-    }
-    for w in lock(&sh.writers).values() {
-        written += lock(w).bytes;
-    }
-    if written < g.compaction_min_bytes && truncs <= crate::layout::compaction::MAX_TRUNCS {
-        return Ok(Check::Skipped);
-    }
-    // Written bytes against the size is a lower bound of the dead bytes: a file written once
-    // stops here without reading its index.
-    if !online && truncs <= crate::layout::compaction::MAX_TRUNCS {
-        if let Some((size, _)) = format::fast_size(&meta) {
-            if !worth_it(written, size, 0, g.compaction_min_bytes, g.compaction_dead_permille) {
-                return Ok(Check::Skipped);
-            }
-        }
-    }
-    // Refreshed: a merged index cached by an earlier check holds this process's writes but not
-    // what other writers wrote since, whose bytes would count as dead.
-    let live = sh.with_index(true, |s| Ok(s.map.live_bytes()))?;
-    if !worth_it(
-        written,
-        live,
-        truncs,
-        g.compaction_min_bytes,
-        g.compaction_dead_permille,
-    ) {
-        return Ok(Check::Kept);
-    }
-    let r = compact(
-        sh,
-        &CompactOptions {
-            automatic: true,
-            ..Default::default()
-        },
-    )?;
-    crate::debug!(
-        "{}: automatic compaction: {} ({} -> {} bytes, {} logs retired, {:.1} ms)",
-        sh.logical.display(),
-        r.status.code(),
-        r.before.physical,
-        r.after.physical,
-        r.logs_retired,
-        r.seconds * 1000.0
-    );
-    Ok(Check::Compacted)
 }

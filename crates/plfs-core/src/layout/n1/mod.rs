@@ -1,6 +1,7 @@
 //! N-1 (`workload: shared_file | n-1`): a logical file is a container directory in which every
 //! writer appends to its own data log and index log; readers merge the index logs.
 
+mod auto;
 pub(crate) mod compact;
 pub(crate) mod journal;
 mod rewrite;
@@ -348,7 +349,7 @@ impl Node for ContainerNode {
     fn truncate(&self, size: u64) -> Result<()> {
         let s = self.shared()?;
         s.truncate(size)?;
-        compact::after_truncate(&s);
+        auto::after_truncate(&s);
         Ok(())
     }
 
@@ -466,7 +467,7 @@ impl ContainerHandle {
     /// compaction may run.
     fn after_close(&self) {
         if lock(&self.shared.writers).is_empty() {
-            compact::after_last_close(&self.shared);
+            auto::after_last_close(&self.shared);
         }
     }
 
@@ -480,14 +481,14 @@ impl Handle for ContainerHandle {
     fn write_as(&self, buf: &[u8], off: u64, pid: u32) -> Result<usize> {
         let w = self.writer(pid);
         let n = self.shared.write(&w, buf, off)?;
-        compact::after_write(&self.shared, n as u64);
+        auto::after_write(&self.shared, n as u64);
         Ok(n)
     }
 
     fn append(&self, buf: &[u8], pid: u32) -> Result<(u64, usize)> {
         let w = self.writer(pid);
         let (off, n) = self.shared.append(&w, buf)?;
-        compact::after_write(&self.shared, n as u64);
+        auto::after_write(&self.shared, n as u64);
         Ok((off, n))
     }
 
@@ -517,7 +518,7 @@ impl Handle for ContainerHandle {
 
     fn truncate(&self, size: u64) -> Result<()> {
         self.shared.truncate(size)?;
-        compact::after_truncate(&self.shared);
+        auto::after_truncate(&self.shared);
         Ok(())
     }
 

@@ -15,7 +15,7 @@
 use crate::clock;
 use crate::container::{self, Container};
 use crate::error::{Error, Result};
-use crate::extent::ExtentMap;
+use crate::extent::{ExtentMap, Pattern};
 use crate::format::compact as cf;
 use crate::format::{self, LogHeader, PatternRecord, WriteRecord};
 use crate::sys::{Access, Create, Dir, File};
@@ -137,6 +137,159 @@ fn extents(map: &ExtentMap) -> impl Iterator<Item = Ext> + '_ {
     })
 }
 
+/// The new log pair while it is written: the copy into the data log, the index log's bytes, and
+/// how far the copy got.
+struct NewLogs<'a> {
+    cp: Copier<'a>,
+    /// The index log: its header, then the records so far.
+    ix: Vec<u8>,
+    /// Offset in the new data log of the next byte copied.
+    cursor: u64,
+    /// End of the highest extent copied.
+    eof: u64,
+    /// Bytes copied.
+    copied: u64,
+    /// Live bytes of the map (all there is to copy).
+    total: u64,
+    /// Extents copied (the progress is reported every 4096).
+    tick: u64,
+    progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+}
+
+impl NewLogs<'_> {
+    fn report(&mut self) {
+        self.tick += 1;
+        if let Some(p) = self
+            .progress
+            .filter(|_| self.tick % 4096 == 0 || self.copied == self.total)
+        {
+            p(self.copied, self.total);
+        }
+    }
+
+    /// The coalesced form (see the module documentation).
+    fn coalesced(&mut self, map: &ExtentMap) -> Result<()> {
+        // One record per run of extents that follow each other in the file.
+        let mut run: Option<WriteRecord> = None;
+        let mut recs: Vec<WriteRecord> = Vec::new();
+        for (o, len, chunk, phys, ts) in extents(map) {
+            match run.as_mut() {
+                Some(r) if r.logical_off + r.length == o => {
+                    r.length += len;
+                    r.ts = r.ts.max(ts);
+                }
+                _ => {
+                    if let Some(mut r) = run.take() {
+                        r.data_crc = self.cp.take_sum()?;
+                        recs.push(r);
+                    }
+                    run = Some(WriteRecord {
+                        logical_off: o,
+                        length: len,
+                        physical_off: self.cursor,
+                        ts,
+                        data_crc: 0,
+                    });
+                }
+            }
+            self.cp.push(chunk, phys, len)?;
+            self.cursor += len;
+            self.eof = self.eof.max(o + len);
+            self.copied += len;
+            self.report();
+        }
+        if let Some(mut r) = run.take() {
+            r.data_crc = self.cp.take_sum()?;
+            recs.push(r);
+        }
+        recs.iter().for_each(|r| r.encode_into(&mut self.ix));
+        Ok(())
+    }
+
+    /// The exact form (see the module documentation).
+    fn exact(&mut self, map: &ExtentMap) -> Result<()> {
+        // Exact: pieces keep their timestamps; patterns stay patterns.
+        let mut run: Vec<WriteRecord> = Vec::new();
+        let mut pieces = map.raw_pieces().peekable();
+        let mut patterns = map.patterns().peekable();
+        loop {
+            let take_piece = match (pieces.peek(), patterns.peek()) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((o, _)), Some(q)) => *o <= q.start,
+            };
+            if take_piece {
+                let (o, p) = pieces.next().expect("peeked");
+                self.cp.push(p.chunk, p.phys, p.len)?;
+                let data_crc = self.cp.take_sum()?;
+                run.push(WriteRecord {
+                    logical_off: o,
+                    length: p.len,
+                    physical_off: self.cursor,
+                    ts: p.key.ts,
+                    data_crc,
+                });
+                self.cursor += p.len;
+                self.eof = self.eof.max(o + p.len);
+                self.copied += p.len;
+            } else {
+                let q = patterns.next().expect("peeked");
+                self.exact_pattern(q, &mut run)?;
+            }
+            self.report();
+        }
+        format::encode_records(&run, 0, &mut self.ix);
+        Ok(())
+    }
+
+    /// Copies pattern `q` in the exact form: one record per element with data checksums (their
+    /// sums are per record), else one pattern record, after the records of `run` so far.
+    fn exact_pattern(&mut self, q: &Pattern, run: &mut Vec<WriteRecord>) -> Result<()> {
+        let ts =
+            q.ts.as_ref()
+                .ok_or_else(|| Error::InvalidArgument("compaction: a pattern without timestamps".into()))?;
+        if self.cp.crc {
+            for i in 0..q.count {
+                self.cp.push(q.chunk, q.phys + i * q.pstride, q.len)?;
+                let data_crc = self.cp.take_sum()?;
+                run.push(WriteRecord {
+                    logical_off: q.start + i * q.stride,
+                    length: q.len,
+                    physical_off: self.cursor,
+                    ts: ts[i as usize],
+                    data_crc,
+                });
+                self.cursor += q.len;
+            }
+        } else {
+            if q.pstride == q.len {
+                self.cp.push(q.chunk, q.phys, q.count * q.len)?;
+            } else {
+                // A framed log's elements have their frames between them; the new log
+                // holds them back to back.
+                for i in 0..q.count {
+                    self.cp.push(q.chunk, q.phys + i * q.pstride, q.len)?;
+                }
+            }
+            format::encode_records(run, 0, &mut self.ix);
+            run.clear();
+            PatternRecord {
+                logical_start: q.start,
+                length: q.len,
+                stride: q.stride,
+                physical_start: self.cursor,
+                ts: ts.to_vec(),
+            }
+            .encode_into(&mut self.ix);
+            self.cursor += q.count * q.len;
+        }
+        self.eof = self.eof.max(q.end());
+        self.copied += q.count * q.len;
+        Ok(())
+    }
+}
+
 /// Copies the live extents of `map` (chunk `i` = source data log `srcs[i]`) into a new data log
 /// and writes its index log, under their temporary names in `dir`, both fsynced. `coalesce`:
 /// see the module documentation. Returns (end of the highest extent, bytes copied).
@@ -163,139 +316,35 @@ pub(super) fn write_logs(
     let data = dir.create_file(cf::tmp_data_name(wc), mode, Create::Excl)?;
     data.pwrite_all(&header(format::DATA_MAGIC).encode(), 0)?;
     let total = map.live_bytes();
-    let mut cp = Copier {
-        srcs,
-        open: (0..srcs.len()).map(|_| None).collect(),
-        dst: &data,
-        buf: Vec::with_capacity(COPY_BUF.min(total as usize + 1)),
-        buf_at: format::DATA_HEADER_LEN as u64,
-        want: None,
-        crc,
-        sum: 0,
-    };
-    let mut ix = header(format::INDEX_MAGIC).encode().to_vec();
-    let mut cursor = format::DATA_HEADER_LEN as u64;
-    let (mut eof, mut copied) = (0u64, 0u64);
-    let mut tick = 0u64;
-    let mut report = |copied: u64| {
-        tick += 1;
-        if let Some(p) = progress.filter(|_| tick % 4096 == 0 || copied == total) {
-            p(copied, total);
-        }
+    let mut out = NewLogs {
+        cp: Copier {
+            srcs,
+            open: (0..srcs.len()).map(|_| None).collect(),
+            dst: &data,
+            buf: Vec::with_capacity(COPY_BUF.min(total as usize + 1)),
+            buf_at: format::DATA_HEADER_LEN as u64,
+            want: None,
+            crc,
+            sum: 0,
+        },
+        ix: header(format::INDEX_MAGIC).encode().to_vec(),
+        cursor: format::DATA_HEADER_LEN as u64,
+        eof: 0,
+        copied: 0,
+        total,
+        tick: 0,
+        progress,
     };
     if coalesce {
-        // One record per run of extents that follow each other in the file.
-        let mut run: Option<WriteRecord> = None;
-        let mut recs: Vec<WriteRecord> = Vec::new();
-        for (o, len, chunk, phys, ts) in extents(map) {
-            match run.as_mut() {
-                Some(r) if r.logical_off + r.length == o => {
-                    r.length += len;
-                    r.ts = r.ts.max(ts);
-                }
-                _ => {
-                    if let Some(mut r) = run.take() {
-                        r.data_crc = cp.take_sum()?;
-                        recs.push(r);
-                    }
-                    run = Some(WriteRecord {
-                        logical_off: o,
-                        length: len,
-                        physical_off: cursor,
-                        ts,
-                        data_crc: 0,
-                    });
-                }
-            }
-            cp.push(chunk, phys, len)?;
-            cursor += len;
-            eof = eof.max(o + len);
-            copied += len;
-            report(copied);
-        }
-        if let Some(mut r) = run.take() {
-            r.data_crc = cp.take_sum()?;
-            recs.push(r);
-        }
-        recs.iter().for_each(|r| r.encode_into(&mut ix));
+        out.coalesced(map)?;
     } else {
-        // Exact: pieces keep their timestamps; patterns stay patterns.
-        let mut run: Vec<WriteRecord> = Vec::new();
-        let mut pieces = map.raw_pieces().peekable();
-        let mut patterns = map.patterns().peekable();
-        loop {
-            let take_piece = match (pieces.peek(), patterns.peek()) {
-                (None, None) => break,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (Some((o, _)), Some(q)) => *o <= q.start,
-            };
-            if take_piece {
-                let (o, p) = pieces.next().expect("peeked");
-                cp.push(p.chunk, p.phys, p.len)?;
-                let data_crc = cp.take_sum()?;
-                run.push(WriteRecord {
-                    logical_off: o,
-                    length: p.len,
-                    physical_off: cursor,
-                    ts: p.key.ts,
-                    data_crc,
-                });
-                cursor += p.len;
-                eof = eof.max(o + p.len);
-                copied += p.len;
-            } else {
-                let q = patterns.next().expect("peeked");
-                let ts =
-                    q.ts.as_ref()
-                        .ok_or_else(|| Error::InvalidArgument("compaction: a pattern without timestamps".into()))?;
-                if crc {
-                    for i in 0..q.count {
-                        cp.push(q.chunk, q.phys + i * q.pstride, q.len)?;
-                        let data_crc = cp.take_sum()?;
-                        run.push(WriteRecord {
-                            logical_off: q.start + i * q.stride,
-                            length: q.len,
-                            physical_off: cursor,
-                            ts: ts[i as usize],
-                            data_crc,
-                        });
-                        cursor += q.len;
-                    }
-                } else {
-                    if q.pstride == q.len {
-                        cp.push(q.chunk, q.phys, q.count * q.len)?;
-                    } else {
-                        // A framed log's elements have their frames between them; the new log
-                        // holds them back to back.
-                        for i in 0..q.count {
-                            cp.push(q.chunk, q.phys + i * q.pstride, q.len)?;
-                        }
-                    }
-                    format::encode_records(&run, 0, &mut ix);
-                    run.clear();
-                    PatternRecord {
-                        logical_start: q.start,
-                        length: q.len,
-                        stride: q.stride,
-                        physical_start: cursor,
-                        ts: ts.to_vec(),
-                    }
-                    .encode_into(&mut ix);
-                    cursor += q.count * q.len;
-                }
-                eof = eof.max(q.end());
-                copied += q.count * q.len;
-            }
-            report(copied);
-        }
-        format::encode_records(&run, 0, &mut ix);
+        out.exact(map)?;
     }
-    cp.read_pending()?;
-    cp.flush()?;
+    out.cp.read_pending()?;
+    out.cp.flush()?;
     data.fsync()?;
     let index = dir.create_file(cf::tmp_index_name(wc), mode, Create::Excl)?;
-    index.pwrite_all(&ix, 0)?;
+    index.pwrite_all(&out.ix, 0)?;
     index.fsync()?;
-    Ok((eof, copied))
+    Ok((out.eof, out.copied))
 }

@@ -228,18 +228,15 @@ fn file_records(g: &Inner, name: &str, id: u64, out: &mut Vec<u8>) -> Result<u64
     Ok(copied)
 }
 
-/// Compacts the packed logs of the directory of view `d`.
-pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactReport> {
-    let t0 = Instant::now();
-    let mount = &d.mount;
-    let mut rep = CompactReport::new(d.logical());
-    // One compaction of the directory at a time: its directory on the first backend is locked.
-    let Some(lockd) = mount.canonical[0].dir_opt(&d.rel)? else {
+/// Takes the lock of `d`'s directory on the first backend (one compaction of the directory at a
+/// time), waiting as `opts` allows: `None` if another compaction holds it. The lock lasts as long
+/// as the returned descriptor.
+fn lock_dir(d: &SmallDir, opts: &CompactOptions) -> Result<Option<Dir>> {
+    let Some(lockd) = d.mount.canonical[0].dir_opt(&d.rel)? else {
         return Err(Error::NotFound(d.logical()));
     };
     if !lockd.try_lock_exclusive_within(patience(opts))? {
-        rep.status = CompactStatus::Busy;
-        return Ok(rep);
+        return Ok(None);
     }
     if !lockd.caps().locks() {
         return Err(Error::errno(
@@ -247,21 +244,153 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
             format!("{}: compaction needs flock(2) on the backend", d.logical().display()),
         ));
     }
-    if !opts.dry_run {
-        // Leftovers of an interrupted compaction (we hold the lock: none is running).
-        for b in &mount.canonical {
-            if let Some(store) = b.dir_opt(&d.store_rel())? {
-                if let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? {
-                    let j = Journal::decode(&store.sub(cf::JOURNAL_NAME), &f.read_from(0)?)?;
-                    roll_forward(mount, &d.rel, &store, &j)?;
-                }
-                for n in store.list()? {
-                    if n.to_str().and_then(cf::parse_tmp_name).is_some() {
-                        store.unlink_opt(&n)?;
-                    }
+    Ok(Some(lockd))
+}
+
+/// Finishes the roll-forward of a committed journal and removes unpublished new logs in the
+/// stores of `d` (the caller holds the directory's lock).
+fn finish_leftovers(d: &SmallDir) -> Result<()> {
+    let mount = &d.mount;
+    // Leftovers of an interrupted compaction (we hold the lock: none is running).
+    for b in &mount.canonical {
+        if let Some(store) = b.dir_opt(&d.store_rel())? {
+            if let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? {
+                let j = Journal::decode(&store.sub(cf::JOURNAL_NAME), &f.read_from(0)?)?;
+                roll_forward(mount, &d.rel, &store, &j)?;
+            }
+            for n in store.list()? {
+                if n.to_str().and_then(cf::parse_tmp_name).is_some() {
+                    store.unlink_opt(&n)?;
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Whether no process appends to any of `logs` any more but this one (to `own`, which it
+/// stopped doing): each writer holds a shared flock on its log while it may append.
+fn appended_by_none(d: &SmallDir, logs: &[(Dir, String, u64)], own: Option<&Path>) -> Result<bool> {
+    for (dir, n, _) in logs {
+        if own == Some(dir.sub(n).as_path()) {
+            continue;
+        }
+        let f = match dir.open_file(n, Access::Read) {
+            Ok(f) => f,
+            Err(e) if sys::is_missing(&e) => continue,
+            Err(e) => return Err(e),
+        };
+        match f.try_lock_exclusive()? {
+            Some(true) => {}
+            Some(false) => return Ok(false),
+            None => {
+                return Err(Error::errno(
+                    Errno::OPNOTSUPP,
+                    format!("{}: compaction needs flock(2) on the backend", d.logical().display()),
+                ))
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The new log's records ([`file_records`] of every file that has a name) and the bytes of data
+/// they hold; `live`: the live bytes, for the progress.
+fn new_log_body(g: &Inner, opts: &CompactOptions, live: u64) -> Result<(Vec<u8>, u64)> {
+    // The new log's records.
+    let mut body = Vec::new();
+    let mut copied = 0;
+    for (name, &id) in &g.names {
+        copied += file_records(g, name, id, &mut body)?;
+        if let Some(p) = opts.progress {
+            p(copied, live);
+        }
+    }
+    Ok((body, copied))
+}
+
+/// A compaction's new log: the store it goes in (on the directory's writer backend), its writer
+/// id, its temporary and final names.
+struct NewLog {
+    store: Dir,
+    wc: u64,
+    tmp: String,
+    fin: String,
+}
+
+impl NewLog {
+    /// Names a new log for directory `d`, making its store if missing.
+    fn new(d: &SmallDir) -> Result<NewLog> {
+        let wb = &d.mount.canonical[d.writer_backend()];
+        let parent = wb.dir(&d.rel)?;
+        parent.mkdir_ok(fmt::SMALL_DIR, 0o755)?;
+        let store = parent.open_dir(fmt::SMALL_DIR)?;
+        let wc = clock::random_u64();
+        let tmp = cf::tmp_log_name(wc);
+        let fin = format!("log.{wc:016x}.{}.{}", clock::pid(), clock::hostname());
+        Ok(NewLog { store, wc, tmp, fin })
+    }
+
+    /// Writes the log (its header, then `body`) under its temporary name, fsynced; on an error
+    /// nothing of it is left.
+    fn write(&self, body: &[u8]) -> Result<()> {
+        let build = || -> Result<()> {
+            let f = self.store.create_file(&self.tmp, 0o644, Create::Excl)?;
+            let h = LogHeader {
+                magic: SMALL_MAGIC,
+                writer_id: self.wc,
+                open_ns: clock::now_ns(),
+                pid: clock::pid(),
+                flags: 0,
+            };
+            f.pwrite_all(&h.encode(), 0)?;
+            f.pwrite_all(body, format::INDEX_HEADER_LEN as u64)?;
+            f.fsync()
+        };
+        if let Err(e) = build() {
+            let _ = self.store.unlink_opt(&self.tmp);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Publishes the log under its final name, commits the journal that retires `logs` and
+    /// rolls it forward.
+    fn publish_and_commit(&self, d: &SmallDir, logs: &[(Dir, String, u64)]) -> Result<()> {
+        let (store, tmp, fin) = (&self.store, &self.tmp, &self.fin);
+        // Published: replayed with all the old logs, it changes nothing.
+        if let Err(e) = store.rename(tmp, store, fin).and_then(|()| store.fsync()) {
+            let _ = store.unlink_opt(tmp);
+            return Err(e);
+        }
+        let mut entries = vec![(cf::E_NEW_LOG, fin.clone())];
+        entries.extend(logs.iter().map(|(_, n, _)| (cf::E_RETIRED, n.clone())));
+        let j = Journal {
+            state: cf::STATE_COMMITTED,
+            writer_id: self.wc,
+            created_ns: clock::now_ns(),
+            entries,
+        };
+        store
+            .write_atomic(cf::JOURNAL_NAME, &j.encode(), 0o644)
+            .and_then(|()| store.fsync())?;
+        // Committed: readers skip the retired logs.
+        roll_forward(&d.mount, &d.rel, store, &j)
+    }
+}
+
+/// Compacts the packed logs of the directory of view `d`.
+pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactReport> {
+    let t0 = Instant::now();
+    let mount = &d.mount;
+    let mut rep = CompactReport::new(d.logical());
+    // One compaction of the directory at a time: its directory on the first backend is locked.
+    let Some(_lockd) = lock_dir(d, opts)? else {
+        rep.status = CompactStatus::Busy;
+        return Ok(rep);
+    };
+    if !opts.dry_run {
+        finish_leftovers(d)?;
     }
     let mut g = d.inner();
     // This process stops appending to its log (its next record starts a new one).
@@ -272,29 +401,10 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
     }
     let logs = list_logs(mount, &d.rel)?;
     // A log some process still appends to cannot be retired.
-    for (dir, n, _) in &logs {
-        if own.as_deref() == Some(dir.sub(n).as_path()) {
-            continue;
-        }
-        let f = match dir.open_file(n, Access::Read) {
-            Ok(f) => f,
-            Err(e) if sys::is_missing(&e) => continue,
-            Err(e) => return Err(e),
-        };
-        match f.try_lock_exclusive()? {
-            Some(true) => {}
-            Some(false) => {
-                rep.status = CompactStatus::WritersOpen;
-                rep.seconds = t0.elapsed().as_secs_f64();
-                return Ok(rep);
-            }
-            None => {
-                return Err(Error::errno(
-                    Errno::OPNOTSUPP,
-                    format!("{}: compaction needs flock(2) on the backend", d.logical().display()),
-                ))
-            }
-        }
+    if !appended_by_none(d, &logs, own.as_deref())? {
+        rep.status = CompactStatus::WritersOpen;
+        rep.seconds = t0.elapsed().as_secs_f64();
+        return Ok(rep);
     }
     // Dead logs go first, without writing anything: on a full backend that is all there is room
     // for (docs/format.md §14).
@@ -322,15 +432,7 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
         rep.after = b;
         return Ok(rep);
     }
-    // The new log's records.
-    let mut body = Vec::new();
-    let mut copied = 0;
-    for (name, &id) in &g.names {
-        copied += file_records(&g, name, id, &mut body)?;
-        if let Some(p) = opts.progress {
-            p(copied, b.live);
-        }
-    }
+    let (body, copied) = new_log_body(&g, opts, b.live)?;
     rep.copied = copied;
     let mut after = b;
     after.logs = 1;
@@ -342,28 +444,8 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
         rep.seconds = t0.elapsed().as_secs_f64();
         return Ok(rep);
     }
-    let wb = &mount.canonical[d.writer_backend()];
-    let parent = wb.dir(&d.rel)?;
-    parent.mkdir_ok(fmt::SMALL_DIR, 0o755)?;
-    let store = parent.open_dir(fmt::SMALL_DIR)?;
-    let wc = clock::random_u64();
-    let tmp = cf::tmp_log_name(wc);
-    let fin = format!("log.{wc:016x}.{}.{}", clock::pid(), clock::hostname());
-    let build = || -> Result<()> {
-        let f = store.create_file(&tmp, 0o644, Create::Excl)?;
-        let h = LogHeader {
-            magic: SMALL_MAGIC,
-            writer_id: wc,
-            open_ns: clock::now_ns(),
-            pid: clock::pid(),
-            flags: 0,
-        };
-        f.pwrite_all(&h.encode(), 0)?;
-        f.pwrite_all(&body, format::INDEX_HEADER_LEN as u64)?;
-        f.fsync()
-    };
-    if let Err(e) = build() {
-        let _ = store.unlink_opt(&tmp);
+    let new = NewLog::new(d)?;
+    if let Err(e) = new.write(&body) {
         if dead > 0 && super::state::is_nospace(&e) {
             // The dead logs are gone; the rest waits for the space a rewrite needs.
             rep.logs_retired = dead;
@@ -374,24 +456,7 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
         }
         return Err(e);
     }
-    // Published: replayed with all the old logs, it changes nothing.
-    if let Err(e) = store.rename(&tmp, &store, &fin).and_then(|()| store.fsync()) {
-        let _ = store.unlink_opt(&tmp);
-        return Err(e);
-    }
-    let mut entries = vec![(cf::E_NEW_LOG, fin.clone())];
-    entries.extend(logs.iter().map(|(_, n, _)| (cf::E_RETIRED, n.clone())));
-    let j = Journal {
-        state: cf::STATE_COMMITTED,
-        writer_id: wc,
-        created_ns: clock::now_ns(),
-        entries,
-    };
-    store
-        .write_atomic(cf::JOURNAL_NAME, &j.encode(), 0o644)
-        .and_then(|()| store.fsync())?;
-    // Committed: readers skip the retired logs.
-    roll_forward(mount, &d.rel, &store, &j)?;
+    new.publish_and_commit(d, &logs)?;
     g.loaded = false;
     d.refresh(&mut g)?;
     rep.after = usage(&g, &list_logs(mount, &d.rel)?)?;
