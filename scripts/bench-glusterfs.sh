@@ -5,7 +5,9 @@
 # then the brick operations per create, stat, read, unlink and 4-writer open (bench/brickops.py,
 # counted by `gluster volume profile`), printed and saved beside them as brickops.json; then the
 # system calls per write of 4 N-1 writers and the peak RSS of a writer of 1,000,000 64-byte
-# writes (bench/writer_counts.py), printed and saved as writer_counts.json.
+# writes (bench/writer_counts.py), printed and saved as writer_counts.json; then issue 22's
+# bandwidth protocol (bench/n1_protocol.py: plfs against plain N-1 and N-N, read back through
+# the volume's second client mount), printed and saved as n1_protocol.txt.
 # Runs under `scripts/glusterfs.sh run` (starts the volume when none runs, stops exactly what it
 # started). Needs root, /dev/fuse and network namespaces; expects make build and make -C bench
 # programs.
@@ -42,3 +44,9 @@ for c, v in r["syscalls_per_write"].items():
 m = r["peak_rss_mib"]
 print(f"peak RSS of a writer of {r['small_writes']} 64-byte writes: plfs {m['plfs']} MiB, plain {m['plain']} MiB (budget: plfs <= 24 MiB)")
 PY
+if [ -n "${PLFS_GLUSTER_MOUNT2:-}" ]; then
+    echo "issue 22's bandwidth protocol (bench/n1_protocol.py; medians of 3, 104 MB a run)"
+    ${PYTHON:-python3} bench/n1_protocol.py --mnt "$PLFS_GLUSTER_MOUNT" --mnt2 "$PLFS_GLUSTER_MOUNT2" | tee "$out/n1_protocol.txt"
+else
+    echo "n1_protocol: skipped, the volume has one client mount (PLFS_GLUSTER_CLIENTS=1)" >&2
+fi
