@@ -17,6 +17,12 @@ pub fn now_ns() -> u64 {
         .saturating_add(t.tv_nsec as u64)
 }
 
+/// Nanoseconds from `t_ns` (a file time, ns since the epoch; one before the epoch counts as the
+/// epoch) to now; 0 for a time in the future.
+pub fn age_ns(t_ns: i64) -> u64 {
+    now_ns().saturating_sub(t_ns.max(0) as u64)
+}
+
 /// A timestamp strictly greater than any other this process has returned.
 pub fn next_ts() -> u64 {
     let now = now_ns();

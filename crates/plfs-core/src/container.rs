@@ -242,7 +242,7 @@ impl Container {
         if let Some(m) = t.stat_opt(format::MARKER_NAME)? {
             // A marker not yet written: its creator made it and died before writing it, unless
             // it is younger than the patience (a live creator writes it right after making it).
-            let age = crate::clock::now_ns().saturating_sub(sys::mtime_ns(&m).max(0) as u64);
+            let age = crate::clock::age_ns(sys::mtime_ns(&m));
             if format::is_published(m.st_size as u64, dmode) || u128::from(age) < BUILD_PATIENCE.as_nanos() {
                 return Ok(None);
             }

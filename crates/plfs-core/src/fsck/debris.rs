@@ -97,7 +97,7 @@ pub(super) fn tmp_debris_with_mount(
 /// Removing `name` (stat `st`) from `parent` once it is older than `tmp_min_age`; before that
 /// `what` ("a create", "an upgrade") may still be running.
 pub(super) fn remove_when_old(parent: &Dir, name: &OsStr, st: &sys::RawStat, opts: &Options, what: &str) -> Repair {
-    let age = crate::clock::now_ns().saturating_sub(sys::mtime_ns(st).max(0) as u64);
+    let age = crate::clock::age_ns(sys::mtime_ns(st));
     if u128::from(age) >= opts.tmp_min_age.as_nanos() {
         repair_step(opts, "removed it", || parent.remove_tree(name))
     } else {
