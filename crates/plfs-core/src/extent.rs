@@ -17,8 +17,13 @@
 //! newest truncate ends at or below that truncate's size. Hence `size = max(last_trunc.size, end
 //! of the last piece, end of the last pattern)`.
 
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// The answer of [`ExtentMap::lookup`]: a read of one writer's bytes is one or two segments, kept
+/// inline, so a read allocates nothing for it.
+pub type Segments = SmallVec<[Segment; 4]>;
 
 /// Ordering key of a write or truncate: timestamp first, then writer id (the documented
 /// tie-break for equal timestamps from different processes).
@@ -476,21 +481,23 @@ impl ExtentMap {
     }
 
     /// Describes `[off, off+len)` clipped to the file size as holes and data segments.
-    pub fn lookup(&self, off: u64, len: u64) -> Vec<Segment> {
+    pub fn lookup(&self, off: u64, len: u64) -> Segments {
         let size = self.size();
         let end = off.saturating_add(len).min(size);
-        let mut out = Vec::new();
+        let mut out = Segments::new();
         if off >= end {
             return out;
         }
         // Data stretches from pieces and pattern elements, in logical order.
-        let mut spans: Vec<(u64, u64, u32, u64)> = Vec::new();
-        let start = match self.pieces.range(..=off).next_back() {
-            Some((&o, p)) if o + p.len > off => o,
-            _ => off,
-        };
-        for (&o, p) in self.pieces.range(start..end) {
-            spans.push((o, p.len, p.chunk, p.phys));
+        let mut spans: SmallVec<[(u64, u64, u32, u64); 4]> = SmallVec::new();
+        if !self.pieces.is_empty() {
+            let start = match self.pieces.range(..=off).next_back() {
+                Some((&o, p)) if o + p.len > off => o,
+                _ => off,
+            };
+            for (&o, p) in self.pieces.range(start..end) {
+                spans.push((o, p.len, p.chunk, p.phys));
+            }
         }
         if !self.patterns.is_empty() {
             for (_, p) in self.patterns.range((off.saturating_sub(self.max_span), 0)..(end, 0)) {
@@ -501,7 +508,7 @@ impl ExtentMap {
             spans.sort_unstable_by_key(|s| s.0);
         }
         let mut cur = off;
-        for (o, l, chunk, phys) in spans {
+        for &(o, l, chunk, phys) in &spans {
             let (s, e) = (o.max(cur), (o + l).min(end));
             if e <= s {
                 continue;
@@ -613,7 +620,7 @@ mod tests {
         m.insert_write(15, 10, 1, 200, k(2));
         assert_eq!(m.size(), 25);
         assert_eq!(
-            m.lookup(0, 100),
+            m.lookup(0, 100).to_vec(),
             vec![
                 Segment::Hole { len: 10 },
                 Segment::Data {
@@ -650,7 +657,7 @@ mod tests {
         }
         m.insert_write(3 * 4096, 4096, 1, 64, k(9));
         assert_eq!(
-            m.lookup(100, 4 * 4096),
+            m.lookup(100, 4 * 4096).to_vec(),
             vec![
                 Segment::Data {
                     len: 3 * 4096 - 100,
@@ -679,7 +686,7 @@ mod tests {
         m.insert_write(8, 2, 1, 0, k(9)); // newer: survives
         assert_eq!(m.size(), 10);
         assert_eq!(
-            m.lookup(0, 10),
+            m.lookup(0, 10).to_vec(),
             vec![
                 Segment::Data {
                     len: 5,
@@ -698,7 +705,7 @@ mod tests {
         let mut g = ExtentMap::new();
         g.insert_trunc(100, k(1));
         assert_eq!(g.size(), 100);
-        assert_eq!(g.lookup(90, 50), vec![Segment::Hole { len: 10 }]);
+        assert_eq!(g.lookup(90, 50).to_vec(), vec![Segment::Hole { len: 10 }]);
     }
 
     /// A generated event: a write, a truncate, or a pattern run of `count` writes.
@@ -801,7 +808,7 @@ mod tests {
         assert_eq!(m.size(), 4000 * rec);
         assert!(m.mem_bytes() < 4096);
         assert_eq!(
-            m.lookup(150, 100),
+            m.lookup(150, 100).to_vec(),
             vec![
                 Segment::Data {
                     len: 50,

@@ -38,6 +38,9 @@ pub struct Table {
 struct Slot {
     /// Its placeholder.
     key: Key,
+    /// The entry of that placeholder (the one `entries` holds for `key`), so that a look-up
+    /// searches one map.
+    entry: Arc<Entry>,
     /// The generation in which the number was registered or last confirmed by fstat.
     checked: u64,
 }
@@ -97,11 +100,13 @@ pub fn insert_fd(fd: i32, entry: &Arc<Entry>) -> Option<Arc<Entry>> {
     let orphan = remove_locked(&mut t, fd);
     let slot = t.entries.entry(entry.key).or_insert_with(|| (entry.clone(), 0));
     slot.1 += 1;
+    let registered = slot.0.clone();
     let checked = GEN.load(Ordering::Acquire);
     t.fds.insert(
         fd,
         Slot {
             key: entry.key,
+            entry: registered,
             checked,
         },
     );
@@ -166,8 +171,7 @@ pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
     let (entry, trusted) = {
         let t = table();
         let slot = t.fds.get(&fd)?;
-        let e = t.entries.get(&slot.key).map(|(e, _)| e.clone())?;
-        (e, slot.checked == gen)
+        (slot.entry.clone(), slot.checked == gen)
     };
     if trusted {
         return Some(entry);

@@ -60,8 +60,11 @@ pub struct IndexState {
     /// which is overhead, not dead data, in a usage report.
     pub framed_writes: u64,
     truncs: HashSet<(u64, u64, u64)>,
-    /// Open data-log descriptors with their last use (least recently used is closed first).
-    fds: HashMap<u32, (Arc<File>, u64)>,
+    /// Open data-log descriptors by chunk, with their last use (least recently used is closed
+    /// first).
+    fds: Vec<Option<(Arc<File>, u64)>>,
+    /// How many of `fds` are open.
+    open_fds: usize,
     fd_tick: u64,
     max_fds: usize,
     /// Index records read (for statistics).
@@ -96,7 +99,8 @@ impl IndexState {
             recovered: 0,
             framed_writes: 0,
             truncs: HashSet::new(),
-            fds: HashMap::new(),
+            fds: Vec::new(),
+            open_fds: 0,
             fd_tick: 0,
             max_fds: max_fds.max(1),
             records_read: 0,
@@ -583,7 +587,7 @@ impl IndexState {
     /// recently used one is closed first).
     pub fn data_fd(&mut self, chunk: u32) -> Result<Arc<File>> {
         self.fd_tick += 1;
-        if let Some((fd, used)) = self.fds.get_mut(&chunk) {
+        if let Some(Some((fd, used))) = self.fds.get_mut(chunk as usize) {
             *used = self.fd_tick;
             return Ok(fd.clone());
         }
@@ -599,12 +603,21 @@ impl IndexState {
             )?
             .kept(),
         );
-        if self.fds.len() >= self.max_fds {
-            if let Some(&lru) = self.fds.iter().min_by_key(|(_, (_, used))| *used).map(|(c, _)| c) {
-                self.fds.remove(&lru);
+        if self.open_fds >= self.max_fds {
+            let lru = (self.fds.iter().enumerate())
+                .filter_map(|(i, s)| s.as_ref().map(|(_, used)| (i, *used)))
+                .min_by_key(|&(_, used)| used);
+            if let Some((i, _)) = lru {
+                self.fds[i] = None;
+                self.open_fds -= 1;
             }
         }
-        self.fds.insert(chunk, (fd.clone(), self.fd_tick));
+        let i = chunk as usize;
+        if self.fds.len() <= i {
+            self.fds.resize(i + 1, None);
+        }
+        self.fds[i] = Some((fd.clone(), self.fd_tick));
+        self.open_fds += 1;
         Ok(fd)
     }
 

@@ -473,6 +473,9 @@ impl ContainerHandle {
 
     fn writer(&self, pid: u32) -> Arc<Mutex<Writer>> {
         let mut ws = lock(&self.writers);
+        if let Some(w) = ws.get(&pid) {
+            return w.clone();
+        }
         ws.entry(pid).or_insert_with(|| self.shared.new_writer(pid)).clone()
     }
 }

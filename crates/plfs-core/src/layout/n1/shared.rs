@@ -12,6 +12,7 @@ use crate::format::{self, MetaDropping, WriteRecord};
 use crate::index::{IndexState, SumCheck};
 use crate::sys::{File, TimeSpec};
 use rustix::io::Errno;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -246,7 +247,8 @@ impl Shared {
         });
         wg.eof = wg.eof.max(off + buf.len() as u64);
         wg.bytes += buf.len() as u64;
-        wg.mtime_ns = clock::now_ns();
+        // The write's timestamp is the clock's time (or a nanosecond past the last one).
+        wg.mtime_ns = ts;
         if wg.pending.len() >= self.c.mount.global.index_buffer_records as usize {
             wg.flush_index()?;
         }
@@ -407,9 +409,9 @@ impl Shared {
         let (mut checks, mut sums) = (Vec::new(), Vec::new());
         let plan = self.with_index(false, |s| {
             let segs = s.map.lookup(off, buf.len() as u64);
-            let mut plan = Vec::with_capacity(segs.len());
-            for seg in segs {
-                match seg {
+            let mut plan = Plan::with_capacity(segs.len());
+            for seg in &segs {
+                match *seg {
                     Segment::Hole { len } => plan.push((len, None)),
                     Segment::Data { len, chunk, phys } => {
                         let f = s.data_fd(chunk)?;
@@ -501,7 +503,8 @@ fn crc_of(f: &File, c: &SumCheck) -> Result<Option<u32>> {
 
 /// A read's plan: for each stretch of the buffer, its length and where it comes from (a data
 /// log and offset; none for a hole).
-type Plan = Vec<(u64, Option<(Arc<File>, u64)>)>;
+/// Inline for the usual read of one or two stretches: a read allocates nothing for its plan.
+type Plan = SmallVec<[(u64, Option<(Arc<File>, u64)>); 4]>;
 
 /// Stretches of one data log at most this far apart are read by one `preadv`, the bytes between
 /// them (a framed log's frames) into a scratch buffer.
@@ -515,8 +518,8 @@ const MAX_RUN: usize = 256;
 /// wherever they land in `buf`: one writer's consecutive writes (back to back in its log, as an
 /// unframed log's were read by one `pread`), also when other writers' records lie between them
 /// in the file (N-1 strided: a read of 16 records of 4 writers costs 4 calls, not 16).
-fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<(Vec<usize>, usize)> {
-    let mut at = Vec::with_capacity(plan.len());
+fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<(SmallVec<[usize; 4]>, usize)> {
+    let mut at = SmallVec::with_capacity(plan.len());
     let mut pos = 0usize;
     for (len, _) in plan {
         at.push(pos);
