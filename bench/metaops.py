@@ -65,6 +65,7 @@ def main(lib=None, quiet=False):
         ("create+write+close (echo hi > F)", lambda d: ["sh", "-c", f"echo hi > {d}/f1"]),
         ("second writer (echo hi >> F)", lambda d: ["sh", "-c", f"echo hi >> {d}/f1"]),
         ("stat of a closed file", lambda d: ["sh", "-c", f"stat {d}/f1 >/dev/null"]),
+        ("new file (touch F)", lambda d: ["sh", "-c", f"touch {d}/f2"]),
         ("unlink (rm F)", lambda d: ["sh", "-c", f"rm {d}/f1"]),
     ]
     rows = []

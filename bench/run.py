@@ -32,7 +32,7 @@ PROFILES = {
         "meta_writers": [1, 2, 4, 8, 16, 32, 64], "meta_records": 16, "meta_reps": 5,
         "creates": 2000, "index_writers": [1, 4, 16, 64], "index_records": 65536,
         "meta_files": 300, "index_bench_writes": 200000, "timeout": 300,
-        "extra_cases": [FUSE_64K],
+        "extra_cases": [FUSE_64K], "sqlite_txns": 500,
     },
     # A seconds-long run of every section, to check the suite itself (`make -C bench smoke`).
     "smoke": {
@@ -41,7 +41,7 @@ PROFILES = {
         "tools_size": 16 * MiB, "tools_reps": 1, "seq_size": 16 * MiB, "seq_reps": 1,
         "meta_writers": [1, 4], "meta_records": 4, "meta_reps": 3, "creates": 100,
         "index_writers": [1, 4], "index_records": 4096, "meta_files": 30,
-        "index_bench_writes": 20000, "timeout": 120,
+        "index_bench_writes": 20000, "timeout": 120, "sqlite_txns": 20,
     },
     # `make bench-glusterfs`: the work area on a live GlusterFS volume (scripts/bench-glusterfs.sh);
     # the bandwidth and metadata sections, files small enough for a volume on one disk, medians of
@@ -63,7 +63,7 @@ PROFILES = {
         "tools_size": 1024 * MiB, "tools_reps": 5, "seq_size": 1024 * MiB, "seq_reps": 5,
         "meta_writers": [1, 2, 4, 8, 16, 32, 64, 128], "meta_records": 64, "meta_reps": 9,
         "creates": 20000, "index_writers": [1, 4, 16, 64, 256], "index_records": 1 << 20,
-        "meta_files": 1000, "index_bench_writes": 1000000, "timeout": 1800,
+        "meta_files": 1000, "index_bench_writes": 1000000, "timeout": 1800, "sqlite_txns": 5000,
         "extra_cases": [FUSE_64K] + [
             {"section": "fsync", "layout": "strided", "nprocs": n, "record": 47008,
              "per_proc": 64 * MiB, "fsync": True} for n in (1, 2, 4)

@@ -11,6 +11,13 @@ operation of every front end, the metadata costs of ldplfs, and the index at sca
   times (medians of alternated repetitions) and the system calls of `bench/metaops.py`.
 - `index`: `plfs-index-bench` (raw, pattern-compressed and flattened indexes, irregular writes
   merged and flattened): open time, index memory, peak RSS, small reads per second.
+- `instructions` (issue 26): user-space instructions per 4 KiB record, counted by callgrind, of
+  `dd bs=4k` writing a file and of `dd bs=4k` reading it to /dev/null; the difference of
+  count=20000 and count=10000 divided by 10000 (start-up, open and close cancel out); plain libc
+  against ldplfs.
+- `sqlite` (issue 26): two sqlite3 processes at once, each committing N transactions of one
+  INSERT into one database in rollback-journal mode; wall seconds, plain directory against
+  ldplfs on the N-1 mount, every row checked afterwards.
 
 Rows: test, method, what, value, unit, status, note (counts.csv)."""
 
@@ -70,12 +77,18 @@ def traced(cmd, env, timeout, daemon_pid=None):
                 os.unlink(p)
 
 
+def _sides(ws, ldplfs):
+    """(method, directory, environment) of a plain directory without the preload, and of ldplfs
+    on the N-1 mount."""
+    plain_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    return [("plain", ws.plain, plain_env), ("ldplfs", ldplfs.dir, ldplfs.env)]
+
+
 def tool_syscalls(ws, ldplfs, log, timeout):
     rows = []
     if not ldplfs.available:
         return [_row("syscalls", "ldplfs", w, "", "calls", "n/a", ldplfs.note()) for w in ("dd", "cat")]
-    plain_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    for method, d, env in (("plain", ws.plain, plain_env), ("ldplfs", ldplfs.dir, ldplfs.env)):
+    for method, d, env in _sides(ws, ldplfs):
         f = os.path.join(d, "counts-dd")
         for what, cmd in (("dd bs=4k count=20000 (write)", f"dd if=/dev/zero of={f} bs=4k count=20000 status=none"),
                           ("cat of that file", f"cat {f} > /dev/null")):
@@ -226,6 +239,129 @@ def index_at_scale(ws, profile, log, timeout):
     return rows
 
 
+INSTR_WHATS = ("4 KiB write (dd bs=4k)", "4 KiB read (dd bs=4k to /dev/null)")
+INSTR_COUNTS = (10000, 20000)
+
+
+def callgrind(cmd, env, timeout):
+    """(instructions, why): the user-space instructions of cmd (every thread), from callgrind's
+    `Collected : N` line; None and the reason when the run failed."""
+    fd, logp = tempfile.mkstemp(suffix=".callgrind")
+    os.close(fd)
+    try:
+        res = run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--log-file={logp}"]
+                  + cmd, env=env, timeout=timeout)
+        if not res.ok:
+            return None, res.why()
+        with open(logp) as f:
+            for line in f:
+                if "Collected :" in line:
+                    return int(line.rsplit(":", 1)[1]), ""
+        return None, "callgrind printed no total"
+    finally:
+        os.unlink(logp)
+
+
+def instructions(ws, ldplfs, log, timeout):
+    """Instructions per 4 KiB record written and read by dd, plain libc and ldplfs (issue 26)."""
+    if not shutil.which("valgrind"):
+        log("counts: valgrind is missing (apt-get install valgrind): no instruction counts")
+        return [_row("instructions", m, w, "", "instructions/record", "n/a", "valgrind not installed")
+                for m in ("plain", "ldplfs") for w in INSTR_WHATS]
+    rows = []
+    sides = _sides(ws, ldplfs)
+    if not ldplfs.available:
+        rows += [_row("instructions", "ldplfs", w, "", "instructions/record", "n/a", ldplfs.note())
+                 for w in INSTR_WHATS]
+        sides = sides[:1]
+    lo, hi = INSTR_COUNTS
+    for method, d, env in sides:
+        got = {w: {} for w in INSTR_WHATS}
+        for n in INSTR_COUNTS:
+            f = os.path.join(d, f"instr-{n}")
+            write, read = INSTR_WHATS
+            got[write][n] = callgrind(["dd", "if=/dev/zero", f"of={f}", "bs=4k", f"count={n}", "status=none"],
+                                      env, timeout)
+            got[read][n] = callgrind(["dd", f"if={f}", "of=/dev/null", "bs=4k", "status=none"], env, timeout)
+            run(["rm", "-f", f], env=env, timeout=60)
+        for what, by_n in got.items():
+            (a, why_a), (b, why_b) = by_n[lo], by_n[hi]
+            if a is None or b is None:
+                rows.append(_row("instructions", method, what, "", "instructions/record", "fail", why_a or why_b))
+                continue
+            per = (b - a) / (hi - lo)
+            rows.append(_row("instructions", method, what, f"{per:.0f}", "instructions/record",
+                             note=f"count={lo}: {a}, count={hi}: {b}"))
+            log(f"counts: {method:7} {what}: {per:.0f} instructions per record")
+    return rows
+
+
+SQLITE_TXN = "BEGIN IMMEDIATE; INSERT INTO t VALUES({w}, {i}, 'row {i} of writer {w}'); COMMIT;\n"
+
+
+def _sqlite_pair(db, scripts, env, want, timeout):
+    """Creates db, then runs one sqlite3 per script at once; (wall seconds of the pair, why)."""
+    r = run(["sqlite3", "-bail", db, "PRAGMA journal_mode=DELETE; CREATE TABLE t(w INTEGER, i INTEGER, note TEXT);"],
+            env=env, timeout=60)
+    if not r.ok:
+        return None, r.why()
+    t0 = time.perf_counter()
+    procs = []
+    for sql in scripts:
+        with open(sql) as inp:
+            procs.append(subprocess.Popen(["sqlite3", "-bail", db], stdin=inp, env=env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, text=True, start_new_session=True))
+    errs = []
+    for p in procs:
+        try:
+            _, err = p.communicate(timeout=max(1, timeout - (time.perf_counter() - t0)))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            _, err = p.communicate()
+            err = "timed out"
+        if p.returncode != 0:
+            errs.append(f"exit {p.returncode}: {(err or '').strip()[-200:]}")
+    secs = time.perf_counter() - t0
+    if errs:
+        return None, errs[0]
+    r = run(["sqlite3", db, "SELECT count(*) FROM t;"], env=env, timeout=60)
+    if not r.ok or r.out.strip() != str(want):
+        return None, r.why() if not r.ok else f"{r.out.strip()} rows afterwards, want {want}"
+    return secs, ""
+
+
+def sqlite_writers(ws, ldplfs, profile, log, timeout):
+    """Two sqlite3 writers of N one-INSERT transactions each into one database, rollback journal,
+    at once: plain directory against ldplfs (issue 26)."""
+    n = profile.get("sqlite_txns", 500)
+    what = f"2 writers x {n} transactions"
+    if not shutil.which("sqlite3"):
+        log("counts: sqlite3 is missing (apt-get install sqlite3): no sqlite figure")
+        return [_row("sqlite", m, what, "", "s", "n/a", "sqlite3 not installed") for m in ("plain", "ldplfs")]
+    rows = []
+    sides = _sides(ws, ldplfs)
+    if not ldplfs.available:
+        rows.append(_row("sqlite", "ldplfs", what, "", "s", "n/a", ldplfs.note()))
+        sides = sides[:1]
+    scripts = []
+    for w in (0, 1):
+        scripts.append(os.path.join(ws.root, f"sqlite-writer{w}.sql"))
+        with open(scripts[-1], "w") as f:
+            f.write(".timeout 600000\n")
+            f.writelines(SQLITE_TXN.format(w=w, i=i) for i in range(n))
+    for method, d, env in sides:
+        db = os.path.join(d, "sqlite26.db")
+        secs, why = _sqlite_pair(db, scripts, env, 2 * n, timeout)
+        run(["rm", "-f", db, db + "-journal"], env=env, timeout=60)
+        if secs is None:
+            rows.append(_row("sqlite", method, what, "", "s", "fail", why))
+            log(f"counts: sqlite {method:7} {what}: FAILED ({why})")
+            continue
+        rows.append(_row("sqlite", method, what, f"{secs:.3f}", "s", note=f"{2 * n / secs:.0f} transactions/s"))
+        log(f"counts: sqlite {method:7} {what}: {secs:.2f} s")
+    return rows
+
+
 def run_counts(ws, fronts, meths, profile, log, timeout):
     if not shutil.which("strace"):
         log("counts: strace is missing (apt-get install strace): no system-call counts")
@@ -235,4 +371,9 @@ def run_counts(ws, fronts, meths, profile, log, timeout):
         rows += pio_syscalls(meths, profile, log, timeout)
     rows += meta_ops(ws, fronts["ldplfs"], profile, log, timeout)
     rows += index_at_scale(ws, profile, log, max(timeout, 900))
+    t0 = time.perf_counter()
+    rows += instructions(ws, fronts["ldplfs"], log, timeout)
+    t1 = time.perf_counter()
+    rows += sqlite_writers(ws, fronts["ldplfs"], profile, log, timeout)
+    log(f"counts: issue 26's instructions took {t1 - t0:.0f} s, its sqlite writers {time.perf_counter() - t1:.0f} s")
     return rows

@@ -298,12 +298,102 @@ def issue14(cells, counts_rows, meta_rows):
 
 
 def _judge_by_label(g, ok):
-    """Status of a goal whose cases have different limits: ok(label, value) per case."""
+    """Status of a goal whose cases have different limits: ok(label, value) per case. A case
+    without a value counts as not met; a goal with none says why (not run, not available)."""
     have = [(l, r) for l, r, _ in g.details if r is not None]
     if not have:
-        g.status = "not measured"
-        g.measured = "-"
+        notes = {n for _, _, n in g.details}
+        g.status = "not measured" if not g.details else "not run" if notes == {"not run"} else "not available"
+        g.measured = g.details[0][2] if g.details else "-"
         return
     met = sum(1 for l, r in have if ok(l, r))
     g.measured = ", ".join(f"{r:.2f}" if r < 1000 else f"{r:.0f}" for _, r in have)
     g.status = "MET" if met == len(g.details) else f"NOT MET ({met}/{len(g.details)} met)"
+
+
+def _count_row(rows, test, method, what):
+    """(value, note) of one counts.csv row: the value None and the reason when it has none."""
+    for r in rows:
+        if r["test"] == test and r["method"] == method and r["what"] == what:
+            if r["status"] == "ok" and r["value"] != "":
+                return fnum(r["value"]), r.get("note", "")
+            return None, r.get("note") or r["status"]
+    return None, "not run"
+
+
+def _bw_detail(label, a, b, unit, why="", fmt="{:.1f}"):
+    """A case comparing two cells (ldplfs, plain), their values in the note; without a ratio, why
+    (or the cells' own reason)."""
+    r = _ratio(a, b)
+    if r is None:
+        return (label, None, why or _why(a, b) or "no value")
+    return (label, r, f"ldplfs {fmt.format(a.value)}, plain {fmt.format(b.value)} {unit}")
+
+
+def issue26(cells, ccells, counts_rows, t_goals):
+    """The rows of issue 26, measured side by side in one run: U1 and U2 instructions per 4 KiB
+    record, U3 CPU per GiB at 4 KiB, U4 FUSE (issue 14's T4), U5 1-N creates (T7), U6 4-process
+    read-back, U7 one process at 4 KiB, U8 sqlite3, U9 extra system calls of touch and rm."""
+    goals = []
+    for gid, what, phase, lim in (("U1", "4 KiB write (dd bs=4k)", "write", 800),
+                                  ("U2", "4 KiB read (dd bs=4k to /dev/null)", "read", 600)):
+        g = Goal(gid, f"Instructions per 4 KiB {phase} through ldplfs (callgrind, dd bs=4k; plain libc "
+                 "in the note)", f"<= {lim}", "counts.csv")
+        v, why = _count_row(counts_rows, "instructions", "ldplfs", what)
+        p, pwhy = _count_row(counts_rows, "instructions", "plain", what)
+        note = why if v is None else f"plain libc {p:.0f}" if p is not None else f"plain libc: {pwhy}"
+        g.details.append((f"ldplfs, {what}", v, note))
+        _judge_by_label(g, lambda l, r, lim=lim: r <= lim)
+        goals.append(g)
+
+    g = Goal("U3", "CPU s/GiB written, 4 KiB records, 1 process: ldplfs / plain", "<= 1.1", "bandwidth.csv")
+    a = ccells.get(("fig3", "ldplfs", "posix", "strided", 1, 4096, "write"))
+    b = ccells.get(("fig3", "plain", "posix", "strided", 1, 4096, "write"))
+    why = _why(fig3(cells, "ldplfs", 1, 4096, "write"), fig3(cells, "plain", 1, 4096, "write"))
+    g.details.append(_bw_detail("np=1 4096 B write", a, b, "CPU s/GiB", why, "{:.3f}"))
+    _judge_by_label(g, lambda l, r: r <= 1.1)
+    goals.append(g)
+
+    t = {x.gid: x for x in t_goals}
+    for gid, tid, text, target, ok in (
+            ("U4", "T4", "FUSE / ldplfs, 4 processes x 64 KiB N-1, write and read (T4)", ">= 0.5",
+             lambda l, r: r >= 0.5),
+            ("U5", "T7", "1-N creates: C API files/s per process; ldplfs / plain directory (T7)",
+             ">= 150000; >= 10", lambda l, r: r >= (150000 if l.startswith("C API") else 10))):
+        g = Goal(gid, text, target, t[tid].figure)
+        g.details = list(t[tid].details)
+        _judge_by_label(g, ok)
+        goals.append(g)
+
+    g = Goal("U6", "Read-back, 4 processes: ldplfs / plain shared file, 4 KiB and 1 MiB", ">= 0.8",
+             "fig3_read.png")
+    for rec in (4096, 1 << 20):
+        g.details.append(_bw_detail(f"np=4 {rec} B read", fig3(cells, "ldplfs", 4, rec, "read"),
+                                    fig3(cells, "plain", 4, rec, "read"), "MiB/s"))
+    _judge_by_label(g, lambda l, r: r >= 0.8)
+    goals.append(g)
+
+    g = Goal("U7", "1 process, 4 KiB records, N-1 write: ldplfs / plain", ">= 0.9", "fig3_write.png")
+    g.details.append(_bw_detail("np=1 4096 B write", fig3(cells, "ldplfs", 1, 4096, "write"),
+                                fig3(cells, "plain", 1, 4096, "write"), "MiB/s"))
+    _judge_by_label(g, lambda l, r: r >= 0.9)
+    goals.append(g)
+
+    g = Goal("U8", "sqlite3, 2 writers at once x N one-INSERT transactions, rollback journal: "
+             "ldplfs / plain (time)", "<= 2", "counts.csv")
+    what = next((r["what"] for r in counts_rows if r["test"] == "sqlite"), "not run")
+    v, why = _count_row(counts_rows, "sqlite", "ldplfs", what)
+    p, pwhy = _count_row(counts_rows, "sqlite", "plain", what)
+    r = v / p if v is not None and p else None
+    g.details.append((what, r, f"ldplfs {v:.2f} s, plain {p:.2f} s" if r is not None else why or pwhy))
+    _judge_by_label(g, lambda l, r: r <= 2)
+    goals.append(g)
+
+    g = Goal("U9", "Extra system calls over a plain directory: new file (touch) / rm", "<= +20 / <= +30",
+             "counts.csv")
+    for label, what in (("touch", "new file (touch F)"), ("rm", "unlink (rm F)")):
+        v, _ = _count_row(counts_rows, "metaops", "ldplfs", what)
+        g.details.append((label, v, "" if v is not None else _count_note(counts_rows, "metaops", "ldplfs")))
+    _judge_by_label(g, lambda l, r: r <= (20 if l == "touch" else 30))
+    goals.append(g)
+    return goals

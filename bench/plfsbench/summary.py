@@ -23,9 +23,9 @@ def goals_table(goals):
 
 
 def _goal_details(g):
-    out = [f"| {g.gid} case | ratio | note |", "|---|---|---|"]
+    out = [f"| {g.gid} case | measured | note |", "|---|---|---|"]
     for label, r, note in g.details:
-        out.append(f"| {label} | {'-' if r is None else f'{r:.2f}'} | {note} |")
+        out.append(f"| {label} | {'-' if r is None else f'{r:.2f}' if abs(r) < 1000 else f'{r:.0f}'} | {note} |")
     return "\n".join(out) + "\n"
 
 
@@ -176,18 +176,24 @@ def _counts_tables(rows):
 
     def val(r):
         return r["value"] if r["status"] == "ok" else f"{r['status']}: {r.get('note', '')}"
-    out = ["### System calls of whole commands (`strace -f -c`)", "",
-           "| command | plain file | ldplfs | ldplfs / plain |", "|---|---|---|---|"]
-    sc = by.get("syscalls", [])
-    for what in dict.fromkeys(r["what"] for r in sc):
-        p = next((r for r in sc if r["what"] == what and r["method"] == "plain"), None)
-        l = next((r for r in sc if r["what"] == what and r["method"] == "ldplfs"), None)
-        ratio = "-"
-        try:
-            ratio = f"{float(l['value']) / float(p['value']):.2f}"
-        except (TypeError, ValueError, ZeroDivisionError):
-            pass
-        out.append(f"| {what} | {val(p) if p else '-'} | {val(l) if l else '-'} | {ratio} |")
+
+    def plain_vs_ldplfs(title, head, rows):
+        """A table of one row per `what`: the plain and ldplfs values and their ratio."""
+        if not rows:
+            return []
+        table = [title, "", f"| {head} | plain file | ldplfs | ldplfs / plain |", "|---|---|---|---|"]
+        for what in dict.fromkeys(r["what"] for r in rows):
+            p = next((r for r in rows if r["what"] == what and r["method"] == "plain"), None)
+            l = next((r for r in rows if r["what"] == what and r["method"] == "ldplfs"), None)
+            ratio = "-"
+            try:
+                ratio = f"{float(l['value']) / float(p['value']):.2f}"
+            except (TypeError, ValueError, ZeroDivisionError):
+                pass
+            table.append(f"| {what} | {val(p) if p else '-'} | {val(l) if l else '-'} | {ratio} |")
+        return table
+    out = plain_vs_ldplfs("### System calls of whole commands (`strace -f -c`)", "command",
+                          by.get("syscalls", []))
     ps = by.get("pio_syscalls", [])
     if ps:
         methods = list(dict.fromkeys(r["method"] for r in ps))
@@ -231,6 +237,15 @@ def _counts_tables(rows):
             mem = f"{int(g['index_mem']['value']) / 1024:.0f}" if g.get("index_mem") else "-"
             out.append(f"| {v} | {g['open_ms']['value']} | {mem} | {g['peak_rss']['value']} | "
                        f"{g['reads_per_s']['value']} |")
+    out += [""] + plain_vs_ldplfs(
+        "### Instructions per 4 KiB record (callgrind; count=20000 minus count=10000, / 10000; issue 26)",
+        "record", by.get("instructions", []))
+    out += [""] + plain_vs_ldplfs(
+        "### sqlite3: 2 writers at once, one INSERT per transaction, rollback journal, seconds (issue 26)",
+        "workload", by.get("sqlite", []))
+    out += ["", "Issue 26's other rows come from the sections above in this same run: CPU s/GiB and "
+            "MiB/s at 4 KiB (Fig. 3 tables), FUSE at 4 x 64 KiB (other cases), 1-N creates "
+            "(metadata, and the files/s table above), touch and rm (the metaops table above)."]
     return "\n".join(out) + "\n"
 
 
@@ -252,7 +267,7 @@ def _failures(all_rows):
 
 
 def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, all_rows, figures,
-          t_goals=(), ccells=None, counts_rows=()):
+          t_goals=(), ccells=None, counts_rows=(), u_goals=()):
     f = []
     f.append(f"# plfs benchmark summary — profile `{profile['name']}`, {info.get('date', '')}\n")
     f.append("Reproduces Fig. 3 and Table II of the LDPLFS paper (shared/seeds/000) on this machine, "
@@ -277,11 +292,13 @@ def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, 
     f.append("## Goals\n")
     f.append(goals_table(goals))
     f.append("\n" + _noise_line(cells, profile))
-    if t_goals:
-        f.append("\n## Issue 14 targets (speed where users feel it)\n")
-        f.append(goals_table(t_goals))
-        for t in t_goals:
-            f.append("\n" + _goal_details(t))
+    for title, group in (("Issue 14 targets (speed where users feel it)", t_goals),
+                         ("Issue 26 targets (every row measured side by side in this run)", u_goals)):
+        if group:
+            f.append(f"\n## {title}\n")
+            f.append(goals_table(group))
+            for t in group:
+                f.append("\n" + _goal_details(t))
     g = {x.gid: x for x in goals}
     f.append("\n## G1 — UNIX tools through ldplfs (Table II)\n")
     f.append(_img(figures.get("tools"), figures.values()))
