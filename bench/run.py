@@ -41,7 +41,7 @@ PROFILES = {
         "tools_size": 16 * MiB, "tools_reps": 1, "seq_size": 16 * MiB, "seq_reps": 1,
         "meta_writers": [1, 4], "meta_records": 4, "meta_reps": 3, "creates": 100,
         "index_writers": [1, 4], "index_records": 4096, "meta_files": 30,
-        "index_bench_writes": 20000, "timeout": 120, "sqlite_txns": 20,
+        "index_bench_writes": 20000, "timeout": 120, "sqlite_txns": 20, "copy_files": 100,
     },
     # `make bench-glusterfs`: the work area on a live GlusterFS volume (scripts/bench-glusterfs.sh);
     # the bandwidth and metadata sections, files small enough for a volume on one disk, medians of

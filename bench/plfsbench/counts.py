@@ -15,6 +15,8 @@ operation of every front end, the metadata costs of ldplfs, and the index at sca
   `dd bs=4k` writing a file and of `dd bs=4k` reading it to /dev/null; the difference of
   count=20000 and count=10000 divided by 10000 (start-up, open and close cancel out); plain libc
   against ldplfs.
+- `copy` (issue 28): `cp -r` of a tree of small files between plain directories, and `plfs cp
+  -r` into the N-1 mount with its worker pool and with one worker; medians of alternated runs.
 - `sqlite` (issue 26): two sqlite3 processes at once, each committing N transactions of one
   INSERT into one database in rollback-journal mode; wall seconds, plain directory against
   ldplfs on the N-1 mount, every row checked afterwards.
@@ -362,6 +364,75 @@ def sqlite_writers(ws, ldplfs, profile, log, timeout):
     return rows
 
 
+COPY_METHODS = ("plain", "plfs", "plfs -j 1")
+
+
+def _copy_cmd(ws, method, src, dst):
+    """The copy command of a method: plain cp -r between plain directories, or plfs cp -r into
+    the N-1 mount with the worker pool (the default -j) or one worker."""
+    if method == "plain":
+        return ["cp", "-r", src, dst]
+    jobs = ["-j", "1"] if method.endswith("-j 1") else []
+    return [os.path.join(ws.release, "plfs"), "cp", *jobs, "-r", src, dst]
+
+
+def copies(ws, profile, log, timeout):
+    """Copies of a tree of N files of 4 KiB (issue 28): plain cp -r, plfs cp -r with its worker
+    pool and with one worker (-j 1), alternated, medians of the repetitions. A plfs copy counts
+    only when it reports every file and byte copied, and a sample file reads back equal."""
+    n = profile.get("copy_files", 1000)
+    what = f"cp -r of {n} files of 4 KiB"
+    src = os.path.join(ws.root, "copy-src")
+    os.makedirs(src, exist_ok=True)
+    for i in range(n):
+        with open(os.path.join(src, f"f{i}"), "wb") as f:
+            f.write(os.urandom(4096))
+    env = dict(os.environ, PLFSRC=ws.plfsrc)
+    times = {m: [] for m in COPY_METHODS}
+    why = {}
+    # Each copy goes to a new directory, all removed at the end: removing thousands of backend
+    # entries between two copies slowed the next ones on this machine's ext4 4-7x for a minute.
+    dests = []
+    for rep in range(profile.get("reps", 3)):
+        for m in COPY_METHODS:
+            if m in why:
+                continue
+            top = ws.plain if m == "plain" else ws.plfs_mnt
+            dst = os.path.join(top, f"copy-{rep}-{m.replace(' ', '')}")
+            dests.append((m, dst))
+            r = run(_copy_cmd(ws, m, src, dst), env=env, timeout=timeout)
+            if not r.ok:
+                why[m] = r.why()
+            elif m != "plain" and f"({n} files, 1 directory, {4096 * n} bytes)" not in r.out:
+                why[m] = f"plfs cp did not report {n} files: {r.out.strip()[-160:]}"
+            elif not _same_sample(ws, env, os.path.join(src, "f0"), os.path.join(dst, "f0"), m):
+                why[m] = "a copied file differs from its source"
+            else:
+                times[m].append(r.seconds)
+    for m, dst in dests:
+        rm = ["rm", "-rf", dst] if m == "plain" else [os.path.join(ws.release, "plfs"), "rm", "-r", "-f", dst]
+        run(rm, env=env, timeout=timeout)
+    rows = []
+    for m in COPY_METHODS:
+        if m in why or not times[m]:
+            rows.append(_row("copy", m, what, "", "s", "fail", why.get(m, "not run")))
+            continue
+        v = median(times[m])
+        rows.append(_row("copy", m, what, f"{v:.3f}", "s", note=" ".join(f"{t:.3f}" for t in times[m])))
+        log(f"counts: copy {m:10} {what}: {v:.2f} s")
+    return rows
+
+
+def _same_sample(ws, env, src, dst, method):
+    """Whether dst reads back equal to src (through the plfs CLI for a plfs copy)."""
+    if method == "plain":
+        with open(src, "rb") as a, open(dst, "rb") as b:
+            return a.read() == b.read()
+    r = subprocess.run([os.path.join(ws.release, "plfs"), "cat", dst], env=env, capture_output=True, timeout=60)
+    with open(src, "rb") as a:
+        return r.returncode == 0 and r.stdout == a.read()
+
+
 def run_counts(ws, fronts, meths, profile, log, timeout):
     if not shutil.which("strace"):
         log("counts: strace is missing (apt-get install strace): no system-call counts")
@@ -376,4 +447,7 @@ def run_counts(ws, fronts, meths, profile, log, timeout):
     t1 = time.perf_counter()
     rows += sqlite_writers(ws, fronts["ldplfs"], profile, log, timeout)
     log(f"counts: issue 26's instructions took {t1 - t0:.0f} s, its sqlite writers {time.perf_counter() - t1:.0f} s")
+    t2 = time.perf_counter()
+    rows += copies(ws, profile, log, timeout)
+    log(f"counts: issue 28's copies took {time.perf_counter() - t2:.0f} s")
     return rows

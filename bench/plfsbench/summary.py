@@ -293,7 +293,7 @@ def write(path, info, fronts, profile, goals, cells, tcells, mcells, meta_rows, 
     f.append(goals_table(goals))
     f.append("\n" + _noise_line(cells, profile))
     for title, group in (("Issue 14 targets (speed where users feel it)", t_goals),
-                         ("Issue 26 targets (every row measured side by side in this run)", u_goals)):
+                         ("Issue 26 and 28 targets (every row measured side by side in this run)", u_goals)):
         if group:
             f.append(f"\n## {title}\n")
             f.append(goals_table(group))
