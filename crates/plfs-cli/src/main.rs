@@ -175,6 +175,10 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
 }
 
 fn main() {
+    // A plfs command runs no user program in this process (the demo starts its writers as
+    // processes of their own, and the core's descriptors are close-on-exec): its descriptors
+    // need not stay out of one's way.
+    plfs_core::descriptors_anywhere();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

@@ -60,6 +60,7 @@ pub use config::Config;
 pub use error::{Error, Result};
 pub use layout::OpenFile;
 pub use namespace::Plfs;
+pub use sys::descriptors_anywhere;
 pub use sys::failpoint;
 pub use sys::TimeSpec;
 pub use types::{DirEntry, FileFormat, FileKind, IndexStats, OpenFlags, PackedUsage, Stat, Storage};

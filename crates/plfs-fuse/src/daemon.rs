@@ -249,6 +249,8 @@ fn prepare(opts: &MountOptions) -> Result<Prepared, Error> {
 /// Mounts PLFS at `opts.mountpoint` and serves it until it is unmounted (blocking). On return
 /// every file opened through the mount has been closed.
 pub fn mount(opts: MountOptions) -> Result<(), Error> {
+    // The daemon runs no user program: its descriptors need not stay out of one's way.
+    plfs_core::descriptors_anywhere();
     let opts = opts.absolute()?;
     let Prepared {
         mnt,

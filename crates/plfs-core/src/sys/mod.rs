@@ -80,6 +80,18 @@ pub fn egid() -> u32 {
 /// fixed numbers (a shell's `exec 3>file`, `dup2(x, 5)`) then never close ours by accident.
 pub const HIGH_FD: i32 = 512;
 
+/// Whether the core moves the descriptors it keeps to [`HIGH_FD`] and up (see
+/// [`descriptors_anywhere`]).
+static HIGH_FDS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Says that this process is a plfs program (the CLI, the FUSE daemon), not a user's: no program
+/// of its own takes over fixed descriptor numbers, so the core leaves its descriptors where the
+/// kernel put them instead of moving them up (two system calls, a dup and a close, per directory
+/// or log it keeps: 10 of the 82 of each file `plfs cp` makes).
+pub fn descriptors_anywhere() {
+    HIGH_FDS.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Moves a descriptor to [`HIGH_FD`] or above (close-on-exec); keeps it where it is if the
 /// descriptor limit is lower than that.
 pub(crate) fn high(fd: OwnedFd) -> OwnedFd {
@@ -88,7 +100,7 @@ pub(crate) fn high(fd: OwnedFd) -> OwnedFd {
 
 /// A copy of `fd` at [`HIGH_FD`] or above (close-on-exec), if it is below and the limit allows.
 pub(crate) fn high_dup(fd: &OwnedFd) -> Option<OwnedFd> {
-    if fd.as_raw_fd() >= HIGH_FD {
+    if fd.as_raw_fd() >= HIGH_FD || !HIGH_FDS.load(std::sync::atomic::Ordering::Relaxed) {
         return None;
     }
     rustix::io::fcntl_dupfd_cloexec(fd, HIGH_FD).ok()
