@@ -16,28 +16,16 @@ use std::path::Path;
 /// EXT2_SUPER_MAGIC: a type ROMIO treats as a generic UFS file system.
 const FS_MAGIC: libc::c_long = 0xEF53;
 
-/// Fills a `struct stat` (== `struct stat64` on the supported targets).
+/// Fills a `struct stat` (== `struct stat64` on the supported targets) as the C API does: from
+/// the core's [`Stat::c_stat`] through [`plfs_core::fill_c_stat`] (values that do not fit are
+/// saturated there).
 pub fn fill_stat(s: &Stat, out: *mut libc::stat) -> Res<()> {
     if out.is_null() {
         return Err(Errno(libc::EFAULT));
     }
     // SAFETY: an all-zero struct stat is valid.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    st.st_dev = s.dev;
-    st.st_ino = s.ino;
-    st.st_mode = s.mode;
-    st.st_nlink = s.nlink as _;
-    st.st_uid = s.uid;
-    st.st_gid = s.gid;
-    st.st_size = s.size_off_t();
-    st.st_blksize = s.blksize as _;
-    st.st_blocks = s.blocks_blkcnt_t();
-    st.st_atime = s.atime_ns.div_euclid(1_000_000_000);
-    st.st_atime_nsec = s.atime_ns.rem_euclid(1_000_000_000);
-    st.st_mtime = s.mtime_ns.div_euclid(1_000_000_000);
-    st.st_mtime_nsec = s.mtime_ns.rem_euclid(1_000_000_000);
-    st.st_ctime = s.ctime_ns.div_euclid(1_000_000_000);
-    st.st_ctime_nsec = s.ctime_ns.rem_euclid(1_000_000_000);
+    plfs_core::fill_c_stat!(st, s.c_stat());
     // SAFETY: `out` is the caller's non-null stat buffer.
     unsafe { *out = st };
     Ok(())
