@@ -2,35 +2,13 @@
 
 use plfs_core::Stat;
 
-fn split_ns(ns: i64) -> (libc::time_t, i64) {
-    (
-        ns.div_euclid(1_000_000_000) as libc::time_t,
-        ns.rem_euclid(1_000_000_000),
-    )
-}
-
-/// A `struct stat` for a logical file (`st_rdev` 0).
+/// A `struct stat` for a logical file (`st_rdev` 0), filled as ldplfs fills one: from the
+/// core's [`Stat::c_stat`] through [`plfs_core::fill_c_stat`] (values that do not fit are
+/// saturated there).
 pub fn fill_stat(s: &Stat) -> libc::stat {
     // SAFETY: `struct stat` is plain old data; all-zero bytes are a valid value (padding included).
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    st.st_dev = s.dev as _;
-    st.st_ino = s.ino as _;
-    st.st_nlink = s.nlink as _;
-    st.st_mode = s.mode as _;
-    st.st_uid = s.uid as _;
-    st.st_gid = s.gid as _;
-    st.st_size = s.size_off_t() as _;
-    st.st_blksize = s.blksize as _;
-    st.st_blocks = s.blocks_blkcnt_t() as _;
-    let (a, an) = split_ns(s.atime_ns);
-    let (m, mn) = split_ns(s.mtime_ns);
-    let (c, cn) = split_ns(s.ctime_ns);
-    st.st_atime = a;
-    st.st_atime_nsec = an as _;
-    st.st_mtime = m;
-    st.st_mtime_nsec = mn as _;
-    st.st_ctime = c;
-    st.st_ctime_nsec = cn as _;
+    plfs_core::fill_c_stat!(st, s.c_stat());
     st
 }
 

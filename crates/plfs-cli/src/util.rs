@@ -3,8 +3,9 @@
 
 use crate::globals::Globals;
 use anyhow::{Context, Result};
+use plfs_core::config::normalize_path;
 use plfs_core::{Config, Plfs};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// Buffer size for every bulk copy (cat, import, export, the demo's reads).
 pub const BUF_SIZE: usize = 4 << 20;
@@ -28,8 +29,9 @@ pub fn open_plfs(cli: &Globals) -> Result<Plfs> {
     Plfs::new(cfg).context("initialising PLFS")
 }
 
-/// Makes `p` absolute against the current directory and resolves `.` and `..` lexically (PLFS
-/// paths are not visible to the kernel, so they cannot be canonicalised).
+/// Makes `p` absolute against the current directory and resolves `.` and `..` lexically, as the
+/// core normalises every path ([`normalize_path`]): PLFS paths are not visible to the kernel, so
+/// they cannot be canonicalised.
 pub fn absolute(p: &Path) -> Result<PathBuf> {
     let joined = if p.is_absolute() {
         p.to_path_buf()
@@ -38,17 +40,7 @@ pub fn absolute(p: &Path) -> Result<PathBuf> {
             .context("getting the current directory")?
             .join(p)
     };
-    let mut out = PathBuf::from("/");
-    for c in joined.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(n) => out.push(n),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    Ok(out)
+    normalize_path(&joined).with_context(|| format!("{}: not an absolute path", joined.display()))
 }
 
 /// Parses a byte count with an optional binary suffix: `47008`, `64K`, `4M`, `1G`, `2KiB`.

@@ -1,32 +1,19 @@
 //! Integration tests of `plfs advise`: the real binary probes a temporary directory on the test
 //! file system (`$PLFS_TEST_ROOT` or the system temp dir).
 
+mod common;
+
+use common::{test_root, Sandbox};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn test_root() -> PathBuf {
-    std::env::var_os("PLFS_TEST_ROOT")
-        .filter(|p| !p.is_empty())
-        .map_or_else(std::env::temp_dir, PathBuf::from)
-}
-
-/// A fresh empty directory, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let d = test_root().join(format!("plfs-advise-test-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A fresh empty directory (its `dir`), removed on drop.
+fn tmp_dir(name: &str) -> Sandbox {
+    Sandbox::new(
+        test_root().join(format!("plfs-advise-test-{}-{name}", std::process::id())),
+        &[],
+    )
 }
 
 /// Runs `plfs` with a plfsrc whose mount point is private (so no real mount point interferes).
@@ -70,12 +57,12 @@ fn names(d: &Path) -> Vec<String> {
 
 #[test]
 fn quick_json_probe_has_every_key_and_leaves_the_directory_as_it_was() {
-    let cfg = Dir::new("cfg");
-    let d = Dir::new("quick");
-    let target = d.0.join("t");
+    let cfg = tmp_dir("cfg");
+    let d = tmp_dir("quick");
+    let target = d.dir.join("t");
     std::fs::create_dir(&target).unwrap();
-    let before = names(&d.0);
-    let o = plfs(&cfg.0, &["advise", target.to_str().unwrap(), "--quick", "--json"]);
+    let before = names(&d.dir);
+    let o = plfs(&cfg.dir, &["advise", target.to_str().unwrap(), "--quick", "--json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     for k in [
@@ -119,18 +106,18 @@ fn quick_json_probe_has_every_key_and_leaves_the_directory_as_it_was() {
         assert!(x.is_finite() && x > 0.0, "probe.{k} = {x}");
     }
     assert!(names(&target).is_empty(), "left behind: {:?}", names(&target));
-    assert_eq!(names(&d.0), before);
+    assert_eq!(names(&d.dir), before);
 }
 
 #[test]
 fn text_output_starts_with_the_recommendation() {
-    let cfg = Dir::new("cfg-text");
-    let d = Dir::new("text");
+    let cfg = tmp_dir("cfg-text");
+    let d = tmp_dir("text");
     let o = plfs(
-        &cfg.0,
+        &cfg.dir,
         &[
             "advise",
-            d.0.to_str().unwrap(),
+            d.dir.to_str().unwrap(),
             "--quick",
             "--writers",
             "2",
@@ -146,23 +133,23 @@ fn text_output_starts_with_the_recommendation() {
         text.contains("N-1 penalty") && text.contains("metadata") && text.contains("read-back"),
         "{text}"
     );
-    assert!(names(&d.0).is_empty());
+    assert!(names(&d.dir).is_empty());
 }
 
 #[test]
 fn bad_directories_fail_naming_the_path() {
-    let cfg = Dir::new("cfg-bad");
-    let d = Dir::new("bad");
-    let missing = d.0.join("missing");
-    let file = d.0.join("file");
+    let cfg = tmp_dir("cfg-bad");
+    let d = tmp_dir("bad");
+    let missing = d.dir.join("missing");
+    let file = d.dir.join("file");
     std::fs::write(&file, b"x").unwrap();
     for (p, why) in [(&missing, "No such file or directory"), (&file, "Not a directory")] {
-        let o = plfs(&cfg.0, &["advise", p.to_str().unwrap(), "--quick"]);
+        let o = plfs(&cfg.dir, &["advise", p.to_str().unwrap(), "--quick"]);
         assert_eq!(o.status.code(), Some(1));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(p.to_str().unwrap()) && err.contains(why), "{err}");
         assert!(!err.contains("panicked"), "{err}");
-        let o = plfs(&cfg.0, &["advise", p.to_str().unwrap(), "--quick", "--json"]);
+        let o = plfs(&cfg.dir, &["advise", p.to_str().unwrap(), "--quick", "--json"]);
         assert_eq!(o.status.code(), Some(1));
         let v: Value = serde_json::from_slice(&o.stderr).expect("a JSON error");
         assert_eq!(v["path"], p.to_str().unwrap());
@@ -172,9 +159,9 @@ fn bad_directories_fail_naming_the_path() {
 #[test]
 fn a_read_only_directory_fails_with_a_clear_error() {
     use std::os::unix::fs::PermissionsExt;
-    let cfg = Dir::new("cfg-ro");
-    let d = Dir::new("ro");
-    let ro = d.0.join("ro");
+    let cfg = tmp_dir("cfg-ro");
+    let d = tmp_dir("ro");
+    let ro = d.dir.join("ro");
     std::fs::create_dir(&ro).unwrap();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
     // Root writes anyway: then the probe runs as another user (setpriv, util-linux).
@@ -182,12 +169,12 @@ fn a_read_only_directory_fails_with_a_clear_error() {
     let _ = std::fs::remove_file(ro.join("probe"));
     let o = if root {
         plfs_in(
-            &cfg.0,
+            &cfg.dir,
             &["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"],
             &["advise", ro.to_str().unwrap(), "--quick"],
         )
     } else {
-        plfs(&cfg.0, &["advise", ro.to_str().unwrap(), "--quick"])
+        plfs(&cfg.dir, &["advise", ro.to_str().unwrap(), "--quick"])
     };
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(o.status.code(), Some(1));
@@ -200,15 +187,15 @@ fn a_read_only_directory_fails_with_a_clear_error() {
 
 #[test]
 fn a_directory_under_a_plfs_mount_point_is_refused() {
-    let cfg = Dir::new("cfg-mnt");
+    let cfg = tmp_dir("cfg-mnt");
     // The configured mount point does not exist on the kernel's side; make one that does: a
     // configuration whose mount point is a real directory.
-    let d = Dir::new("mnt");
-    let mnt = d.0.join("mnt");
+    let d = tmp_dir("mnt");
+    let mnt = d.dir.join("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let be = d.0.join("be");
+    let be = d.dir.join("be");
     std::fs::create_dir(&be).unwrap();
-    let rc = cfg.0.join("plfsrc-mnt");
+    let rc = cfg.dir.join("plfsrc-mnt");
     std::fs::write(
         &rc,
         format!(
@@ -239,10 +226,10 @@ fn sierra_costs() -> PathBuf {
 
 #[test]
 fn scale_from_a_costs_file_gives_curves_from_1_to_10000_writers() {
-    let cfg = Dir::new("cfg-scale");
+    let cfg = tmp_dir("cfg-scale");
     let costs = sierra_costs();
     let o = plfs(
-        &cfg.0,
+        &cfg.dir,
         &["advise", "--scale", "--costs", costs.to_str().unwrap(), "--json"],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -275,7 +262,7 @@ fn scale_from_a_costs_file_gives_curves_from_1_to_10000_writers() {
     assert!(v["plfs_below_n1_from"].as_u64().is_some_and(|w| w > peak), "{v}");
     // --record, --per-writer and --aggregators override the file.
     let o = plfs(
-        &cfg.0,
+        &cfg.dir,
         &[
             "advise",
             "--scale",
@@ -297,7 +284,7 @@ fn scale_from_a_costs_file_gives_curves_from_1_to_10000_writers() {
         (&Value::from(4), &Value::from(1 << 20), &Value::from(64 << 20))
     );
     // The text: the table, then where plfs peaks and stops helping.
-    let o = plfs(&cfg.0, &["advise", "--scale", "--costs", costs.to_str().unwrap()]);
+    let o = plfs(&cfg.dir, &["advise", "--scale", "--costs", costs.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(text.lines().next().unwrap().contains("lustre-sierra.json"), "{text}");
@@ -309,13 +296,13 @@ fn scale_from_a_costs_file_gives_curves_from_1_to_10000_writers() {
 
 #[test]
 fn scale_from_a_quick_probe_is_one_host_and_cleans_up() {
-    let cfg = Dir::new("cfg-scale-probe");
-    let d = Dir::new("scale-probe");
+    let cfg = tmp_dir("cfg-scale-probe");
+    let d = tmp_dir("scale-probe");
     let o = plfs(
-        &cfg.0,
+        &cfg.dir,
         &[
             "advise",
-            d.0.to_str().unwrap(),
+            d.dir.to_str().unwrap(),
             "--scale",
             "--quick",
             "--json",
@@ -333,25 +320,25 @@ fn scale_from_a_quick_probe_is_one_host_and_cleans_up() {
     assert_eq!(v["costs"]["lock_callback_us"], 0.0);
     assert_eq!(v["points"].as_array().unwrap().len(), 15);
     assert!(v["plfs_peak"]["mibs"].as_f64().is_some_and(|x| x > 0.0), "{v}");
-    assert!(names(&d.0).is_empty(), "left behind: {:?}", names(&d.0));
+    assert!(names(&d.dir).is_empty(), "left behind: {:?}", names(&d.dir));
 }
 
 #[test]
 fn scale_refuses_bad_costs_and_bad_combinations() {
-    let cfg = Dir::new("cfg-scale-bad");
-    let d = Dir::new("scale-bad");
-    let missing = d.0.join("missing.json");
-    let o = plfs(&cfg.0, &["advise", "--scale", "--costs", missing.to_str().unwrap()]);
+    let cfg = tmp_dir("cfg-scale-bad");
+    let d = tmp_dir("scale-bad");
+    let missing = d.dir.join("missing.json");
+    let o = plfs(&cfg.dir, &["advise", "--scale", "--costs", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(missing.to_str().unwrap()) && err.contains("No such file or directory"),
         "{err}"
     );
-    let bad = d.0.join("bad.json");
+    let bad = d.dir.join("bad.json");
     std::fs::write(&bad, r#"{"mds_op_us": 100, "mds_concurrency": 4}"#).unwrap();
     let o = plfs(
-        &cfg.0,
+        &cfg.dir,
         &["advise", "--scale", "--costs", bad.to_str().unwrap(), "--json"],
     );
     assert_eq!(o.status.code(), Some(1));
@@ -359,12 +346,12 @@ fn scale_refuses_bad_costs_and_bad_combinations() {
     assert_eq!(v["path"], bad.to_str().unwrap());
     assert!(v["error"].as_str().unwrap().contains("\"servers\" is missing"), "{v}");
     std::fs::write(&bad, "not json").unwrap();
-    let o = plfs(&cfg.0, &["advise", "--scale", "--costs", bad.to_str().unwrap()]);
+    let o = plfs(&cfg.dir, &["advise", "--scale", "--costs", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("invalid costs file"));
     let costs = sierra_costs();
     let c = costs.to_str().unwrap();
-    let dir = d.0.to_str().unwrap();
+    let dir = d.dir.to_str().unwrap();
     for args in [
         vec!["advise", "--costs", c],
         vec!["advise", "--scale", "--costs", c, dir],
@@ -372,7 +359,7 @@ fn scale_refuses_bad_costs_and_bad_combinations() {
         vec!["advise", dir, "--aggregators", "4"],
         vec!["advise", "--scale", "--costs", c, "--quick"],
     ] {
-        let o = plfs(&cfg.0, &args);
+        let o = plfs(&cfg.dir, &args);
         assert_eq!(
             o.status.code(),
             Some(2),
@@ -380,5 +367,5 @@ fn scale_refuses_bad_costs_and_bad_combinations() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    assert_eq!(names(&d.0), ["bad.json"]);
+    assert_eq!(names(&d.dir), ["bad.json"]);
 }

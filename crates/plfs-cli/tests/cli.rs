@@ -1,94 +1,43 @@
 //! Integration tests of the `plfs` binary: each test runs the real executable with `PLFSRC`
 //! pointing to a plfsrc in its own temporary directory (two backends, a private mount point).
 
-use serde_json::Value;
+mod common;
+
+use common::{bytes, test_root, Sandbox};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-/// Where the tests put their temporary directories: `$PLFS_TEST_ROOT` when set and not empty (e.g.
-/// a directory on a GlusterFS mount, to run the tests on that backend), else the system temp dir.
-fn test_root() -> PathBuf {
-    std::env::var_os("PLFS_TEST_ROOT")
-        .filter(|p| !p.is_empty())
-        .map_or_else(std::env::temp_dir, PathBuf::from)
-}
+use std::process::Command;
 
 /// A temporary directory with backends and a plfsrc; removed on drop.
 struct Env {
-    dir: PathBuf,
-    cfg: PathBuf,
+    sb: Sandbox,
     mount: PathBuf,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sb
+    }
 }
 
 impl Env {
     fn new(name: &str) -> Env {
         let dir = test_root().join(format!("plfs-cli-test-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for b in ["b1", "b2", "plain"] {
-            std::fs::create_dir_all(dir.join(b)).unwrap();
-        }
+        let sb = Sandbox::new(dir, &["b1", "b2", "plain"]);
         let mount = PathBuf::from(format!("/plfs-cli-test-{}-{name}", std::process::id()));
-        let cfg = dir.join("plfsrc");
-        let text = format!(
+        sb.write_plfsrc(&format!(
             "- global_params:\n    num_hostdirs: 7\n- mount_point: {}\n  workload: n-1\n  backends:\n    - location: {}\n    - location: {}\n",
             mount.display(),
-            dir.join("b1").display(),
-            dir.join("b2").display()
-        );
-        std::fs::write(&cfg, text).unwrap();
-        Env { dir, cfg, mount }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_plfs"))
-            .env("PLFSRC", &self.cfg)
-            .env("HOME", &self.dir)
-            .env_remove("PLFS_HOSTNAME")
-            .args(args)
-            .output()
-            .expect("running plfs")
-    }
-
-    /// Runs and asserts success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "plfs {args:?} failed: {}\nstdout: {}",
-            String::from_utf8_lossy(&o.stderr),
-            String::from_utf8_lossy(&o.stdout)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.ok(args);
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("plfs {args:?}: not JSON ({e}): {out}"))
+            sb.dir.join("b1").display(),
+            sb.dir.join("b2").display()
+        ));
+        Env { sb, mount }
     }
 
     fn logical(&self, name: &str) -> String {
         self.mount.join(name).display().to_string()
     }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Deterministic pseudo-random bytes (xorshift64).
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Writes a plain file with mode 0640 and imports it as `name`; returns its bytes.
@@ -117,7 +66,7 @@ fn import_export_round_trip_is_byte_exact_and_keeps_the_mode() {
     assert_eq!(back.len(), data.len());
     assert!(back == data, "exported bytes differ from the imported ones");
     assert_eq!(std::fs::metadata(&dst).unwrap().permissions().mode() & 0o7777, 0o604);
-    let st = env.json(&["stat", "--json", &env.logical("src.bin")]);
+    let st = env.ok_json(&["stat", "--json", &env.logical("src.bin")]);
     assert_eq!(st["perm"], "0604");
     // cat streams the same bytes.
     let o = env.run(&["cat", &env.logical("src.bin")]);
@@ -156,14 +105,14 @@ fn ls_and_stat_text_and_json() {
         .unwrap_or_else(|| panic!("{long}"));
     assert!(line.starts_with("-rw-r----- "), "{line}");
     assert!(line.contains(" 1000 "), "{line}");
-    let v = env.json(&["ls", "--json"]);
+    let v = env.ok_json(&["ls", "--json"]);
     let arr = v.as_array().unwrap();
     assert_eq!(arr.len(), 2);
     assert_eq!(arr[0]["name"], "a.dat");
     assert_eq!(arr[0]["size"], 1000);
     assert_eq!(arr[1]["size"], 5);
     assert_eq!(arr[1]["kind"], "file");
-    let st = env.json(&["stat", "--json", &env.logical("a.dat")]);
+    let st = env.ok_json(&["stat", "--json", &env.logical("a.dat")]);
     assert_eq!(st["size"], 1000);
     assert_eq!(st["kind"], "file");
     assert_eq!(st["mode"], 0o100640);
@@ -191,7 +140,7 @@ fn map_query_flatten_and_version() {
     let env = Env::new("tools");
     let data = import(&env, "f", (4 << 20) + 100);
     let f = env.logical("f");
-    let map = env.json(&["map", "--json", &f]);
+    let map = env.ok_json(&["map", "--json", &f]);
     let ext = map.as_array().unwrap();
     assert!(!ext.is_empty());
     // The extents tile [0, size) in order, and each one's bytes are where map says.
@@ -209,7 +158,7 @@ fn map_query_flatten_and_version() {
     let text = env.ok(&["map", &f]);
     assert!(text.contains(&format!("{} extents", ext.len())), "{text}");
 
-    let q = env.json(&["query", "--json", &f]);
+    let q = env.ok_json(&["query", "--json", &f]);
     let kinds: Vec<&str> = q
         .as_array()
         .unwrap()
@@ -233,7 +182,7 @@ fn map_query_flatten_and_version() {
 
     let out = env.ok(&["flatten", &f]);
     assert!(out.contains("flattened") && out.contains("from 1 data log\n"), "{out}");
-    let q = env.json(&["query", "--json", &f]);
+    let q = env.ok_json(&["query", "--json", &f]);
     assert!(q.as_array().unwrap().iter().any(|p| p["kind"] == "flat index"), "{q}");
     // Reading through the flattened index gives the same bytes.
     assert!(env.run(&["cat", &f]).stdout == data);
@@ -243,7 +192,7 @@ fn map_query_flatten_and_version() {
         v.contains(env!("CARGO_PKG_VERSION")) && v.contains("format version 2"),
         "{v}"
     );
-    let v = env.json(&["version", "--json", &f]);
+    let v = env.ok_json(&["version", "--json", &f]);
     assert_eq!(v["file_format_version"], 2);
     assert_eq!(v["format_version"], 2);
     assert_eq!(env.run(&["map", &env.logical("nope")]).status.code(), Some(1));
@@ -261,12 +210,12 @@ fn check_config_reports_backends_and_errors() {
         out.contains("num_hostdirs: 7") && out.contains("configuration OK"),
         "{out}"
     );
-    let v = env.json(&["check-config", "--json"]);
+    let v = env.ok_json(&["check-config", "--json"]);
     assert_eq!(v["ok"], true);
     assert_eq!(v["mounts"][0]["backends"].as_array().unwrap().len(), 2);
 
     // --probe tries every feature on every backend, in a scratch directory it removes again.
-    let v = env.json(&["check-config", "--json", "--probe"]);
+    let v = env.ok_json(&["check-config", "--json", "--probe"]);
     let probes = v["probes"].as_array().unwrap();
     assert_eq!(probes.len(), 2, "{v}");
     let features: Vec<&str> = probes[0]["features"]
@@ -408,7 +357,7 @@ fn demo_verification_detects_a_corrupt_byte() {
     assert!(worker("plfs", &f).status.success());
 
     // Logical byte 5000 lives in the extent that covers it.
-    let map = env.json(&["map", "--json", &f]);
+    let map = env.ok_json(&["map", "--json", &f]);
     let e = map.as_array().unwrap().iter().find(|e| {
         let (l, n) = (e["logical"].as_u64().unwrap(), e["length"].as_u64().unwrap());
         l <= 5000 && 5000 < l + n

@@ -3,75 +3,14 @@
 //! written with overwrites and truncates through the library, every byte checked with
 //! `plfs cat` against a model before and after.
 
-use plfs_core::{OpenFlags, Plfs};
+mod common;
+
+use common::{rw, N1AndSmall as Env};
+use plfs_core::Plfs;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-struct Env {
-    dir: PathBuf,
-    cfg: PathBuf,
-    n1: PathBuf,
-    small: PathBuf,
-}
 
 impl Env {
-    fn new(name: &str) -> Env {
-        let dir = std::env::temp_dir().join(format!("plfs-cli-compact-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for b in ["b1", "b2", "s1"] {
-            std::fs::create_dir_all(dir.join(b)).unwrap();
-        }
-        let n1 = PathBuf::from(format!("/plfs-cli-compact-{}-{name}", std::process::id()));
-        let small = PathBuf::from(format!("/plfs-cli-compact-{}-{name}-small", std::process::id()));
-        let cfg = dir.join("plfsrc");
-        let text = format!(
-            "- global_params:\n    auto_compaction: false\n\
-             - mount_point: {}\n  workload: n-1\n  backends:\n    - location: {}\n    - location: {}\n\
-             - mount_point: {}\n  workload: small_file\n  backends:\n    - location: {}\n",
-            n1.display(),
-            dir.join("b1").display(),
-            dir.join("b2").display(),
-            small.display(),
-            dir.join("s1").display()
-        );
-        std::fs::write(&cfg, text).unwrap();
-        Env { dir, cfg, n1, small }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_plfs"))
-            .env("PLFSRC", &self.cfg)
-            .env("HOME", &self.dir)
-            .env("PLFS_LOG", "off")
-            .env_remove("PLFS_HOSTNAME")
-            .args(args)
-            .output()
-            .expect("running plfs")
-    }
-
-    fn ok(&self, args: &[&str]) -> Vec<u8> {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "plfs {args:?} failed ({:?}): {}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        o.stdout
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = vec!["--json"];
-        a.extend_from_slice(args);
-        let out = self.ok(&a);
-        serde_json::from_slice(&out).unwrap_or_else(|e| panic!("plfs {a:?}: not JSON ({e})"))
-    }
-
-    fn plfs(&self) -> Plfs {
-        Plfs::new(plfs_core::Config::from_file(&self.cfg).unwrap()).unwrap()
-    }
-
     /// Every file below a backend directory: (path, size).
     fn backend_tree(&self, b: &str) -> Vec<(PathBuf, u64)> {
         fn walk(d: &Path, out: &mut Vec<(PathBuf, u64)>) {
@@ -90,31 +29,9 @@ impl Env {
     }
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn rw() -> OpenFlags {
-    OpenFlags {
-        read: true,
-        write: true,
-        create: true,
-        ..Default::default()
-    }
-}
-
+/// [`common::bytes`] with the seed spread over its bits first.
 fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    common::bytes(len, seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 /// Writes `path` by three writers overwriting each other, with a truncate; returns the model.
@@ -141,7 +58,7 @@ fn churn(p: &Plfs, path: &Path) -> Vec<u8> {
 
 #[test]
 fn compact_n1_file_and_directory() {
-    let e = Env::new("n1");
+    let e = Env::new("compact", "n1");
     let f = e.n1.join("d/f");
     let p = e.plfs();
     p.mkdir(&e.n1.join("d"), 0o755).unwrap();
@@ -156,7 +73,7 @@ fn compact_n1_file_and_directory() {
     assert_eq!(u["logs"], 6, "{u}");
     let du = e.json(&["du", f.to_str().unwrap()]);
     assert!(du["total"]["dead_ratio"].as_f64().unwrap() > 0.5, "{du}");
-    let text = String::from_utf8(e.ok(&["stat", f.to_str().unwrap()])).unwrap();
+    let text = String::from_utf8(e.ok_bytes(&["stat", f.to_str().unwrap()])).unwrap();
     assert!(text.contains("physical:") && text.contains("(dead "), "{text}");
     // A dry run changes nothing and says what it would reclaim.
     let before = (e.backend_tree("b1"), e.backend_tree("b2"));
@@ -169,11 +86,11 @@ fn compact_n1_file_and_directory() {
         before,
         "a dry run must not change the backends"
     );
-    assert_eq!(e.ok(&["cat", f.to_str().unwrap()]), model);
+    assert_eq!(e.ok_bytes(&["cat", f.to_str().unwrap()]), model);
     // The file, then the whole directory (the other file; the first has nothing left to do).
-    let out = String::from_utf8(e.ok(&["compact", "-h", f.to_str().unwrap()])).unwrap();
+    let out = String::from_utf8(e.ok_bytes(&["compact", "-h", f.to_str().unwrap()])).unwrap();
     assert!(out.contains("compacted") && out.contains(f.to_str().unwrap()), "{out}");
-    assert_eq!(e.ok(&["cat", f.to_str().unwrap()]), model);
+    assert_eq!(e.ok_bytes(&["cat", f.to_str().unwrap()]), model);
     let all = e.json(&["compact", e.n1.join("d").to_str().unwrap()]);
     let statuses: Vec<(&str, &str)> = all["paths"]
         .as_array()
@@ -188,7 +105,7 @@ fn compact_n1_file_and_directory() {
     );
     assert!(statuses.contains(&(fg.to_str().unwrap(), "compacted")), "{statuses:?}");
     assert!(all["total"]["reclaimed_bytes"].as_u64().unwrap() > 0);
-    assert_eq!(e.ok(&["cat", fg.to_str().unwrap()]), model2);
+    assert_eq!(e.ok_bytes(&["cat", fg.to_str().unwrap()]), model2);
     let st = e.json(&["stat", f.to_str().unwrap()]);
     assert_eq!(st["usage"]["dead_ratio"], 0.0);
     assert_eq!(st["usage"]["logs"], 2);
@@ -211,7 +128,7 @@ fn compact_n1_file_and_directory() {
 
 #[test]
 fn compact_packed_directory() {
-    let e = Env::new("small");
+    let e = Env::new("compact", "small");
     let d = e.small.join("pk");
     let p = e.plfs();
     p.mkdir(&d, 0o755).unwrap();
@@ -238,8 +155,8 @@ fn compact_packed_directory() {
     assert!(row["files_dropped"].as_u64().unwrap() >= 5, "{r}");
     assert_eq!(row["after"]["logs"], 1);
     for (i, b) in model.iter().enumerate().take(5) {
-        assert_eq!(&e.ok(&["cat", d.join(format!("f{i}")).to_str().unwrap()]), b);
+        assert_eq!(&e.ok_bytes(&["cat", d.join(format!("f{i}")).to_str().unwrap()]), b);
     }
-    let names = String::from_utf8(e.ok(&["ls", d.to_str().unwrap()])).unwrap();
+    let names = String::from_utf8(e.ok_bytes(&["ls", d.to_str().unwrap()])).unwrap();
     assert_eq!(names.lines().count(), 5, "{names}");
 }

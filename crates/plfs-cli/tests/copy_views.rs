@@ -3,32 +3,32 @@
 //! partial ones, `-j 4` copies a tree byte-exact, `plfs df` shows every backend, and `plfs du`'s
 //! entries column counts the backend entries behind a file.
 
-use serde_json::Value;
+mod common;
+
+use common::{bytes, test_root, Sandbox};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, UNIX_EPOCH};
-
-fn test_root() -> PathBuf {
-    std::env::var_os("PLFS_TEST_ROOT")
-        .filter(|p| !p.is_empty())
-        .map_or_else(std::env::temp_dir, PathBuf::from)
-}
 
 /// A temporary directory with `nb` backends (b1, b2...), a `plain` directory and a plfsrc.
 struct Env {
-    dir: PathBuf,
-    cfg: PathBuf,
+    sb: Sandbox,
     mount: PathBuf,
     backends: Vec<PathBuf>,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sb
+    }
 }
 
 impl Env {
     fn new(name: &str, nb: usize) -> Env {
         let dir = test_root().join(format!("plfs-cpv-test-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("plain")).unwrap();
-        let backends: Vec<PathBuf> = (1..=nb).map(|i| dir.join(format!("b{i}"))).collect();
+        let sb = Sandbox::new(dir, &["plain"]);
+        let backends: Vec<PathBuf> = (1..=nb).map(|i| sb.dir.join(format!("b{i}"))).collect();
         let mut text = String::new();
         let mount = PathBuf::from(format!("/plfs-cpv-test-{}-{name}", std::process::id()));
         text.push_str(&format!(
@@ -39,42 +39,8 @@ impl Env {
             std::fs::create_dir_all(b).unwrap();
             text.push_str(&format!("    - location: {}\n", b.display()));
         }
-        let cfg = dir.join("plfsrc");
-        std::fs::write(&cfg, text).unwrap();
-        Env {
-            dir,
-            cfg,
-            mount,
-            backends,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_plfs"))
-            .env("PLFSRC", &self.cfg)
-            .env("HOME", &self.dir)
-            .env_remove("PLFS_HOSTNAME")
-            .args(args)
-            .output()
-            .expect("running plfs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "plfs {args:?} failed: {}\nstdout: {}",
-            String::from_utf8_lossy(&o.stderr),
-            String::from_utf8_lossy(&o.stdout)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = vec!["--json"];
-        a.extend_from_slice(args);
-        let out = self.ok(&a);
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("plfs {args:?}: not JSON ({e}): {out}"))
+        sb.write_plfsrc(&text);
+        Env { sb, mount, backends }
     }
 
     fn logical(&self, name: &str) -> String {
@@ -86,28 +52,8 @@ impl Env {
     }
 
     fn cat(&self, name: &str) -> Vec<u8> {
-        let o = self.run(&["cat", &self.logical(name)]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        o.stdout
+        self.ok_bytes(&["cat", &self.logical(name)])
     }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Sets a plain file's modification time to `ns` since the epoch.

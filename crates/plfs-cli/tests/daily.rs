@@ -4,6 +4,9 @@
 //! the exit codes, a quiet end on a closed pipe, messages that name the logical path once and
 //! no backend path unless -v, progress bars only on a terminal.
 
+mod common;
+
+use common::{bytes, Sandbox};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -11,19 +14,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 struct Env {
-    dir: PathBuf,
-    cfg: PathBuf,
+    sb: Sandbox,
     /// Mount points: n-1, n-n, 1-n.
     mounts: [String; 3],
+}
+
+impl std::ops::Deref for Env {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sb
+    }
 }
 
 impl Env {
     fn new(name: &str) -> Env {
         let dir = std::env::temp_dir().join(format!("plfs-daily-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for b in ["b1", "b2", "b3", "b4", "plain"] {
-            std::fs::create_dir_all(dir.join(b)).unwrap();
-        }
+        let sb = Sandbox::new(dir.clone(), &["b1", "b2", "b3", "b4", "plain"]);
         for p in [
             dir.clone(),
             dir.join("b1"),
@@ -49,42 +55,9 @@ impl Env {
             mounts[2],
             d("b4")
         );
-        let cfg = dir.join("plfsrc");
-        std::fs::write(&cfg, text).unwrap();
-        std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
-        Env { dir, cfg, mounts }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_plfs"));
-        c.env("PLFSRC", &self.cfg)
-            .env("HOME", &self.dir)
-            .env("PLFS_LOG", "off")
-            .env_remove("PLFS_HOSTNAME");
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd().args(args).output().expect("running plfs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "plfs {args:?} failed ({:?}): {}\nstdout: {}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr),
-            String::from_utf8_lossy(&o.stdout)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = vec!["--json"];
-        a.extend_from_slice(args);
-        let out = self.ok(&a);
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("plfs {a:?}: not JSON ({e}): {out}"))
+        sb.write_plfsrc(&text);
+        std::fs::set_permissions(&sb.cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Env { sb, mounts }
     }
 
     /// Runs, expects exit `code`, and returns the JSON error object from standard error.
@@ -109,28 +82,6 @@ impl Env {
     fn plain(&self, rel: &str) -> PathBuf {
         self.dir.join("plain").join(rel)
     }
-
-    fn plfs(&self) -> plfs_core::Plfs {
-        plfs_core::Plfs::new(plfs_core::Config::from_file(&self.cfg).unwrap()).unwrap()
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// A plain tree: files of several sizes (one over the 4 MiB copy buffer), a subdirectory, an

@@ -2,51 +2,39 @@
 //! another user (nobody, through `setpriv`) must not read a 0600 file through `plfs cat` and must
 //! read a 0644 one.
 
+mod common;
+
+use common::{test_root, Sandbox};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Where the tests put their temporary directories: `$PLFS_TEST_ROOT` when set and not empty (e.g.
-/// a directory on a GlusterFS mount, to run the tests on that backend), else the system temp dir.
-fn test_root() -> PathBuf {
-    std::env::var_os("PLFS_TEST_ROOT")
-        .filter(|p| !p.is_empty())
-        .map_or_else(std::env::temp_dir, PathBuf::from)
+struct Env {
+    sb: Sandbox,
+    mount: PathBuf,
 }
 
-struct Env {
-    dir: PathBuf,
-    cfg: PathBuf,
-    mount: PathBuf,
+impl std::ops::Deref for Env {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sb
+    }
 }
 
 impl Env {
     fn new(name: &str, extra: &str) -> Env {
         let dir = test_root().join(format!("plfs-fsck-cli-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("b1")).unwrap();
+        let sb = Sandbox::new(dir, &["b1"]);
         let mount = PathBuf::from(format!("/plfs-fsck-cli-{}-{name}", std::process::id()));
-        let cfg = dir.join("plfsrc");
-        let text = format!(
+        sb.write_plfsrc(&format!(
             "- global_params:\n    num_hostdirs: 4\n{extra}- mount_point: {}\n  workload: n-1\n  backends:\n    - location: {}\n",
             mount.display(),
-            dir.join("b1").display()
-        );
-        std::fs::write(&cfg, text).unwrap();
-        for p in [&dir, &dir.join("b1")] {
+            sb.dir.join("b1").display()
+        ));
+        for p in [&sb.dir, &sb.dir.join("b1")] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
-        Env { dir, cfg, mount }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_plfs"));
-        c.env("PLFSRC", &self.cfg).env("HOME", &self.dir).env("PLFS_LOG", "off");
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd().args(args).output().expect("running plfs")
+        Env { sb, mount }
     }
 
     fn file(&self, name: &str) -> String {
@@ -75,12 +63,6 @@ impl Env {
             }
         }
         v
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

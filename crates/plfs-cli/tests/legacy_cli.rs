@@ -5,19 +5,20 @@
 //! containers as legacy, a write is refused naming `plfs upgrade`, and `plfs upgrade` converts
 //! them in place, also on a backend without `RENAME_EXCHANGE` (`PLFS_CAPS_DISABLE=exchange`).
 
+mod common;
+
+use common::Sandbox;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const FIXTURES: [&str; 4] = ["n1_strided", "n1_flat", "n1_holes", "empty"];
 
-/// Unpacks tests/fixtures/`tarball` into `dir` (emptied first).
+/// Unpacks tests/fixtures/`tarball` into `dir`.
 fn unpack(tarball: &str, dir: &Path) {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).unwrap();
     let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .join(tarball);
-    let st = Command::new("tar")
+    let st = std::process::Command::new("tar")
         .arg("xzf")
         .arg(&tarball)
         .arg("-C")
@@ -28,52 +29,37 @@ fn unpack(tarball: &str, dir: &Path) {
 }
 
 struct Env {
-    dir: PathBuf,
-    cfg: PathBuf,
+    sb: Sandbox,
     mount: PathBuf,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Sandbox;
+    fn deref(&self) -> &Sandbox {
+        &self.sb
+    }
 }
 
 impl Env {
     fn new(name: &str) -> Env {
         let dir = std::env::temp_dir().join(format!("plfs-cli-legacy-{}-{name}", std::process::id()));
-        unpack("plfs-2.5.1-containers.tar.gz", &dir);
+        let sb = Sandbox::new(dir, &[]);
+        unpack("plfs-2.5.1-containers.tar.gz", &sb.dir);
         let mount = PathBuf::from(format!("/plfs-cli-legacy-{}-{name}", std::process::id()));
-        let cfg = dir.join("plfsrc");
-        let text = format!(
+        sb.write_plfsrc(&format!(
             "- mount_point: {}\n  workload: n-1\n  backends:\n    - location: {}\n",
             mount.display(),
-            dir.join("store").display()
-        );
-        std::fs::write(&cfg, text).unwrap();
-        Env { dir, cfg, mount }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.run_env(args, &[])
+            sb.dir.join("store").display()
+        ));
+        Env { sb, mount }
     }
 
     fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_plfs"));
-        c.env("PLFSRC", &self.cfg).env("HOME", &self.dir).env("PLFS_LOG", "off");
+        let mut c = self.cmd();
         for (k, v) in env {
             c.env(k, v);
         }
         c.args(args).output().expect("running plfs")
-    }
-
-    fn ok(&self, args: &[&str]) -> Vec<u8> {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "plfs {args:?} failed: {}\nstdout: {}",
-            String::from_utf8_lossy(&o.stderr),
-            String::from_utf8_lossy(&o.stdout)
-        );
-        o.stdout
-    }
-
-    fn text(&self, args: &[&str]) -> String {
-        String::from_utf8(self.ok(args)).unwrap()
     }
 
     fn logical(&self, name: &str) -> String {
@@ -85,30 +71,24 @@ impl Env {
     }
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 fn cat_stat_ls_map_fsck_on_plfs_2_5_1_containers() {
     let e = Env::new("read");
     for name in FIXTURES {
         let f = e.logical(name);
-        assert!(e.ok(&["cat", &f]) == e.expected(name), "plfs cat {name}");
-        let st = e.text(&["stat", &f]);
+        assert!(e.ok_bytes(&["cat", &f]) == e.expected(name), "plfs cat {name}");
+        let st = e.ok(&["stat", &f]);
         assert!(st.contains("  kind: file"), "{st}");
         assert!(st.contains("format: plfs-2.5.1 (legacy, read-only)"), "{st}");
         assert!(st.contains(&format!("  size: {}\n", e.expected(name).len())), "{st}");
-        let v = e.text(&["version", &f]);
+        let v = e.ok(&["version", &f]);
         assert!(v.contains("written by PLFS 2.5.1 (legacy, read-only"), "{v}");
-        let j: serde_json::Value = serde_json::from_slice(&e.ok(&["--json", "stat", &f])).unwrap();
+        let j: serde_json::Value = serde_json::from_slice(&e.ok_bytes(&["--json", "stat", &f])).unwrap();
         assert_eq!(j["format"], "plfs-2.5.1 (legacy, read-only)", "{j}");
         assert_eq!(j["legacy"], true, "{j}");
         assert_eq!(j["size"], e.expected(name).len() as u64, "{j}");
     }
-    let ls = e.text(&["ls", "-l", &e.mount.display().to_string()]);
+    let ls = e.ok(&["ls", "-l", &e.mount.display().to_string()]);
     for name in FIXTURES {
         let line = ls
             .lines()
@@ -117,7 +97,7 @@ fn cat_stat_ls_map_fsck_on_plfs_2_5_1_containers() {
         assert!(line.starts_with("-rw-------"), "a file, not a directory: {line}");
         assert!(line.contains(&format!(" {} ", e.expected(name).len())), "{line}");
     }
-    let map = e.text(&["map", &e.logical("n1_holes")]);
+    let map = e.ok(&["map", &e.logical("n1_holes")]);
     assert!(map.contains("dropping.data."), "{map}");
     let extents: u64 = map
         .lines()
@@ -139,7 +119,7 @@ fn cat_stat_ls_map_fsck_on_plfs_2_5_1_containers() {
         "{j}"
     );
     // du: the logical size, and the live bytes of the merged index.
-    let j: serde_json::Value = serde_json::from_slice(&e.ok(&["--json", "du", &e.logical("n1_holes")])).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&e.ok_bytes(&["--json", "du", &e.logical("n1_holes")])).unwrap();
     let row = &j["paths"][0]["entries"][0];
     assert_eq!(row["kind"], "legacy file", "{j}");
     assert_eq!(row["logical_bytes"], e.expected("n1_holes").len() as u64, "{j}");
@@ -149,7 +129,7 @@ fn cat_stat_ls_map_fsck_on_plfs_2_5_1_containers() {
         "{j}"
     );
     // The physical files, the access file and version tag included.
-    let q = e.text(&["query", &e.logical("n1_flat")]);
+    let q = e.ok(&["query", &e.logical("n1_flat")]);
     for kind in [
         "legacy container",
         "access file",
@@ -177,21 +157,24 @@ fn writes_refused_and_upgrade_converts() {
     );
     let ro = e.run(&["upgrade", &e.logical("nothing-here")]);
     assert!(!ro.status.success(), "a missing file");
-    let out = e.text(&["upgrade", &e.mount.display().to_string()]);
+    let out = e.ok(&["upgrade", &e.mount.display().to_string()]);
     assert_eq!(out.matches("upgraded to format v2").count(), 4, "{out}");
     for name in FIXTURES {
         let f = e.logical(name);
-        assert!(e.ok(&["cat", &f]) == e.expected(name), "plfs cat {name} after upgrade");
-        let st = e.text(&["stat", &f]);
+        assert!(
+            e.ok_bytes(&["cat", &f]) == e.expected(name),
+            "plfs cat {name} after upgrade"
+        );
+        let st = e.ok(&["stat", &f]);
         assert!(st.contains("format: plfs v2 (N-1 container)"), "{st}");
     }
-    e.ok(&["import", "-f", src.to_str().unwrap(), &f]);
-    assert_eq!(e.ok(&["cat", &f]), b"new data");
+    e.ok_bytes(&["import", "-f", src.to_str().unwrap(), &f]);
+    assert_eq!(e.ok_bytes(&["cat", &f]), b"new data");
     let o = e.run(&["upgrade", &f]);
     assert!(!o.status.success(), "upgrading a converted file is an error");
-    let fsck = e.text(&["fsck", &e.mount.display().to_string()]);
+    let fsck = e.ok(&["fsck", &e.mount.display().to_string()]);
     assert!(fsck.contains("4 containers, "), "{fsck}");
-    let out = e.text(&["upgrade", &e.mount.display().to_string()]);
+    let out = e.ok(&["upgrade", &e.mount.display().to_string()]);
     assert!(out.contains("no files written by PLFS 2.x found"), "{out}");
 }
 
@@ -209,8 +192,11 @@ fn upgrade_without_rename_exchange() {
     assert_eq!(j["upgraded"].as_array().map(Vec::len), Some(4), "{j}");
     for name in FIXTURES {
         let f = e.logical(name);
-        assert!(e.ok(&["cat", &f]) == e.expected(name), "plfs cat {name} after upgrade");
-        assert!(e.text(&["stat", &f]).contains("format: plfs v2 (N-1 container)"));
+        assert!(
+            e.ok_bytes(&["cat", &f]) == e.expected(name),
+            "plfs cat {name} after upgrade"
+        );
+        assert!(e.ok(&["stat", &f]).contains("format: plfs v2 (N-1 container)"));
     }
     let left: Vec<String> = std::fs::read_dir(e.dir.join("store"))
         .unwrap()
@@ -228,8 +214,12 @@ fn upgrade_without_rename_exchange() {
 /// the same after.
 #[test]
 fn flattened_by_the_tool_and_metalinked_files_cat_and_upgrade() {
-    let dir = std::env::temp_dir().join(format!("plfs-cli-legacy-more-{}", std::process::id()));
-    unpack("plfs-2.5.1-more.tar.gz", &dir);
+    let sb = Sandbox::new(
+        std::env::temp_dir().join(format!("plfs-cli-legacy-more-{}", std::process::id())),
+        &[],
+    );
+    let dir = &sb.dir;
+    unpack("plfs-2.5.1-more.tar.gz", dir);
     // The metalink names the backends where the original wrote them; point it here.
     let link = dir.join("be1/metalinked/hostdir.23");
     std::fs::remove_file(&link).unwrap();
@@ -241,7 +231,6 @@ fn flattened_by_the_tool_and_metalinked_files_cat_and_upgrade() {
     std::os::unix::fs::symlink(text, &link).unwrap();
     let m1 = PathBuf::from(format!("/plfs-cli-legacy-more-{}-a", std::process::id()));
     let m2 = PathBuf::from(format!("/plfs-cli-legacy-more-{}-b", std::process::id()));
-    let cfg = dir.join("plfsrc");
     let rc = format!(
         "- mount_point: {}\n  backends:\n    - location: {}\n    - location: {}\n- mount_point: {}\n  backends:\n    - location: {}\n",
         m1.display(),
@@ -250,22 +239,8 @@ fn flattened_by_the_tool_and_metalinked_files_cat_and_upgrade() {
         m2.display(),
         dir.join("befl").display()
     );
-    std::fs::write(&cfg, rc).unwrap();
-    let run = |args: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_plfs"))
-            .env("PLFSRC", &cfg)
-            .env("HOME", &dir)
-            .env("PLFS_LOG", "off")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "plfs {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        o.stdout
-    };
+    sb.write_plfsrc(&rc);
+    let run = |args: &[&str]| sb.ok_bytes(args);
     for (file, expected) in [
         (m1.join("metalinked"), "metalink.expected"),
         (m2.join("flat"), "flat_tool.expected"),
@@ -278,5 +253,4 @@ fn flattened_by_the_tool_and_metalinked_files_cat_and_upgrade() {
         let st = String::from_utf8(run(&["stat", f])).unwrap();
         assert!(st.contains("plfs v2"), "{f}: {st}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,17 +1,12 @@
 //! `plfs mount` / `plfs umount`: a real FUSE mount started in the background by the CLI
 //! (needs root and /dev/fuse; skipped otherwise).
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-/// Where the tests put their temporary directories: `$PLFS_TEST_ROOT` when set and not empty (e.g.
-/// a directory on a GlusterFS mount, to run the tests on that backend), else the system temp dir.
-fn test_root() -> PathBuf {
-    std::env::var_os("PLFS_TEST_ROOT")
-        .filter(|p| !p.is_empty())
-        .map_or_else(std::env::temp_dir, PathBuf::from)
-}
+use common::test_root;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::Command;
 
 #[test]
 fn mount_write_read_umount() {

@@ -3,94 +3,16 @@
 //! strided 47008-byte records each, an overlapping writer, a segmented file, a packed 1-N
 //! file), checked against what was written.
 
-use plfs_core::{OpenFlags, Plfs};
+mod common;
+
+use common::{rw, N1AndSmall as Env};
+use plfs_core::Plfs;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 const RANKS: u64 = 4;
 const RECORDS: u64 = 10;
 const REC: u64 = 47008;
-
-struct Env {
-    dir: PathBuf,
-    cfg: PathBuf,
-    n1: PathBuf,
-    small: PathBuf,
-}
-
-impl Env {
-    fn new(name: &str) -> Env {
-        let dir = std::env::temp_dir().join(format!("plfs-cli-stats-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        for b in ["b1", "b2", "s1"] {
-            std::fs::create_dir_all(dir.join(b)).unwrap();
-        }
-        let n1 = PathBuf::from(format!("/plfs-cli-stats-{}-{name}", std::process::id()));
-        let small = PathBuf::from(format!("/plfs-cli-stats-{}-{name}-small", std::process::id()));
-        let cfg = dir.join("plfsrc");
-        let text = format!(
-            "- global_params:\n    auto_compaction: false\n\
-             - mount_point: {}\n  workload: n-1\n  backends:\n    - location: {}\n    - location: {}\n\
-             - mount_point: {}\n  workload: small_file\n  backends:\n    - location: {}\n",
-            n1.display(),
-            dir.join("b1").display(),
-            dir.join("b2").display(),
-            small.display(),
-            dir.join("s1").display()
-        );
-        std::fs::write(&cfg, text).unwrap();
-        Env { dir, cfg, n1, small }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_plfs"))
-            .env("PLFSRC", &self.cfg)
-            .env("HOME", &self.dir)
-            .env("PLFS_LOG", "off")
-            .env_remove("PLFS_HOSTNAME")
-            .args(args)
-            .output()
-            .expect("running plfs")
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "plfs {args:?} failed ({:?}): {}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = vec!["--json"];
-        a.extend_from_slice(args);
-        let out = self.ok(&a);
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("plfs {a:?}: not JSON ({e}): {out}"))
-    }
-
-    fn plfs(&self) -> Plfs {
-        Plfs::new(plfs_core::Config::from_file(&self.cfg).unwrap()).unwrap()
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn rw() -> OpenFlags {
-    OpenFlags {
-        read: true,
-        write: true,
-        create: true,
-        ..Default::default()
-    }
-}
 
 /// N-1 strided: rank r writes record i at ((i * RANKS) + r) * REC, the ranks taking turns.
 fn write_strided(p: &Plfs, path: &Path) {
@@ -114,7 +36,7 @@ fn s(path: &Path) -> String {
 
 #[test]
 fn a_strided_n1_file_is_characterised_exactly() {
-    let env = Env::new("strided");
+    let env = Env::new("stats", "strided");
     let f = env.n1.join("ckpt");
     write_strided(&env.plfs(), &f);
     let v = env.json(&["stats", &s(&f)]);
@@ -187,7 +109,7 @@ fn a_strided_n1_file_is_characterised_exactly() {
 
 #[test]
 fn overlap_segments_directories_and_errors() {
-    let env = Env::new("mixed");
+    let env = Env::new("stats", "mixed");
     let p = env.plfs();
     let dir = env.n1.join("run");
     p.mkdir(&dir, 0o755).unwrap();

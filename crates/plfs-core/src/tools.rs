@@ -12,28 +12,7 @@ use rustix::io::Errno;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-pub use crate::index::{Write, WriterWrites};
-
-/// One extent of the merged index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MapEntry {
-    /// Logical offset.
-    pub logical: u64,
-    /// Length.
-    pub length: u64,
-    /// The data log holding the bytes.
-    pub data_log: PathBuf,
-    /// Offset in the data log.
-    pub physical: u64,
-    /// Writer id.
-    pub writer_id: u64,
-    /// Writer pid.
-    pub pid: u32,
-    /// Writer host.
-    pub host: String,
-    /// Timestamp of the write.
-    pub ts: u64,
-}
+pub use crate::index::{MapEntry, Write, WriterWrites};
 
 /// The merged index of a logical file, in logical order (holes are absent).
 pub fn map(plfs: &Plfs, path: &Path) -> Result<Vec<MapEntry>> {
@@ -41,20 +20,7 @@ pub fn map(plfs: &Plfs, path: &Path) -> Result<Vec<MapEntry>> {
     // read the file (an unreadable index log is otherwise skipped, and the map comes out empty).
     plfs.access(path, 4)?;
     if let Some(lc) = plfs.legacy(path)? {
-        return Ok(LegacyIndex::load(&lc)?
-            .map_entries()
-            .into_iter()
-            .map(|e| MapEntry {
-                logical: e.logical,
-                length: e.length,
-                data_log: e.data_log,
-                physical: e.physical,
-                writer_id: 0,
-                pid: e.pid,
-                host: e.host,
-                ts: e.end_ns,
-            })
-            .collect());
+        return Ok(LegacyIndex::load(&lc)?.map_entries());
     }
     let loc = plfs.resolve(path)?;
     let c = plfs.container(path)?;
@@ -64,16 +30,15 @@ pub fn map(plfs: &Plfs, path: &Path) -> Result<Vec<MapEntry>> {
         .into_iter()
         .map(|(o, p)| {
             let ch = &s.chunks[p.chunk as usize];
-            MapEntry {
-                logical: o,
-                length: p.len,
-                data_log: s.chunk_path(p.chunk),
-                physical: p.phys,
-                writer_id: ch.writer_id,
-                pid: ch.pid,
-                host: ch.host.clone(),
-                ts: p.key.ts,
-            }
+            MapEntry::new(
+                o,
+                &p,
+                s.chunk_path(p.chunk),
+                ch.writer_id,
+                ch.pid,
+                ch.host.clone(),
+                p.key.ts,
+            )
         })
         .collect())
 }
@@ -373,7 +338,7 @@ pub fn writes(plfs: &Plfs, path: &Path) -> Result<Vec<WriterWrites>> {
             let w = Write {
                 logical: e.logical,
                 length: e.length,
-                ts: e.end_ns,
+                ts: e.ts,
             };
             match by.iter_mut().find(|x| x.pid == e.pid && x.host == e.host) {
                 Some(x) => x.writes.push(w),

@@ -45,18 +45,112 @@ pub struct Stat {
     pub nlink: u64,
 }
 
-impl Stat {
-    /// `st_size` as a `struct stat` holds it (a signed `off_t`): a size beyond `i64::MAX`,
-    /// which only a damaged container can claim, is clamped, never wrapped to a negative size.
-    /// Every front end converts through here, so they agree (issue 25, item 15).
-    pub fn size_off_t(&self) -> i64 {
-        self.size.min(i64::MAX as u64) as i64
-    }
+/// A [`Stat`] as a C `struct stat` holds it, each field in the narrowest type the field has on
+/// the supported targets (64-bit Linux: x86_64 and aarch64, where `struct stat` is `struct
+/// stat64`), so that a front end fills its `struct stat` from here by lossless conversions
+/// (`From`, checked by the compiler on its target). Both C front ends, ldplfs and the C API,
+/// fill it from [`Stat::c_stat`] and nothing else, so they agree.
+///
+/// A value beyond its field is saturated, never wrapped or cut: a size or block count beyond
+/// `i64::MAX` (`off_t`, `blkcnt_t`) becomes `i64::MAX`, a link count beyond `u32::MAX` (aarch64's
+/// `nlink_t`) becomes `u32::MAX`. Only a damaged container claims such a size: it is a claim of
+/// the storage that no kernel type can hold, and the kernel answers such a claim the same way
+/// (its NFS client takes a server's size beyond `loff_t` as `OFFSET_MAX`); `EOVERFLOW` is the
+/// kernel's and glibc's answer when a value the kernel holds does not fit a narrower (32-bit)
+/// ABI, which the supported targets do not have. Saturating also keeps a damaged file visible to
+/// `ls`, `rm` and `plfs fsck` through the preload (issue 25, item 15). The preferred I/O size is
+/// a hint: one beyond `i32::MAX` (aarch64's `blksize_t`) is replaced by [`BLKSIZE`], as the
+/// FUSE front end does. Times always fit (seconds and nanoseconds of an `i64` of nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CStat {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+    /// `st_mode`.
+    pub mode: u32,
+    /// `st_nlink`, saturated.
+    pub nlink: u32,
+    /// `st_uid`.
+    pub uid: u32,
+    /// `st_gid`.
+    pub gid: u32,
+    /// `st_size`, saturated.
+    pub size: i64,
+    /// `st_blksize` ([`BLKSIZE`] where the hint does not fit).
+    pub blksize: i32,
+    /// `st_blocks`, saturated.
+    pub blocks: i64,
+    /// `st_atime`, `st_atime_nsec`.
+    pub atime: CTime,
+    /// `st_mtime`, `st_mtime_nsec`.
+    pub mtime: CTime,
+    /// `st_ctime`, `st_ctime_nsec`.
+    pub ctime: CTime,
+}
 
-    /// `st_blocks` as a `struct stat` holds it (signed), clamped likewise.
-    pub fn blocks_blkcnt_t(&self) -> i64 {
-        self.blocks.min(i64::MAX as u64) as i64
+/// A time as a `struct stat` holds it: seconds since the epoch (`time_t`) and nanoseconds
+/// (`0..1_000_000_000`, a `long`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CTime {
+    /// Seconds (negative before the epoch).
+    pub sec: i64,
+    /// Nanoseconds past `sec`.
+    pub nsec: i64,
+}
+
+impl CTime {
+    fn from_ns(ns: i64) -> CTime {
+        CTime {
+            sec: ns.div_euclid(1_000_000_000),
+            nsec: ns.rem_euclid(1_000_000_000),
+        }
     }
+}
+
+impl Stat {
+    /// These attributes as a C `struct stat` holds them (see [`CStat`]).
+    pub fn c_stat(&self) -> CStat {
+        let signed = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        CStat {
+            dev: self.dev,
+            ino: self.ino,
+            mode: self.mode,
+            nlink: u32::try_from(self.nlink).unwrap_or(u32::MAX),
+            uid: self.uid,
+            gid: self.gid,
+            size: signed(self.size),
+            blksize: i32::try_from(self.blksize).unwrap_or(BLKSIZE as i32),
+            blocks: signed(self.blocks),
+            atime: CTime::from_ns(self.atime_ns),
+            mtime: CTime::from_ns(self.mtime_ns),
+            ctime: CTime::from_ns(self.ctime_ns),
+        }
+    }
+}
+
+/// Fills C `struct stat` `$st` (a `libc::stat` its caller made, all zero) from [`CStat`] `$c`:
+/// the front ends that hand out a `struct stat` (ldplfs, the C API) fill it through here, so
+/// they fill it alike, and the core needs neither `libc` nor `unsafe` for it. Every field is
+/// converted with `From`: a target whose field were narrower than [`CStat`]'s would not build,
+/// never cut a value.
+#[macro_export]
+macro_rules! fill_c_stat {
+    ($st:ident, $c:expr) => {{
+        let c: $crate::types::CStat = $c;
+        $st.st_dev = c.dev.into();
+        $st.st_ino = c.ino.into();
+        $st.st_mode = c.mode.into();
+        $st.st_nlink = c.nlink.into();
+        $st.st_uid = c.uid.into();
+        $st.st_gid = c.gid.into();
+        $st.st_size = c.size.into();
+        $st.st_blksize = c.blksize.into();
+        $st.st_blocks = c.blocks.into();
+        ($st.st_atime, $st.st_atime_nsec) = (c.atime.sec.into(), c.atime.nsec.into());
+        ($st.st_mtime, $st.st_mtime_nsec) = (c.mtime.sec.into(), c.mtime.nsec.into());
+        ($st.st_ctime, $st.st_ctime_nsec) = (c.ctime.sec.into(), c.ctime.nsec.into());
+    }};
 }
 
 /// Preferred I/O size reported by stat: large, so tools read and write in big chunks.
@@ -262,5 +356,77 @@ impl std::fmt::Display for FileFormat {
             FileFormat::Legacy { release } => write!(f, "plfs-{release} (legacy, read-only)"),
             FileFormat::LegacyPacked => f.write_str("plfs-2.x 1-N directory file (legacy, read-only)"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(size: u64, blocks: u64, blksize: u64, nlink: u64) -> Stat {
+        Stat {
+            kind: FileKind::File,
+            mode: 0o100640,
+            uid: 7,
+            gid: 8,
+            size,
+            blocks,
+            blksize,
+            atime_ns: 1_500_000_000_123_456_789,
+            mtime_ns: -1,
+            ctime_ns: 0,
+            ino: 99,
+            dev: 3,
+            nlink,
+        }
+    }
+
+    /// What fits is kept as it is; times split into seconds and nanoseconds, before the epoch
+    /// too.
+    #[test]
+    fn c_stat_keeps_what_fits() {
+        let c = stat(12345, 25, BLKSIZE, 2).c_stat();
+        assert_eq!(
+            (c.dev, c.ino, c.mode, c.nlink, c.uid, c.gid),
+            (3, 99, 0o100640, 2, 7, 8)
+        );
+        assert_eq!((c.size, c.blocks, c.blksize), (12345, 25, 1 << 20));
+        assert_eq!(
+            c.atime,
+            CTime {
+                sec: 1_500_000_000,
+                nsec: 123_456_789
+            }
+        );
+        assert_eq!(
+            c.mtime,
+            CTime {
+                sec: -1,
+                nsec: 999_999_999
+            }
+        );
+        assert_eq!(c.ctime, CTime { sec: 0, nsec: 0 });
+        let edge = stat(i64::MAX as u64, i64::MAX as u64, i32::MAX as u64, u32::MAX as u64).c_stat();
+        assert_eq!(
+            (edge.size, edge.blocks, edge.blksize, edge.nlink),
+            (i64::MAX, i64::MAX, i32::MAX, u32::MAX)
+        );
+    }
+
+    /// A size, block count or link count beyond its C field is saturated, never wrapped (a
+    /// size beyond `i64::MAX` came out negative in ldplfs once: issue 25, item 15); a preferred
+    /// I/O size beyond `i32::MAX` is replaced by `BLKSIZE`.
+    #[test]
+    fn c_stat_saturates_what_does_not_fit() {
+        let c = stat(u64::MAX, u64::MAX, u64::MAX, u64::MAX).c_stat();
+        assert_eq!(
+            (c.size, c.blocks, c.nlink, c.blksize),
+            (i64::MAX, i64::MAX, u32::MAX, 1 << 20)
+        );
+        let c = stat(1 << 63, (1 << 63) + 1, 1 << 31, 1 << 32).c_stat();
+        assert_eq!(
+            (c.size, c.blocks, c.nlink, c.blksize),
+            (i64::MAX, i64::MAX, u32::MAX, 1 << 20)
+        );
     }
 }

@@ -10,64 +10,60 @@ use crate::file::init::enter;
 use crate::rt::errno::{Errno, Res};
 use crate::rt::guard::run;
 use libc::{c_char, c_int, c_uint};
+use plfs_core::types::CTime;
 use plfs_core::{FileKind, Stat};
 use std::path::Path;
 
 /// EXT2_SUPER_MAGIC: a type ROMIO treats as a generic UFS file system.
 const FS_MAGIC: libc::c_long = 0xEF53;
 
-/// Fills a `struct stat` (== `struct stat64` on the supported targets).
+/// Fills a `struct stat` (== `struct stat64` on the supported targets) as the C API does: from
+/// the core's [`Stat::c_stat`] through [`plfs_core::fill_c_stat`] (values that do not fit are
+/// saturated there).
 pub fn fill_stat(s: &Stat, out: *mut libc::stat) -> Res<()> {
     if out.is_null() {
         return Err(Errno(libc::EFAULT));
     }
     // SAFETY: an all-zero struct stat is valid.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    st.st_dev = s.dev;
-    st.st_ino = s.ino;
-    st.st_mode = s.mode;
-    st.st_nlink = s.nlink as _;
-    st.st_uid = s.uid;
-    st.st_gid = s.gid;
-    st.st_size = s.size_off_t();
-    st.st_blksize = s.blksize as _;
-    st.st_blocks = s.blocks_blkcnt_t();
-    st.st_atime = s.atime_ns.div_euclid(1_000_000_000);
-    st.st_atime_nsec = s.atime_ns.rem_euclid(1_000_000_000);
-    st.st_mtime = s.mtime_ns.div_euclid(1_000_000_000);
-    st.st_mtime_nsec = s.mtime_ns.rem_euclid(1_000_000_000);
-    st.st_ctime = s.ctime_ns.div_euclid(1_000_000_000);
-    st.st_ctime_nsec = s.ctime_ns.rem_euclid(1_000_000_000);
+    plfs_core::fill_c_stat!(st, s.c_stat());
     // SAFETY: `out` is the caller's non-null stat buffer.
     unsafe { *out = st };
     Ok(())
 }
 
+/// Fills a `struct statx` with the values [`fill_stat`] gives (the core's [`Stat::c_stat`]), so
+/// that stat and statx agree: a size beyond `i64::MAX` is `i64::MAX` here too (a kernel's
+/// `stx_size` never exceeds it either), and a link count or block size is saturated, not cut.
 fn fill_statx(s: &Stat, out: *mut libc::statx) -> Res<()> {
     if out.is_null() {
         return Err(Errno(libc::EFAULT));
     }
+    let c = s.c_stat();
     // SAFETY: an all-zero struct statx is valid.
     let mut x: libc::statx = unsafe { std::mem::zeroed() };
     x.stx_mask = libc::STATX_BASIC_STATS;
-    x.stx_blksize = s.blksize as u32;
-    x.stx_nlink = s.nlink as u32;
-    x.stx_uid = s.uid;
-    x.stx_gid = s.gid;
-    x.stx_mode = s.mode as u16;
-    x.stx_ino = s.ino;
-    x.stx_size = s.size;
-    x.stx_blocks = s.blocks;
-    let ts = |ns: i64| {
+    // The signed values of `c` are never negative: their unsigned_abs is the value.
+    x.stx_blksize = c.blksize.unsigned_abs();
+    x.stx_nlink = c.nlink;
+    x.stx_uid = c.uid;
+    x.stx_gid = c.gid;
+    // The file type and permission bits, all within 16 bits.
+    x.stx_mode = c.mode as u16;
+    x.stx_ino = c.ino;
+    x.stx_size = c.size.unsigned_abs();
+    x.stx_blocks = c.blocks.unsigned_abs();
+    let ts = |t: CTime| {
         // SAFETY: an all-zero statx_timestamp is valid.
-        let mut t: libc::statx_timestamp = unsafe { std::mem::zeroed() };
-        t.tv_sec = ns.div_euclid(1_000_000_000);
-        t.tv_nsec = ns.rem_euclid(1_000_000_000) as u32;
-        t
+        let mut x: libc::statx_timestamp = unsafe { std::mem::zeroed() };
+        x.tv_sec = t.sec;
+        // In 0..1_000_000_000.
+        x.tv_nsec = t.nsec as u32;
+        x
     };
-    x.stx_atime = ts(s.atime_ns);
-    x.stx_mtime = ts(s.mtime_ns);
-    x.stx_ctime = ts(s.ctime_ns);
+    x.stx_atime = ts(c.atime);
+    x.stx_mtime = ts(c.mtime);
+    x.stx_ctime = ts(c.ctime);
     x.stx_dev_major = libc::major(s.dev);
     x.stx_dev_minor = libc::minor(s.dev);
     // SAFETY: `out` is the caller's non-null statx buffer.
@@ -348,28 +344,51 @@ mod tests {
     use super::*;
     use plfs_core::FileKind;
 
+    /// What a damaged container could claim: a size, block count and link count beyond what a
+    /// `struct stat` holds.
+    fn damaged() -> Stat {
+        Stat {
+            kind: FileKind::File,
+            mode: 0o100640,
+            uid: 7,
+            gid: 8,
+            size: u64::MAX,
+            blocks: u64::MAX,
+            blksize: 1 << 20,
+            atime_ns: 1_500_000_000_123_456_789,
+            mtime_ns: -1,
+            ctime_ns: 0,
+            ino: 99,
+            dev: 3,
+            nlink: (1 << 32) + 1,
+        }
+    }
+
     /// A size beyond `i64::MAX` (only a damaged container claims one) is clamped, as the C API
     /// does, never wrapped to a negative `st_size` (issue 25, item 15).
     #[test]
     fn sizes_beyond_off_t_are_clamped() {
-        let s = Stat {
-            kind: FileKind::File,
-            mode: 0o100640,
-            uid: 0,
-            gid: 0,
-            size: u64::MAX,
-            blocks: u64::MAX,
-            blksize: 1 << 20,
-            atime_ns: 0,
-            mtime_ns: 0,
-            ctime_ns: 0,
-            ino: 1,
-            dev: 1,
-            nlink: 1,
-        };
+        let s = damaged();
         // SAFETY: an all-zero struct stat is valid.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         fill_stat(&s, &mut st).unwrap();
         assert_eq!((st.st_size, st.st_blocks), (i64::MAX, i64::MAX));
+    }
+
+    /// statx gives what stat gives: a size beyond `i64::MAX` clamped (it was passed on whole), a
+    /// link count beyond `u32::MAX` saturated (it was cut to its low 32 bits), times split alike.
+    #[test]
+    fn statx_agrees_with_stat_on_what_does_not_fit() {
+        let s = damaged();
+        // SAFETY: all-zero struct stat and statx are valid.
+        let (mut st, mut x): (libc::stat, libc::statx) = unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        fill_stat(&s, &mut st).unwrap();
+        fill_statx(&s, &mut x).unwrap();
+        assert_eq!((x.stx_size, x.stx_blocks), (i64::MAX as u64, i64::MAX as u64));
+        assert_eq!((x.stx_nlink, x.stx_blksize, x.stx_mode), (u32::MAX, 1 << 20, 0o100640));
+        assert_eq!((x.stx_uid, x.stx_gid, x.stx_ino), (7, 8, 99));
+        assert_eq!((x.stx_atime.tv_sec, x.stx_atime.tv_nsec), (1_500_000_000, 123_456_789));
+        assert_eq!((x.stx_mtime.tv_sec, x.stx_mtime.tv_nsec), (-1, 999_999_999));
+        assert_eq!((st.st_size as u64, st.st_blocks as u64), (x.stx_size, x.stx_blocks));
     }
 }

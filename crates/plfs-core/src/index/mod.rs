@@ -12,9 +12,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+mod entries;
 mod logs;
 mod records;
 mod sums;
+pub use entries::MapEntry;
 pub(crate) use logs::scan_frames;
 use logs::{no_link, past_end, read_log, retired_writers, FoundLog, LogRead, Tail};
 pub(crate) use records::writer_writes;

@@ -1,9 +1,9 @@
 //! Files written by the original PLFS 2.x as nodes of the namespace, read-only: an N-1 container
 //! ([`LegacyNode`], found by the look-up's probe) and a file of a 1-N directory
 //! ([`LegacyPackedNode`], found by the 1-N layout through [`LegacyDirs`] where its own logs have
-//! nothing). They read, stat and list like any file; every change (an open for writing, truncate,
-//! unlink, rename from or onto, chmod, chown, utimens, setxattr, `access(W_OK)`) fails with
-//! `EROFS` naming `plfs upgrade`, which converts them.
+//! nothing), each a node as [`ReadOnly`] makes it. They read, stat and list like any file; every
+//! change (an open for writing, truncate, unlink, rename from or onto, chmod, chown, utimens,
+//! setxattr, `access(W_OK)`) fails with `EROFS` naming `plfs upgrade`, which converts them.
 
 use crate::error::{Error, Result};
 use crate::format::legacy::ACCESS_NAME;
@@ -42,56 +42,43 @@ fn small_stat(l: &SmallStat, logical: &Path) -> Stat {
     st
 }
 
-/// A PLFS 2.x N-1 container found in the namespace.
+/// A file written by PLFS 2.x as a node of the namespace: it answers what it can itself
+/// ([`ReadOnlyFile`]), and every change (an open for writing or truncating, truncate, unlink,
+/// chmod, chown, utimens, `access(W_OK)`, a rename from or onto it) is refused here, once for
+/// every kind of such file, with `EROFS` naming `plfs upgrade`.
 #[derive(Debug)]
-pub struct LegacyNode {
-    loc: Loc,
-    b: usize,
+pub struct ReadOnly<F>(pub F);
+
+/// What a file written by PLFS 2.x answers itself, as a [`ReadOnly`] node.
+pub trait ReadOnlyFile: std::fmt::Debug {
+    /// Where it is in the namespace.
+    fn loc(&self) -> &Loc;
+    /// Its attributes.
+    fn stat(&self) -> Result<Stat>;
+    /// Opens it for reading (an open for writing or truncating was refused before).
+    fn open_read(&self, flags: OpenFlags, pid: u32) -> Result<OpenFile>;
+    /// access(2) with the real ids, without `W_OK` (refused before).
+    fn access_read(&self, mode: u32) -> Result<()>;
+    /// How it is stored, and in which format.
+    fn format(&self) -> Result<FileFormat>;
 }
 
-impl LegacyNode {
-    /// The legacy container at `loc` on canonical backend `b`.
-    pub fn new(loc: Loc, b: usize) -> LegacyNode {
-        LegacyNode { loc, b }
-    }
-
-    fn container(&self) -> Result<LegacyContainer> {
-        LegacyContainer::open(&self.loc.mount, self.b, &self.loc.rel)
-    }
-
+impl<F: ReadOnlyFile> ReadOnly<F> {
     fn refuse(&self) -> Error {
-        legacy::read_only(&self.loc.logical)
-    }
-
-    /// access(2) of the access file (which holds the logical file's mode and owner).
-    fn check_access(&self, c: &LegacyContainer, mode: u32) -> Result<()> {
-        c.dir.access(ACCESS_NAME, mode).map_err(|e| match e {
-            Error::Io { errno, .. } => self.loc.err(errno, &errno.to_string()),
-            e => e,
-        })
+        legacy::read_only(&self.0.loc().logical)
     }
 }
 
-impl Node for LegacyNode {
+impl<F: ReadOnlyFile> Node for ReadOnly<F> {
     fn stat(&self) -> Result<Stat> {
-        let c = self.container()?;
-        Ok(legacy_stat(&legacy::stat(&c)?, c.ident))
+        self.0.stat()
     }
 
     fn open(&self, flags: OpenFlags, pid: u32, _created: bool) -> Result<OpenFile> {
         if flags.write || flags.trunc {
             return Err(self.refuse());
         }
-        let c = self.container()?;
-        if flags.read && rustix::process::geteuid().as_raw() != 0 {
-            self.check_access(&c, 4)
-                .map_err(|_| self.loc.err(Errno::ACCESS, "permission denied"))?;
-        }
-        let h = LegacyHandle {
-            file: LegacyFile::open(c)?,
-            logical: self.loc.logical.clone(),
-        };
-        Ok(OpenFile::new(Box::new(h), self.loc.logical.clone(), flags, pid))
+        self.0.open_read(flags, pid)
     }
 
     fn truncate(&self, _size: u64) -> Result<()> {
@@ -118,7 +105,7 @@ impl Node for LegacyNode {
         if mode & 2 != 0 {
             return Err(self.refuse());
         }
-        self.check_access(&self.container()?, mode)
+        self.0.access_read(mode)
     }
 
     fn replace_by(&self, _from_parent: &Dir, _from_name: &OsStr) -> Result<()> {
@@ -131,6 +118,64 @@ impl Node for LegacyNode {
 
     fn check_writable(&self) -> Result<()> {
         Err(self.refuse())
+    }
+
+    fn format(&self) -> Result<FileFormat> {
+        self.0.format()
+    }
+}
+
+/// A PLFS 2.x N-1 container found in the namespace.
+#[derive(Debug)]
+pub struct LegacyNode {
+    loc: Loc,
+    b: usize,
+}
+
+impl LegacyNode {
+    /// The legacy container at `loc` on canonical backend `b`.
+    pub fn new(loc: Loc, b: usize) -> LegacyNode {
+        LegacyNode { loc, b }
+    }
+
+    fn container(&self) -> Result<LegacyContainer> {
+        LegacyContainer::open(&self.loc.mount, self.b, &self.loc.rel)
+    }
+
+    /// access(2) of the access file (which holds the logical file's mode and owner).
+    fn check_access(&self, c: &LegacyContainer, mode: u32) -> Result<()> {
+        c.dir.access(ACCESS_NAME, mode).map_err(|e| match e {
+            Error::Io { errno, .. } => self.loc.err(errno, &errno.to_string()),
+            e => e,
+        })
+    }
+}
+
+impl ReadOnlyFile for LegacyNode {
+    fn loc(&self) -> &Loc {
+        &self.loc
+    }
+
+    fn stat(&self) -> Result<Stat> {
+        let c = self.container()?;
+        Ok(legacy_stat(&legacy::stat(&c)?, c.ident))
+    }
+
+    fn open_read(&self, flags: OpenFlags, pid: u32) -> Result<OpenFile> {
+        let c = self.container()?;
+        if flags.read && rustix::process::geteuid().as_raw() != 0 {
+            self.check_access(&c, 4)
+                .map_err(|_| self.loc.err(Errno::ACCESS, "permission denied"))?;
+        }
+        let h = LegacyHandle {
+            file: LegacyFile::open(c)?,
+            logical: self.loc.logical.clone(),
+        };
+        Ok(OpenFile::new(Box::new(h), self.loc.logical.clone(), flags, pid))
+    }
+
+    fn access_read(&self, mode: u32) -> Result<()> {
+        self.check_access(&self.container()?, mode)
     }
 
     fn format(&self) -> Result<FileFormat> {
@@ -251,12 +296,12 @@ impl LegacyDirs {
             return Ok(None);
         };
         Ok(dir.stat(name).map(|st| {
-            Box::new(LegacyPackedNode {
+            Box::new(ReadOnly(LegacyPackedNode {
                 loc: loc.clone(),
                 st: small_stat(&st, &loc.logical),
                 dir: dir.clone(),
                 name: name.to_string(),
-            }) as Box<dyn Node>
+            })) as Box<dyn Node>
         }))
     }
 
@@ -286,21 +331,16 @@ pub struct LegacyPackedNode {
     name: String,
 }
 
-impl LegacyPackedNode {
-    fn refuse(&self) -> Error {
-        legacy::read_only(&self.loc.logical)
+impl ReadOnlyFile for LegacyPackedNode {
+    fn loc(&self) -> &Loc {
+        &self.loc
     }
-}
 
-impl Node for LegacyPackedNode {
     fn stat(&self) -> Result<Stat> {
         Ok(self.st)
     }
 
-    fn open(&self, flags: OpenFlags, pid: u32, _created: bool) -> Result<OpenFile> {
-        if flags.write || flags.trunc {
-            return Err(self.refuse());
-        }
+    fn open_read(&self, flags: OpenFlags, pid: u32) -> Result<OpenFile> {
         if !check_mode(&self.st, flags.access_mask()) {
             return Err(self.loc.err(Errno::ACCESS, "permission denied"));
         }
@@ -313,47 +353,12 @@ impl Node for LegacyPackedNode {
         Ok(OpenFile::new(Box::new(h), self.loc.logical.clone(), flags, pid))
     }
 
-    fn truncate(&self, _size: u64) -> Result<()> {
-        Err(self.refuse())
-    }
-
-    fn unlink(&self) -> Result<()> {
-        Err(self.refuse())
-    }
-
-    fn chmod(&self, _mode: u32) -> Result<()> {
-        Err(self.refuse())
-    }
-
-    fn chown(&self, _uid: u32, _gid: u32) -> Result<()> {
-        Err(self.refuse())
-    }
-
-    fn utimens(&self, _atime: TimeSpec, _mtime: TimeSpec) -> Result<()> {
-        Err(self.refuse())
-    }
-
-    fn access(&self, mode: u32) -> Result<()> {
-        if mode & 2 != 0 {
-            return Err(self.refuse());
-        }
+    fn access_read(&self, mode: u32) -> Result<()> {
         if check_mode(&self.st, mode) {
             Ok(())
         } else {
             Err(self.loc.err(Errno::ACCESS, "permission denied"))
         }
-    }
-
-    fn replace_by(&self, _from_parent: &Dir, _from_name: &OsStr) -> Result<()> {
-        Err(self.refuse())
-    }
-
-    fn rename_within(&self, _to: &Loc) -> Option<Result<()>> {
-        Some(Err(self.refuse()))
-    }
-
-    fn check_writable(&self) -> Result<()> {
-        Err(self.refuse())
     }
 
     fn format(&self) -> Result<FileFormat> {

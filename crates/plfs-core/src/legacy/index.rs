@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key, Segment};
 use crate::format::legacy::records::{self, HostEntry};
 use crate::format::legacy::{self as names, Dropping};
+use crate::index::MapEntry;
 use crate::sys::{self, Access, File};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -30,25 +31,6 @@ pub struct Chunk {
     pub host: String,
     /// Full path (for messages and `plfs map`).
     pub path: PathBuf,
-}
-
-/// One extent of the merged index (`plfs map`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct MapEntry {
-    /// Logical offset.
-    pub logical: u64,
-    /// Length.
-    pub length: u64,
-    /// Data log.
-    pub data_log: PathBuf,
-    /// Offset in the data log.
-    pub physical: u64,
-    /// Writer pid.
-    pub pid: u32,
-    /// Writer host.
-    pub host: String,
-    /// End timestamp of the write, ns since the epoch.
-    pub end_ns: u64,
 }
 
 /// Upper bound on data-log descriptors kept open by one reader.
@@ -325,22 +307,16 @@ impl LegacyIndex {
         Ok(len)
     }
 
-    /// The merged index in logical order (holes absent).
+    /// The merged index in logical order (holes absent). Writers of PLFS 2.x have no id (0);
+    /// an entry's time is the end of its write.
     pub fn map_entries(&self) -> Vec<MapEntry> {
         self.map
             .pieces()
             .into_iter()
             .map(|(o, p)| {
                 let ch = &self.chunks[p.chunk as usize];
-                MapEntry {
-                    logical: o,
-                    length: p.len,
-                    data_log: ch.path.clone(),
-                    physical: p.phys,
-                    pid: ch.pid,
-                    host: ch.host.clone(),
-                    end_ns: self.end_ns.get(p.key.ts as usize).copied().unwrap_or(0),
-                }
+                let end_ns = self.end_ns.get(p.key.ts as usize).copied().unwrap_or(0);
+                MapEntry::new(o, &p, ch.path.clone(), 0, ch.pid, ch.host.clone(), end_ns)
             })
             .collect()
     }

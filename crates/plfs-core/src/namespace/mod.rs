@@ -11,7 +11,7 @@ use crate::config::{Config, Workload};
 use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::format;
-use crate::layout::legacy::LegacyNode;
+use crate::layout::legacy::{LegacyNode, ReadOnly};
 use crate::layout::n1::{ContainerNode, Registry, N1};
 use crate::layout::nn::{PlainNode, NN};
 use crate::layout::small::Small;
@@ -174,7 +174,7 @@ impl Plfs {
                 st,
             )))),
             (Probe::Other, Some(st)) => Some(Entry::File(Box::new(PlainNode::new(loc.clone(), b, st)))),
-            (Probe::Legacy, Some(_)) => Some(Entry::File(Box::new(LegacyNode::new(loc.clone(), b)))),
+            (Probe::Legacy, Some(_)) => Some(Entry::File(Box::new(ReadOnly(LegacyNode::new(loc.clone(), b))))),
             _ => None,
         })
     }

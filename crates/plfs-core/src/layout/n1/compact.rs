@@ -89,8 +89,8 @@ pub(crate) fn usage(sh: &Shared) -> Result<Usage> {
 }
 
 /// Moves every writer of this process that has written to fresh logs under a new writer id: its
-/// old identity is closed as a real close would (records appended, close dropping), so its logs
-/// can be compacted; its next write starts new logs. Returns the ids the writers have now.
+/// old identity is closed as a real close closes it ([`Writer::close_records`]), so its logs can
+/// be compacted; its next write starts new logs. Returns the ids the writers have now.
 fn rotate(sh: &Shared) -> Result<HashSet<u64>> {
     let ws: Vec<_> = lock(&sh.writers).values().cloned().collect();
     let mut moved = Vec::new();
@@ -99,21 +99,7 @@ fn rotate(sh: &Shared) -> Result<HashSet<u64>> {
         if wg.closed || !wg.announced {
             continue;
         }
-        wg.flush_index()?;
-        if wg.bytes == 0 {
-            sh.c.remove_meta(&wg.open_record())?;
-        } else {
-            let d = MetaDropping::Close {
-                writer_id: wg.id,
-                open_ts: wg.open_ts,
-                close_ts: clock::next_ts(),
-                eof: wg.eof,
-                bytes: wg.bytes,
-                mtime_ns: wg.mtime_ns,
-            };
-            let _ = sh.c.bump_mtime(wg.mtime_ns);
-            sh.c.replace_meta(&wg.open_record(), &d)?;
-        }
+        wg.close_records(&sh.c)?;
         let old = wg.id;
         let fresh = Writer::new(wg.pid, wg.compress);
         *wg = fresh;

@@ -332,24 +332,7 @@ impl Shared {
         if wg.closed {
             return Ok(());
         }
-        let flushed = wg.flush_index();
-        let r = if !wg.announced {
-            flushed
-        } else if wg.bytes == 0 {
-            flushed.and_then(|()| self.c.remove_meta(&wg.open_record()))
-        } else {
-            let d = MetaDropping::Close {
-                writer_id: wg.id,
-                open_ts: wg.open_ts,
-                close_ts: clock::next_ts(),
-                eof: wg.eof,
-                bytes: wg.bytes,
-                mtime_ns: wg.mtime_ns,
-            };
-            let _ = self.c.bump_mtime(wg.mtime_ns);
-            // One rename turns the open record into the close record: stat never sees neither.
-            flushed.and_then(|()| self.c.replace_meta(&wg.open_record(), &d))
-        };
+        let r = wg.close_records(&self.c);
         wg.closed = true;
         wg.logs = None;
         self.auto

@@ -137,6 +137,31 @@ impl Writer {
         Ok(())
     }
 
+    /// Ends this identity in `meta/` as a close does: appends the buffered records; then, once
+    /// announced, removes the open record of a writer that wrote nothing, or turns it into its
+    /// close record in one rename (stat never sees neither) after raising the file's mtime to its
+    /// last write's (raised even when the records could not be appended: the data was written).
+    /// A real close and compaction's rotation of a writer both end an identity through here.
+    pub(crate) fn close_records(&mut self, c: &Container) -> Result<()> {
+        let flushed = self.flush_index();
+        if !self.announced {
+            return flushed;
+        }
+        if self.bytes == 0 {
+            return flushed.and_then(|()| c.remove_meta(&self.open_record()));
+        }
+        let d = format::MetaDropping::Close {
+            writer_id: self.id,
+            open_ts: self.open_ts,
+            close_ts: clock::next_ts(),
+            eof: self.eof,
+            bytes: self.bytes,
+            mtime_ns: self.mtime_ns,
+        };
+        let _ = c.bump_mtime(self.mtime_ns);
+        flushed.and_then(|()| c.replace_meta(&self.open_record(), &d))
+    }
+
     /// Appends the buffered records to the index log.
     pub(crate) fn flush_index(&mut self) -> Result<()> {
         if self.pending.is_empty() {
