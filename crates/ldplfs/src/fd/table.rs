@@ -342,5 +342,13 @@ pub fn renew_in_child() {
             std::mem::forget(e);
             t.entries.insert(key, (fresh, n));
         }
+        // Each descriptor's slot names the fresh entry too (its reference to the parent's entry
+        // is let go: the forgotten one above keeps that entry from ever being dropped here).
+        let Table { entries, fds } = t;
+        for slot in fds.values_mut() {
+            if let Some((e, _)) = entries.get(&slot.key) {
+                slot.entry = e.clone();
+            }
+        }
     });
 }
