@@ -373,7 +373,12 @@ def _copy_cmd(ws, method, src, dst):
     if method == "plain":
         return ["cp", "-r", src, dst]
     jobs = ["-j", "1"] if method.endswith("-j 1") else []
-    return [os.path.join(ws.release, "plfs"), "cp", *jobs, "-r", src, dst]
+    return [_cli(ws), "cp", *jobs, "-r", src, dst]
+
+
+def _cli(ws):
+    """The plfs command of the release build."""
+    return os.path.join(ws.release, "plfs")
 
 
 def copies(ws, profile, log, timeout):
@@ -410,7 +415,7 @@ def copies(ws, profile, log, timeout):
             else:
                 times[m].append(r.seconds)
     for m, dst in dests:
-        rm = ["rm", "-rf", dst] if m == "plain" else [os.path.join(ws.release, "plfs"), "rm", "-r", "-f", dst]
+        rm = ["rm", "-rf", dst] if m == "plain" else [_cli(ws), "rm", "-r", "-f", dst]
         run(rm, env=env, timeout=timeout)
     rows = []
     for m in COPY_METHODS:
@@ -428,7 +433,7 @@ def _same_sample(ws, env, src, dst, method):
     if method == "plain":
         with open(src, "rb") as a, open(dst, "rb") as b:
             return a.read() == b.read()
-    r = subprocess.run([os.path.join(ws.release, "plfs"), "cat", dst], env=env, capture_output=True, timeout=60)
+    r = subprocess.run([_cli(ws), "cat", dst], env=env, capture_output=True, timeout=60)
     with open(src, "rb") as a:
         return r.returncode == 0 and r.stdout == a.read()
 

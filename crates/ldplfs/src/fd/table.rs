@@ -36,9 +36,7 @@ pub struct Table {
 
 /// A descriptor number of ours.
 struct Slot {
-    /// Its placeholder.
-    key: Key,
-    /// The entry of that placeholder (the one `entries` holds for `key`), so that a look-up
+    /// The entry of its placeholder (the one `entries` holds for `entry.key`), so that a look-up
     /// searches one map.
     entry: Arc<Entry>,
     /// The generation in which the number was registered or last confirmed by fstat.
@@ -105,7 +103,6 @@ pub fn insert_fd(fd: i32, entry: &Arc<Entry>) -> Option<Arc<Entry>> {
     t.fds.insert(
         fd,
         Slot {
-            key: entry.key,
             entry: registered,
             checked,
         },
@@ -116,7 +113,7 @@ pub fn insert_fd(fd: i32, entry: &Arc<Entry>) -> Option<Arc<Entry>> {
 }
 
 fn remove_locked(t: &mut Table, fd: i32) -> Option<Arc<Entry>> {
-    let key = t.fds.remove(&fd)?.key;
+    let key = t.fds.remove(&fd)?.entry.key;
     set_bit(fd, false);
     NFDS.store(t.fds.len(), Ordering::Relaxed);
     let last = match t.entries.get_mut(&key) {
@@ -178,7 +175,7 @@ pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
     }
     match sys::fstat_key(fd) {
         Ok(k) if k == entry.key => {
-            if let Some(s) = table().fds.get_mut(&fd).filter(|s| s.key == k) {
+            if let Some(s) = table().fds.get_mut(&fd).filter(|s| s.entry.key == k) {
                 s.checked = gen;
             }
             Some(entry)
@@ -221,9 +218,7 @@ pub fn surviving_files() -> Vec<(Ident, PathBuf)> {
     let t = table();
     let mut out: Vec<(Ident, PathBuf)> = Vec::new();
     for (fd, slot) in &t.fds {
-        let Some((e, _)) = t.entries.get(&slot.key) else {
-            continue;
-        };
+        let e = &slot.entry;
         let Some(id) = e.ident else { continue };
         if out.iter().any(|(i, _)| *i == id) {
             continue;
@@ -245,7 +240,7 @@ pub fn fds_of(key: Key) -> Vec<i32> {
     table()
         .fds
         .iter()
-        .filter(|(_, s)| s.key == key)
+        .filter(|(_, s)| s.entry.key == key)
         .map(|(f, _)| *f)
         .collect()
 }
@@ -346,7 +341,7 @@ pub fn renew_in_child() {
         // is let go: the forgotten one above keeps that entry from ever being dropped here).
         let Table { entries, fds } = t;
         for slot in fds.values_mut() {
-            if let Some((e, _)) = entries.get(&slot.key) {
+            if let Some((e, _)) = entries.get(&slot.entry.key) {
                 slot.entry = e.clone();
             }
         }

@@ -65,8 +65,6 @@ pub struct IndexState {
     /// Open data-log descriptors by chunk, with their last use (least recently used is closed
     /// first).
     fds: Vec<Option<(Arc<File>, u64)>>,
-    /// How many of `fds` are open.
-    open_fds: usize,
     fd_tick: u64,
     max_fds: usize,
     /// Index records read (for statistics).
@@ -102,7 +100,6 @@ impl IndexState {
             framed_writes: 0,
             truncs: HashSet::new(),
             fds: Vec::new(),
-            open_fds: 0,
             fd_tick: 0,
             max_fds: max_fds.max(1),
             records_read: 0,
@@ -605,13 +602,13 @@ impl IndexState {
             )?
             .kept(),
         );
-        if self.open_fds >= self.max_fds {
+        // Counted here, where a data log is opened (a system call), not kept beside `fds`.
+        if self.fds.iter().flatten().count() >= self.max_fds {
             let lru = (self.fds.iter().enumerate())
                 .filter_map(|(i, s)| s.as_ref().map(|(_, used)| (i, *used)))
                 .min_by_key(|&(_, used)| used);
             if let Some((i, _)) = lru {
                 self.fds[i] = None;
-                self.open_fds -= 1;
             }
         }
         let i = chunk as usize;
@@ -619,7 +616,6 @@ impl IndexState {
             self.fds.resize(i + 1, None);
         }
         self.fds[i] = Some((fd.clone(), self.fd_tick));
-        self.open_fds += 1;
         Ok(fd)
     }
 
