@@ -24,23 +24,7 @@ pub fn map(plfs: &Plfs, path: &Path) -> Result<Vec<MapEntry>> {
     }
     let loc = plfs.resolve(path)?;
     let c = plfs.container(path)?;
-    let s = IndexState::load(&c, &loc.logical)?;
-    Ok(s.map
-        .pieces()
-        .into_iter()
-        .map(|(o, p)| {
-            let ch = &s.chunks[p.chunk as usize];
-            MapEntry::new(
-                o,
-                &p,
-                s.chunk_path(p.chunk),
-                ch.writer_id,
-                ch.pid,
-                ch.host.clone(),
-                p.key.ts,
-            )
-        })
-        .collect())
+    Ok(IndexState::load(&c, &loc.logical)?.entries())
 }
 
 /// A physical file or directory behind a logical file.

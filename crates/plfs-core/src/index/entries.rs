@@ -1,5 +1,6 @@
 //! The merged index as a table (`plfs map`): where each stretch of a file's data lives, for a
-//! container of either format.
+//! container of either format; and what the index tells the layers above it (size, live
+//! bytes, statistics).
 
 use crate::extent::Piece;
 use std::path::PathBuf;
@@ -48,5 +49,65 @@ impl MapEntry {
             host,
             ts,
         }
+    }
+}
+
+impl super::IndexState {
+    /// The merged map as a table, in logical order.
+    pub(crate) fn entries(&self) -> Vec<MapEntry> {
+        self.map
+            .pieces()
+            .into_iter()
+            .map(|(o, p)| {
+                let ch = &self.chunks[p.chunk as usize];
+                MapEntry::new(
+                    o,
+                    &p,
+                    self.chunk_path(p.chunk),
+                    ch.writer_id,
+                    ch.pid,
+                    ch.host.clone(),
+                    p.key.ts,
+                )
+            })
+            .collect()
+    }
+
+    /// The logical size.
+    pub(crate) fn size(&self) -> u64 {
+        self.map.size()
+    }
+
+    /// Bytes of the file that are data (not holes).
+    pub(crate) fn live_bytes(&self) -> u64 {
+        self.map.live_bytes()
+    }
+
+    /// Writes read from the index logs of framed data logs (each has a frame in its data log:
+    /// overhead, not dead data, in a usage report).
+    pub(crate) fn framed_writes(&self) -> u64 {
+        self.framed_writes
+    }
+
+    /// Statistics of the merged index.
+    pub(crate) fn stats(&self) -> crate::types::IndexStats {
+        crate::types::IndexStats {
+            pieces: self.map.raw_pieces().count(),
+            patterns: self.map.pattern_count(),
+            mem_bytes: self.map.mem_bytes(),
+            records_read: self.records_read,
+        }
+    }
+
+    /// Whether the map must be loaded again: an expansion needed the timestamps that
+    /// [`Self::compact`] dropped, so it is no longer exact.
+    pub(crate) fn is_stale(&self) -> bool {
+        self.map.is_stale()
+    }
+
+    /// Drops the per-element timestamps of compressed patterns, which only a process that
+    /// writes the file too needs (its own writes could overlap a pattern).
+    pub(crate) fn compact(&mut self) {
+        self.map.compact();
     }
 }

@@ -5,7 +5,7 @@
 use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key};
-use crate::format::{self, flat, flat::FlatItem, MetaDropping, FLAT_NAME};
+use crate::format::{self, flat, flat::FlatItem, MetaDropping, WriteRecord, FLAT_NAME};
 use crate::sys::{Access, Dir, File};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -14,14 +14,16 @@ use std::sync::Arc;
 
 mod entries;
 mod logs;
+mod read;
 mod records;
 mod sums;
 pub use entries::MapEntry;
 pub(crate) use logs::scan_frames;
-use logs::{no_link, past_end, read_log, retired_writers, FoundLog, LogRead, Tail};
+use logs::{past_end, read_log, retired_writers, FoundLog, LogRead, Tail};
+pub(crate) use read::ReadPlan;
 pub(crate) use records::writer_writes;
 pub use records::{Write, WriterWrites};
-pub use sums::{SumCheck, Sums};
+use sums::{SumCheck, Sums};
 
 /// A data log the map points into.
 #[derive(Debug, Clone)]
@@ -42,11 +44,11 @@ pub struct Chunk {
 #[derive(Debug)]
 pub struct IndexState {
     /// The extent map.
-    pub map: ExtentMap,
+    map: ExtentMap,
     /// Data logs, indexed by `Piece::chunk`.
-    pub chunks: Vec<Chunk>,
+    chunks: Vec<Chunk>,
     /// Hostdirs.
-    pub dirs: Vec<Arc<Dir>>,
+    dirs: Vec<Arc<Dir>>,
     chunk_by_writer: HashMap<u64, u32>,
     dir_by_path: HashMap<PathBuf, usize>,
     /// The hostdir and chunk asked for last (a writer's writes ask again; no hashing then).
@@ -57,10 +59,10 @@ pub struct IndexState {
     /// What is known of each index log's data log (by the index log's display path).
     tails: HashMap<PathBuf, Tail>,
     /// Writes read from the data logs' frames that no index record described yet (statistics).
-    pub recovered: u64,
+    recovered: u64,
     /// Writes read from the index logs of framed data logs: each has a frame in its data log,
     /// which is overhead, not dead data, in a usage report.
-    pub framed_writes: u64,
+    framed_writes: u64,
     truncs: HashSet<(u64, u64, u64)>,
     /// Open data-log descriptors by chunk, with their last use (least recently used is closed
     /// first).
@@ -68,7 +70,7 @@ pub struct IndexState {
     fd_tick: u64,
     max_fds: usize,
     /// Index records read (for statistics).
-    pub records_read: u64,
+    records_read: u64,
     /// Bytes of the writes read from each writer's index log (checked against close records).
     written: HashMap<u64, u64>,
     /// Set when the state was loaded from a flattened index with this signature.
@@ -77,7 +79,7 @@ pub struct IndexState {
     /// writer had the file open: a refresh that lists the same droppings has nothing to read.
     quiet_sig: Option<u64>,
     /// The data checksums of the logs written with them.
-    pub sums: Sums,
+    sums: Sums,
 }
 
 /// Logs read per thread of a refresh (fewer are read on the calling thread).
@@ -271,8 +273,29 @@ impl IndexState {
         }
     }
 
+    /// Notes a write this process made through writer `(id, pid, host)` into its data log in
+    /// `dir` (the record its index log will get): the merged index stays current without a
+    /// refresh. `checksummed`: the writer's logs carry data checksums.
+    pub(crate) fn note_write(&mut self, dir: Arc<Dir>, writer: (u64, u32, &str), w: &WriteRecord, checksummed: bool) {
+        let (id, pid, host) = writer;
+        let d = self.add_dir(dir);
+        let chunk = self.chunk_for(d, id, pid, host);
+        self.map.insert_write(
+            w.logical_off,
+            w.length,
+            chunk,
+            w.physical_off,
+            Key { ts: w.ts, writer: id },
+        );
+        if checksummed {
+            self.sums.enable(chunk);
+            self.sums
+                .add(chunk, w.physical_off, w.length, w.logical_off, w.data_crc);
+        }
+    }
+
     /// Registers a hostdir, returning its index.
-    pub fn add_dir(&mut self, dir: Arc<Dir>) -> usize {
+    fn add_dir(&mut self, dir: Arc<Dir>) -> usize {
         if let Some((_, i)) = self.last_dir.as_ref().filter(|(d, _)| Arc::ptr_eq(d, &dir)) {
             return *i;
         }
@@ -290,7 +313,7 @@ impl IndexState {
 
     /// The chunk id of a writer's data log, registering it if new.
     /// (Called for this process's own writes, which change the state: see `insert_trunc`.)
-    pub fn chunk_for(&mut self, dir: usize, writer_id: u64, pid: u32, host: &str) -> u32 {
+    fn chunk_for(&mut self, dir: usize, writer_id: u64, pid: u32, host: &str) -> u32 {
         self.quiet_sig = None;
         if let Some((_, c)) = self.last_chunk.filter(|&(w, _)| w == writer_id) {
             return c;
@@ -580,43 +603,6 @@ impl IndexState {
             }
         }
         Ok(())
-    }
-
-    /// A descriptor for a chunk's data log (cached, at most `max_open_data_logs` open; the least
-    /// recently used one is closed first).
-    pub fn data_fd(&mut self, chunk: u32) -> Result<Arc<File>> {
-        self.fd_tick += 1;
-        if let Some(Some((fd, used))) = self.fds.get_mut(chunk as usize) {
-            *used = self.fd_tick;
-            return Ok(fd.clone());
-        }
-        let c = self
-            .chunks
-            .get(chunk as usize)
-            .ok_or_else(|| Error::InvalidArgument(format!("unknown chunk {chunk}")))?;
-        let fd = Arc::new(
-            no_link(
-                self.dirs[c.dir].open_file(&c.name, Access::Read),
-                &self.dirs[c.dir],
-                &c.name,
-            )?
-            .kept(),
-        );
-        // Counted here, where a data log is opened (a system call), not kept beside `fds`.
-        if self.fds.iter().flatten().count() >= self.max_fds {
-            let lru = (self.fds.iter().enumerate())
-                .filter_map(|(i, s)| s.as_ref().map(|(_, used)| (i, *used)))
-                .min_by_key(|&(_, used)| used);
-            if let Some((i, _)) = lru {
-                self.fds[i] = None;
-            }
-        }
-        let i = chunk as usize;
-        if self.fds.len() <= i {
-            self.fds.resize(i + 1, None);
-        }
-        self.fds[i] = Some((fd.clone(), self.fd_tick));
-        Ok(fd)
     }
 
     /// Display path of a chunk's data log.

@@ -163,7 +163,7 @@ fn check_and_compact(sh: &Shared, online: bool) -> Result<Check> {
     }
     // Refreshed: a merged index cached by an earlier check holds this process's writes but not
     // what other writers wrote since, whose bytes would count as dead.
-    let live = sh.with_index(true, |s| Ok(s.map.live_bytes()))?;
+    let live = sh.with_index(true, |s| Ok(s.live_bytes()))?;
     if !worth_it(
         written,
         live,

@@ -80,7 +80,7 @@ pub(crate) fn footprint(c: &Container) -> Result<Usage> {
 /// The file's usage, with its logical size and live bytes from the merged index.
 pub(crate) fn usage(sh: &Shared) -> Result<Usage> {
     let mut u = footprint(&sh.c)?;
-    let (size, live, frames) = sh.with_index(true, |s| Ok((s.map.size(), s.map.live_bytes(), s.framed_writes)))?;
+    let (size, live, frames) = sh.with_index(true, |s| Ok((s.size(), s.live_bytes(), s.framed_writes())))?;
     u.logical = size;
     u.live = live;
     // The frames of framed data logs are counted in their size, but are not data.
@@ -534,7 +534,7 @@ fn done(sh: &Shared, mut rep: CompactReport, t0: Instant) -> Result<CompactRepor
 /// The logical size and live bytes (the same before and after: a compaction changes neither),
 /// from this process's merged index.
 fn fill_live(sh: &Shared, rep: &mut CompactReport) -> Result<()> {
-    let (size, live) = sh.with_index(true, |s| Ok((s.map.size(), s.map.live_bytes())))?;
+    let (size, live) = sh.with_index(true, |s| Ok((s.size(), s.live_bytes())))?;
     for u in [&mut rep.before, &mut rep.after] {
         u.logical = size;
         u.live = live;

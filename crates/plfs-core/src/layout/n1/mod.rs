@@ -590,13 +590,6 @@ impl Handle for ContainerHandle {
     }
 
     fn index_stats(&self) -> Result<IndexStats> {
-        self.shared.with_index(false, |s| {
-            Ok(IndexStats {
-                pieces: s.map.raw_pieces().count(),
-                patterns: s.map.pattern_count(),
-                mem_bytes: s.map.mem_bytes(),
-                records_read: s.records_read,
-            })
-        })
+        self.shared.with_index(false, |s| Ok(s.stats()))
     }
 }

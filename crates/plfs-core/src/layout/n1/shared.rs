@@ -7,12 +7,10 @@ use super::writer::Writer;
 use crate::clock;
 use crate::container::Container;
 use crate::error::{Error, Result};
-use crate::extent::{Key, Segment};
 use crate::format::{self, MetaDropping, WriteRecord};
-use crate::index::{IndexState, SumCheck};
+use crate::index::{IndexState, ReadPlan};
 use crate::sys::{File, TimeSpec};
 use rustix::io::Errno;
-use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -125,7 +123,7 @@ impl Shared {
     /// this process's buffered records.
     pub(crate) fn with_index<R>(&self, refresh: bool, f: impl FnOnce(&mut IndexState) -> Result<R>) -> Result<R> {
         let mut g = lock(&self.index);
-        let stale = g.as_ref().is_some_and(|s| s.map.is_stale());
+        let stale = g.as_ref().is_some_and(IndexState::is_stale);
         if g.is_none() || refresh || stale {
             self.flush_all()?;
             match g.as_mut() {
@@ -143,7 +141,7 @@ impl Shared {
             // Drop pattern timestamps unless this process writes the file too (its own writes
             // could overlap a pattern and would then need them).
             if lock(&self.writers).is_empty() {
-                g.as_mut().expect("index loaded").map.compact();
+                g.as_mut().expect("index loaded").compact();
             }
         }
         f(g.as_mut().expect("index loaded"))
@@ -238,13 +236,14 @@ impl Shared {
             l.data_off = phys + n as u64;
             (phys, l.dir.clone(), &buf[..n])
         };
-        wg.pending.push(WriteRecord {
+        let rec = WriteRecord {
             logical_off: off,
             length: buf.len() as u64,
             physical_off: phys,
             ts,
             data_crc,
-        });
+        };
+        wg.pending.push(rec);
         wg.eof = wg.eof.max(off + buf.len() as u64);
         wg.bytes += buf.len() as u64;
         // The write's timestamp is the clock's time (or a nanosecond past the last one).
@@ -256,15 +255,8 @@ impl Shared {
         drop(wg);
         // Keep this process's merged index current (insertion order does not matter).
         if let Some(s) = lock(&self.index).as_mut() {
-            let d = s.add_dir(dir);
-            let chunk = s.chunk_for(d, id, pid, &host);
-            s.map
-                .insert_write(off, buf.len() as u64, chunk, phys, Key { ts, writer: id });
-            if self.data_crc() {
-                // The writer's logs were created with checksums too.
-                s.sums.enable(chunk);
-                s.sums.add(chunk, phys, buf.len() as u64, off, data_crc);
-            }
+            // The writer's logs were created with checksums when this process writes them.
+            s.note_write(dir, (id, pid, &host), &rec, self.data_crc());
         }
         Ok(buf.len())
     }
@@ -288,7 +280,7 @@ impl Shared {
         let marker = g.as_ref().expect("opened");
         let locked = marker.lock_exclusive()?;
         let r = self
-            .with_index(true, |s| Ok(s.map.size()))
+            .with_index(true, |s| Ok(s.size()))
             .and_then(|off| Ok((off, self.write(w, buf, off)?)));
         if locked {
             let _ = marker.unlock();
@@ -382,211 +374,22 @@ impl Shared {
 
     /// The logical size, from the merged index (refreshed).
     pub(crate) fn size(&self) -> Result<u64> {
-        self.with_index(true, |s| Ok(s.map.size()))
+        self.with_index(true, |s| Ok(s.size()))
     }
 
-    /// Reads through the merged index. Data from logs written with checksums
+    /// Reads through the merged index (`index/read.rs`): the plan under the index's lock, the
+    /// preads and the data checksum checks without it. Data from logs written with checksums
     /// (`data_checksums: true`) is checked: each write it belongs to is read whole, once per
     /// process, and one that does not match its checksum is damage (EIO), not data.
     pub(crate) fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
-        let (mut checks, mut sums) = (Vec::new(), Vec::new());
-        let plan = self.with_index(false, |s| {
-            let segs = s.map.lookup(off, buf.len() as u64);
-            let mut plan = Plan::with_capacity(segs.len());
-            for seg in &segs {
-                match *seg {
-                    Segment::Hole { len } => plan.push((len, None)),
-                    Segment::Data { len, chunk, phys } => {
-                        let f = s.data_fd(chunk)?;
-                        sums.clear();
-                        s.sums.to_check(chunk, phys, len, &mut sums);
-                        let writer = s.chunks[chunk as usize].writer_id;
-                        checks.extend(sums.drain(..).map(|sum| Check {
-                            sum,
-                            writer,
-                            seg: plan.len(),
-                            file: f.clone(),
-                        }));
-                        plan.push((len, Some((f, phys))))
-                    }
-                }
-            }
-            Ok(plan)
-        })?;
-        let (at, pos) = read_plan(&plan, buf)?;
-        if !checks.is_empty() {
-            for Check {
-                sum: c, seg, file: f, ..
-            } in &checks
-            {
-                let (len, src) = &plan[*seg];
-                let seg_phys = src.as_ref().map_or(0, |s| s.1);
-                // Read whole by this read: checked from the buffer; else from the log.
-                let inside = c.phys >= seg_phys && c.phys + c.len <= seg_phys + len;
-                let got = if inside {
-                    let s = at[*seg] + (c.phys - seg_phys) as usize;
-                    Some(crc32c::crc32c(&buf[s..s + c.len as usize]))
-                } else {
-                    crc_of(f, c)?
-                };
-                if got != Some(c.crc) {
-                    return Err(Error::corrupt(
-                        f.path(),
-                        format!(
-                            "{}: the write of {} bytes at logical offset {} (bytes {}..{} of this data log) {}, the index says crc32c {:08x}",
-                            self.logical.display(),
-                            c.len,
-                            c.logical,
-                            c.phys,
-                            c.phys + c.len,
-                            got.map_or("is cut short".to_string(), |g| format!("has crc32c {g:08x}")),
-                            c.crc
-                        ),
-                    ));
-                }
-            }
-            // Into the same merged index only: a reloaded one numbers its chunks anew.
-            let mut g = lock(&self.index);
-            if let Some(s) = g.as_mut() {
-                for c in &checks {
-                    if s.chunks.get(c.sum.chunk as usize).map(|ch| ch.writer_id) == Some(c.writer) {
-                        s.sums.checked(c.sum.chunk, c.sum.phys);
-                    }
-                }
+        let mut plan = ReadPlan::default();
+        self.with_index(false, |s| s.plan_read(off, buf.len() as u64, &mut plan))?;
+        let n = plan.run(buf, &self.logical)?;
+        if plan.checks_writes() {
+            if let Some(s) = lock(&self.index).as_mut() {
+                s.note_checked(&plan);
             }
         }
-        Ok(pos)
+        Ok(n)
     }
-}
-
-/// A write a read returns part of, to check: in plan segment `seg`, from `file`, the data log
-/// of `writer`.
-struct Check {
-    sum: SumCheck,
-    writer: u64,
-    seg: usize,
-    file: Arc<File>,
-}
-
-/// The crc32c of a write's data read from its data log, or `None` when the log ends before it.
-fn crc_of(f: &File, c: &SumCheck) -> Result<Option<u32>> {
-    let mut b = vec![0u8; c.len.min(1 << 20) as usize];
-    let (mut crc, mut done) = (0u32, 0u64);
-    while done < c.len {
-        let want = (c.len - done).min(b.len() as u64) as usize;
-        let n = f.pread_full(&mut b[..want], c.phys + done)?;
-        if n < want {
-            return Ok(None);
-        }
-        crc = crc32c::crc32c_append(crc, &b[..n]);
-        done += n as u64;
-    }
-    Ok(Some(crc))
-}
-
-/// A read's plan: for each stretch of the buffer, its length and where it comes from (a data
-/// log and offset; none for a hole).
-/// Inline for the usual read of one or two stretches: a read allocates nothing for its plan.
-type Plan = SmallVec<[(u64, Option<(Arc<File>, u64)>); 4]>;
-
-/// Stretches of one data log at most this far apart are read by one `preadv`, the bytes between
-/// them (a framed log's frames) into a scratch buffer.
-const MAX_GAP: u64 = format::FRAME_LEN as u64;
-
-/// The most stretches one `preadv` reads (two vectors each, within IOV_MAX).
-const MAX_RUN: usize = 256;
-
-/// Fills `buf` from the plan; returns where each stretch starts in `buf`, and the bytes filled.
-/// The stretches of one data log that lie at most a frame apart in it are read by one `preadv`,
-/// wherever they land in `buf`: one writer's consecutive writes (back to back in its log, as an
-/// unframed log's were read by one `pread`), also when other writers' records lie between them
-/// in the file (N-1 strided: a read of 16 records of 4 writers costs 4 calls, not 16).
-fn read_plan(plan: &Plan, buf: &mut [u8]) -> Result<(SmallVec<[usize; 4]>, usize)> {
-    let mut at = SmallVec::with_capacity(plan.len());
-    let mut pos = 0usize;
-    for (len, _) in plan {
-        at.push(pos);
-        pos += *len as usize;
-    }
-    if let [(len, src)] = plan.as_slice() {
-        let b = &mut buf[..*len as usize];
-        match src {
-            None => b.fill(0),
-            Some((f, phys)) => {
-                let got = f.pread_full(b, *phys)?;
-                short_log(f, *phys, got, phys + len)?;
-            }
-        }
-        return Ok((at, pos));
-    }
-    // Each stretch's part of `buf`, taken when it is read; holes are zeros.
-    let mut parts: Vec<Option<&mut [u8]>> = Vec::with_capacity(plan.len());
-    let mut rest = &mut buf[..pos];
-    for (len, src) in plan {
-        let (part, r) = std::mem::take(&mut rest).split_at_mut(*len as usize);
-        rest = r;
-        if src.is_none() {
-            part.fill(0);
-        }
-        parts.push(Some(part));
-    }
-    // The data stretches by data log, then by offset in it.
-    let mut order: Vec<(usize, &Arc<File>, u64)> = plan
-        .iter()
-        .enumerate()
-        .filter_map(|(k, (_, src))| src.as_ref().map(|(f, p)| (k, f, *p)))
-        .collect();
-    order.sort_by_key(|&(_, f, p)| (Arc::as_ptr(f) as usize, p));
-    let mut i = 0;
-    while i < order.len() {
-        let (first, f, phys) = order[i];
-        // The run of stretches [i, j) that follow each other in this data log.
-        let mut j = i + 1;
-        let mut end = phys + plan[first].0;
-        while j < order.len() && j - i < MAX_RUN {
-            let (k, g, p) = order[j];
-            if !(Arc::ptr_eq(f, g) && p >= end && p - end <= MAX_GAP) {
-                break;
-            }
-            end = p + plan[k].0;
-            j += 1;
-        }
-        let got = if j == i + 1 {
-            f.pread_full(parts[first].take().expect("each stretch is read once"), phys)?
-        } else {
-            // The bytes between the stretches (frames) land in a scratch buffer.
-            let data: u64 = order[i..j].iter().map(|&(k, ..)| plan[k].0).sum();
-            let mut scratch = vec![0u8; (end - phys - data) as usize];
-            let mut sc = &mut scratch[..];
-            let mut iov: Vec<std::io::IoSliceMut<'_>> = Vec::with_capacity(2 * (j - i));
-            let mut prev_end = phys;
-            for &(k, _, p) in &order[i..j] {
-                if p > prev_end {
-                    let (g, r) = std::mem::take(&mut sc).split_at_mut((p - prev_end) as usize);
-                    sc = r;
-                    iov.push(std::io::IoSliceMut::new(g));
-                }
-                iov.push(std::io::IoSliceMut::new(
-                    parts[k].take().expect("each stretch is read once"),
-                ));
-                prev_end = p + plan[k].0;
-            }
-            f.preadv_full(&mut iov, phys)?
-        };
-        short_log(f, phys, got, end)?;
-        i = j;
-    }
-    Ok((at, pos))
-}
-
-/// The error for a data log that ended (`got` bytes from `phys`) before `end`, where the index
-/// points.
-fn short_log(f: &File, phys: u64, got: usize, end: u64) -> Result<()> {
-    if phys + (got as u64) < end {
-        return Err(Error::corrupt(
-            f.path(),
-            format!("data log ends at {} but the index points to {}", phys + got as u64, end),
-        ));
-    }
-    Ok(())
 }
