@@ -32,6 +32,8 @@ pub struct Container {
     pub marker: sys::RawStat,
     /// Whether this descriptor holds a shared flock on the container (see [`Container::lock`]).
     pub locked: bool,
+    /// This process made the container (this handle is its creator's).
+    made_here: bool,
     cid: OnceLock<u128>,
     meta: OnceLock<Dir>,
 }
@@ -67,12 +69,28 @@ pub fn log_mode(mode: u32) -> u32 {
 /// containers' shadow directories in it, and nobody may rename or remove another's (sticky).
 pub const SHADOW_ROOT_MODE: u32 = 0o1777;
 
+/// Whether a directory [`mkdir_exact`] is asked for is new (made by this process's container
+/// creation, moments ago) or most likely there already (another writer's, a shadow root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    New,
+    There,
+}
+
 /// Makes directory `name` in `parent` (if missing) and opens it; a directory this call made gets
 /// exactly `mode`, whatever the process umask, and group `gid` where given and not the process's
 /// own (the file's group: its group reaches what another member made; a maker not in that group
 /// keeps its own). Costs no system call beyond mkdir and open when the umask and group already
-/// give that.
-fn mkdir_exact(parent: &Dir, name: &str, mode: u32, gid: Option<u32>) -> Result<Dir> {
+/// give that. One expected `There` is opened first, and made only if missing: a `mkdir` that
+/// fails with `EEXIST` is not free on a parallel file system (on the GlusterFS volume it takes
+/// the directory's locks on the bricks), and every writer after the first of a file asks for a
+/// hostdir the first one made.
+fn mkdir_exact(parent: &Dir, name: &str, mode: u32, gid: Option<u32>, expect: Expect) -> Result<Dir> {
+    if expect == Expect::There {
+        if let Some(d) = parent.open_dir_opt(name)? {
+            return Ok(d);
+        }
+    }
     let made = parent.mkdir_ok(name, mode)?;
     let d = parent.open_dir(name)?;
     if made {
@@ -125,6 +143,7 @@ impl Container {
             ident: (st.st_dev, st.st_ino),
             marker: st,
             locked: false,
+            made_here: false,
             cid: OnceLock::new(),
             meta: OnceLock::new(),
         })
@@ -160,6 +179,7 @@ impl Container {
             ident: (st.st_dev, st.st_ino),
             marker: st,
             locked: false,
+            made_here: false,
             cid: OnceLock::new(),
             meta: OnceLock::new(),
         };
@@ -277,7 +297,7 @@ impl Container {
         // Every directory of the container has the container's mode exactly, whatever the umask
         // (the file's group is the marker's: both are made by this process).
         let dmode = container_dir_mode(mode);
-        let meta = mkdir_exact(&t, format::META_DIR, dmode, None)?.kept();
+        let meta = mkdir_exact(&t, format::META_DIR, dmode, None, Expect::New)?.kept();
         meta.touch(format::cid_dropping_name(cid), 0o644)?;
         let marker = format::Marker {
             version: format::FORMAT_VERSION,
@@ -317,6 +337,7 @@ impl Container {
             ident: (st.st_dev, st.st_ino),
             marker: st,
             locked: true,
+            made_here: true,
             cid: OnceLock::new(),
             meta: OnceLock::new(),
         };
@@ -412,17 +433,20 @@ impl Container {
         let hd = self.mount.hostdir_for(host);
         let shadow = self.mount.shadow_for(host);
         let (m, g) = (container_dir_mode(self.marker.st_mode), Some(self.marker.st_gid));
+        // A container this process made a moment ago has no hostdir yet; any other most likely
+        // has the one this host's writers share.
+        let expect = if self.made_here { Expect::New } else { Expect::There };
         if Arc::ptr_eq(shadow, &self.mount.canonical[self.backend]) {
             if create {
-                return Ok((mkdir_exact(&self.dir, &hd, m, g)?.kept(), true));
+                return Ok((mkdir_exact(&self.dir, &hd, m, g, expect)?.kept(), true));
             }
             return Ok((self.dir.open_dir_kept(&hd)?, true));
         }
         let d = if create {
             let root = shadow.root()?;
-            let sroot = mkdir_exact(root, format::SHADOW_ROOT, SHADOW_ROOT_MODE, None)?;
-            let cdir = mkdir_exact(&sroot, &format!("{:032x}", self.cid()?), m, g)?;
-            mkdir_exact(&cdir, &hd, m, g)?
+            let sroot = mkdir_exact(root, format::SHADOW_ROOT, SHADOW_ROOT_MODE, None, Expect::There)?;
+            let cdir = mkdir_exact(&sroot, &format!("{:032x}", self.cid()?), m, g, expect)?;
+            mkdir_exact(&cdir, &hd, m, g, expect)?
         } else {
             shadow.dir(&self.shadow_rel()?.join(&hd))?
         };

@@ -255,3 +255,39 @@ fn concurrent_creators_of_a_name_all_open_it() {
         assert_eq!(st.kind, FileKind::File);
     }
 }
+
+/// Every writer after the first of a file opens the hostdir the first one made instead of
+/// trying to make it (issue 22, brick operations per writer): a `mkdir` that fails with `EEXIST`
+/// takes the directory's locks on every brick of a GlusterFS volume. The creator makes its
+/// hostdir without looking for it first (its container is new).
+#[test]
+fn later_writers_make_no_directory() {
+    let fx = Fixture::simple("later-writers");
+    let path = fx.path("n1");
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+        name: "sys::mkdir".into(),
+        filter: tag.clone(),
+        action: plfs_core::failpoint::Action::Kill,
+        after: u64::MAX,
+        times: None,
+    });
+    let mkdirs = || plfs_core::failpoint::hits_for("sys::mkdir", &tag);
+    let (p1, p2) = (fx.plfs(), fx.plfs());
+    let before = mkdirs();
+    let f1 = p1.open(&path, rw_create(), 0o644, 1).unwrap();
+    f1.write(b"first", 0).unwrap();
+    // The container, `meta/` and the hostdir.
+    assert_eq!(mkdirs() - before, 3, "directories made by the creator");
+    let before = mkdirs();
+    let f2 = p2.open(&path, rw_create(), 0o644, 2).unwrap();
+    f2.write(b"second", 5).unwrap();
+    f2.close().unwrap();
+    assert_eq!(mkdirs() - before, 0, "directories the second writer tried to make");
+    f1.close().unwrap();
+    let mut buf = [0u8; 11];
+    let f = p1.open(&path, rw_create(), 0o644, 3).unwrap();
+    assert_eq!(f.read(&mut buf, 0).unwrap(), 11);
+    assert_eq!(&buf, b"firstsecond");
+    f.close().unwrap();
+}
