@@ -75,9 +75,18 @@ pub struct IndexState {
     written: HashMap<u64, u64>,
     /// Set when the state was loaded from a flattened index with this signature.
     flat_sig: Option<u64>,
-    /// The signature of `meta/` (`flat::signature`) at the end of the last refresh, when no
-    /// writer had the file open: a refresh that lists the same droppings has nothing to read.
+    /// The signature of `meta/` ([`quiet_signature`]) at the end of the last refresh, when no
+    /// writer of another process had the file open: a refresh that lists the same droppings has
+    /// nothing to read.
     quiet_sig: Option<u64>,
+    /// This process's writers, whose writes reach the map from the write path (`note_write`):
+    /// their open droppings do not stop a refresh from being quiet. Only in the process that
+    /// noted them (`own_pid`): a forked child's copy of this state sees them as another
+    /// process's.
+    own: HashSet<u64>,
+    own_pid: u32,
+    /// The writer noted last (its next write needs no look-up in `own`).
+    last_own: Option<u64>,
     /// The data checksums of the logs written with them.
     sums: Sums,
 }
@@ -108,6 +117,9 @@ impl IndexState {
             written: HashMap::new(),
             flat_sig: None,
             quiet_sig: None,
+            own: HashSet::new(),
+            own_pid: 0,
+            last_own: None,
             sums: Sums::default(),
         }
     }
@@ -278,6 +290,17 @@ impl IndexState {
     /// refresh. `checksummed`: the writer's logs carry data checksums.
     pub(crate) fn note_write(&mut self, dir: Arc<Dir>, writer: (u64, u32, &str), w: &WriteRecord, checksummed: bool) {
         let (id, pid, host) = writer;
+        if self.last_own != Some(id) {
+            if !self.own.contains(&id) {
+                // A writer new to this map: the next refresh reads everything once more (a wipe
+                // before its open dropping was made would otherwise go unseen, see
+                // `insert_trunc`).
+                self.own_writers_here();
+                self.own.insert(id);
+                self.quiet_sig = None;
+            }
+            self.last_own = Some(id);
+        }
         let d = self.add_dir(dir);
         let chunk = self.chunk_for(d, id, pid, host);
         self.map.insert_write(
@@ -291,6 +314,17 @@ impl IndexState {
             self.sums.enable(chunk);
             self.sums
                 .add(chunk, w.physical_off, w.length, w.logical_off, w.data_crc);
+        }
+    }
+
+    /// Forgets the writers noted by another process (the parent this one was forked from).
+    fn own_writers_here(&mut self) {
+        let pid = crate::clock::pid();
+        if self.own_pid != pid {
+            self.own.clear();
+            self.last_own = None;
+            self.own_pid = pid;
+            self.quiet_sig = None;
         }
     }
 
@@ -312,9 +346,7 @@ impl IndexState {
     }
 
     /// The chunk id of a writer's data log, registering it if new.
-    /// (Called for this process's own writes, which change the state: see `insert_trunc`.)
     fn chunk_for(&mut self, dir: usize, writer_id: u64, pid: u32, host: &str) -> u32 {
-        self.quiet_sig = None;
         if let Some((_, c)) = self.last_chunk.filter(|&(w, _)| w == writer_id) {
             return c;
         }
@@ -344,12 +376,18 @@ impl IndexState {
 
     /// [`IndexState::refresh`]; `tries` counts the rebuilds after a listed log vanished.
     fn refresh_n(&mut self, c: &Container, tries: u32) -> Result<()> {
+        if !self.own.is_empty() {
+            self.own_writers_here();
+        }
         let meta = c.list_meta()?;
-        // Nothing was opened, written, closed, truncated or compacted since the last refresh,
-        // which found no writer open: every one of those leaves or changes a dropping (a writer
-        // makes its open dropping before its logs). This is what a short read's look for more,
-        // or an fstat, of a closed file costs: one listing of `meta/`, not every directory.
-        let sig = flat::signature(&meta);
+        // Nothing was opened, written, closed, truncated or compacted by another process since
+        // the last refresh, which found no writer of another process open: every one of those
+        // leaves or changes a dropping (a writer makes its open dropping before its logs, its
+        // close dropping after its last record). This process's own writes are in the map
+        // already. This is what a short read's look for more, or an fstat, of a closed file (or
+        // of one only this process writes, as a database does at every transaction) costs: one
+        // listing of `meta/`, not every directory.
+        let sig = quiet_signature(&meta, &self.own);
         if sig.is_some() && sig == self.quiet_sig {
             return Ok(());
         }
@@ -610,6 +648,21 @@ impl IndexState {
         let c = &self.chunks[chunk as usize];
         self.dirs[c.dir].sub(&c.name)
     }
+}
+
+/// The signature of a container's droppings, or `None` when a writer other than those in `own`
+/// has the file open. The open droppings of `own` count as names: one that comes or goes
+/// changes it.
+fn quiet_signature(droppings: &[MetaDropping], own: &HashSet<u64>) -> Option<u64> {
+    let mut names: Vec<String> = Vec::with_capacity(droppings.len());
+    for d in droppings {
+        match d {
+            MetaDropping::Open { writer_id, .. } if !own.contains(writer_id) => return None,
+            _ => names.push(d.name()),
+        }
+    }
+    names.sort();
+    Some(format::hash_str(&names.join("/")) ^ names.len() as u64)
 }
 
 /// Fails unless every writer that closed with data in `meta` has an index log in `found`, or was

@@ -1,0 +1,81 @@
+//! A process that writes a file and asks for its size or reads it while it writes (a database at
+//! every transaction, HDF5 at every `fstat`) lists only `meta/` while no other process writes it:
+//! its own writes are in its merged index already (issue 26, sqlite). The moment another
+//! process opens it for writing, writes, closes, or truncates it, the next refresh reads
+//! everything again. Each `fx.plfs()` is a separate instance with its own merged index, as a
+//! separate process would have.
+
+mod common;
+
+use common::{rw_create, Fixture};
+
+/// Arms a counting point (it never fires) for listings under the fixture's directory.
+fn listings(fx: &Fixture) -> impl Fn() -> u64 {
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+        name: "sys::readdir".into(),
+        filter: tag.clone(),
+        action: plfs_core::failpoint::Action::Kill,
+        after: u64::MAX,
+        times: None,
+    });
+    move || plfs_core::failpoint::hits_for("sys::readdir", &tag)
+}
+
+#[test]
+fn a_lone_writer_lists_only_meta_and_sees_every_other_writer_at_once() {
+    let fx = Fixture::simple("own-writes");
+    let path = fx.path("db");
+    let listed = listings(&fx);
+    let (p1, p2) = (fx.plfs(), fx.plfs());
+    let f1 = p1.open(&path, rw_create(), 0o644, 1).unwrap();
+    f1.write(b"a", 0).unwrap();
+    assert_eq!(f1.size().unwrap(), 1);
+    // The first write the loaded index is told of makes the next refresh read everything.
+    f1.write(b"a", 1).unwrap();
+    assert_eq!(f1.size().unwrap(), 2);
+    // Only this process writes: each further size or read lists `meta/` and nothing else.
+    for k in 2..20u64 {
+        f1.write(b"a", k).unwrap();
+        let before = listed();
+        assert_eq!(f1.size().unwrap(), k + 1);
+        let mut b = [0u8; 1];
+        assert_eq!(f1.read(&mut b, k).unwrap(), 1);
+        assert_eq!(
+            listed() - before,
+            1,
+            "listings for one size of a file only this process writes"
+        );
+    }
+    // Another process opens it for writing and writes: seen at the next size, and every
+    // refresh reads everything while it has the file open.
+    let f2 = p2.open(&path, rw_create(), 0o644, 2).unwrap();
+    f2.write(b"bb", 20).unwrap();
+    assert_eq!(f1.size().unwrap(), 22);
+    f2.write(b"cc", 22).unwrap();
+    assert_eq!(f1.size().unwrap(), 24);
+    let mut b = [0u8; 24];
+    assert_eq!(f1.read(&mut b, 0).unwrap(), 24);
+    assert_eq!(&b[..], b"aaaaaaaaaaaaaaaaaaaabbcc");
+    f2.close().unwrap();
+    assert_eq!(f1.size().unwrap(), 24);
+    // Opened, written and closed between two sizes: its close dropping says so.
+    let f2 = p2.open(&path, rw_create(), 0o644, 3).unwrap();
+    f2.write(b"dd", 24).unwrap();
+    f2.close().unwrap();
+    assert_eq!(f1.size().unwrap(), 26);
+    // Truncated by another process.
+    p2.truncate(&path, 5).unwrap();
+    assert_eq!(f1.size().unwrap(), 5);
+    f1.write(b"e", 5).unwrap();
+    assert_eq!(f1.size().unwrap(), 6);
+    let mut b = [0u8; 6];
+    assert_eq!(f1.read(&mut b, 0).unwrap(), 6);
+    assert_eq!(&b[..], b"aaaaae");
+    f1.close().unwrap();
+    let f = p2.open(&path, rw_create(), 0o644, 4).unwrap();
+    let mut b = [0u8; 8];
+    assert_eq!(f.read(&mut b, 0).unwrap(), 6);
+    assert_eq!(&b[..6], b"aaaaae");
+    f.close().unwrap();
+}
