@@ -44,10 +44,7 @@ SEAM_ALLOWED_FILES = {"log.rs"}
 # Known violations, each waiting to be removed (not a rule); one that no longer occurs is
 # reported, so that it is taken off the list.
 # Uses of a module that the core's lib.rs declares later: (user, used) -> why.
-LAYER_EXCEPTIONS = {
-    ("sys", "format"): "the I/O seam knows names in containers (format::MARKER_NAME, "
-    "format::TMP_PREFIX); issue 27, item 1",
-}
+LAYER_EXCEPTIONS = {}
 # Cycles: (crate, the modules of the cycle) -> why.
 CYCLE_EXCEPTIONS = {
     ("plfs-core", frozenset({"config", "config::load"})): "config/mod.rs calls the loader "
