@@ -15,6 +15,17 @@
 4. No source file longer than 700 lines before its tests.
 5. No function longer than 120 lines (from its `fn` line to its closing brace, comments
    included) in product code.
+6. The on-disk format is its own crate, `crates/plfs-format`, and does no I/O: its Cargo.toml
+   depends only on `FORMAT_DEPENDENCIES` (no rustix, libc, nix), its product code names no file,
+   process, network or terminal call (`FORMAT_FORBIDDEN`: `std::fs`, `File`, `OpenOptions`,
+   `std::io` readers and writers, `std::env`, `std::process`, `std::net`, `print!`...), and the
+   fuzz targets (`fuzz/Cargo.toml`) depend on it alone (with libfuzzer-sys).
+7. The I/O seam knows no names in containers: nothing under `crates/plfs-core/src/sys/` names the
+   format (`plfs_format`, `format::`).
+8. The core's API: `crates/plfs-core/src/lib.rs` declares `pub` only the modules in
+   `PUBLIC_MODULES`; `sys`, `clock` and the format (`use plfs_format as format`) are crate-private
+   and not re-exported whole. Front ends get what they need of them from named items
+   (`frontend.rs`, re-exported at the root).
 
 Product code is a crate's `src/` without its `tests.rs` files and its `#[cfg(test)]` items.
 Comments, string and character literals are blanked before code is matched or braces counted.
@@ -41,13 +52,27 @@ SEAM_FORBIDDEN = [
 # Not backend I/O: the logger writes to fd 2.
 SEAM_ALLOWED_FILES = {"log.rs"}
 
+# The format crate (rule 6): its only dependencies, and what its product code must not name.
+FORMAT_CRATE = os.path.join(ROOT, "crates/plfs-format")
+FORMAT_DEPENDENCIES = {"crc32c", "thiserror"}
+FORMAT_FORBIDDEN = [
+    (re.compile(r"\bstd::fs\b"), "std::fs"),
+    (re.compile(r"\bFile\b|\bOpenOptions\b"), "a file type"),
+    (re.compile(r"\bstd::io::(?!Error\b|ErrorKind\b|Result\b)[A-Za-z_{]"), "std::io other than its error types"),
+    (re.compile(r"\b(?:Read|Write|Seek|BufRead)\s*(?:for\b|[,}])|\bimpl\s+(?:Read|Write|Seek|BufRead)\b"), "an I/O trait"),
+    (re.compile(r"\bstd::(?:env|process|net|thread|time)\b"), "the environment, processes, network or clock"),
+    (re.compile(r"\b(?:rustix|libc|nix)::"), "system calls"),
+    (re.compile(r"\be?print(?:ln)?!|\bdbg!"), "terminal output"),
+]
+FUZZ_DEPENDENCIES = {"libfuzzer-sys", "plfs-format"}
+# The modules the core's lib.rs may declare `pub` (rule 8); every other module is crate-private.
+PUBLIC_MODULES = {"error", "log", "types", "config", "compact", "fsck", "tools", "upgrade", "testing"}
+PRIVATE_LAYERS = ("sys", "clock", "format", "plfs_format")
+
 # Known violations, each waiting to be removed (not a rule); one that no longer occurs is
 # reported, so that it is taken off the list.
 # Uses of a module that the core's lib.rs declares later: (user, used) -> why.
-LAYER_EXCEPTIONS = {
-    ("sys", "format"): "the I/O seam knows names in containers (format::MARKER_NAME, "
-    "format::TMP_PREFIX); issue 27, item 1",
-}
+LAYER_EXCEPTIONS = {}
 # Cycles: (crate, the modules of the cycle) -> why.
 CYCLE_EXCEPTIONS = {
     ("plfs-core", frozenset({"config", "config::load"})): "config/mod.rs calls the loader "
@@ -383,9 +408,90 @@ def check_functions(problems):
     return n
 
 
+def dependencies(cargo_toml):
+    """The names in the `[dependencies]` table of a Cargo.toml (not dev- or build-dependencies)."""
+    names, on = set(), False
+    for line in read(cargo_toml).splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("["):
+            on = line == "[dependencies]"
+        elif on and "=" in line:
+            names.add(line.split("=")[0].strip().split(".")[0].strip('"'))
+    return names
+
+
+def check_format_crate(problems):
+    """Rule 6: the format crate does no I/O, and the fuzz targets depend on it alone."""
+    toml = os.path.join(FORMAT_CRATE, "Cargo.toml")
+    if not os.path.isfile(toml):
+        problems.append("format: crates/plfs-format/Cargo.toml is missing (the on-disk format is its own crate)")
+        return
+    for d in sorted(dependencies(toml) - FORMAT_DEPENDENCIES):
+        problems.append(f"format: crates/plfs-format/Cargo.toml depends on {d} (allowed: {sorted(FORMAT_DEPENDENCIES)})")
+    for path in rust_files(os.path.join(FORMAT_CRATE, "src")):
+        rel = os.path.relpath(path, ROOT)
+        for n, line in enumerate(product(read(path)).split("\n"), 1):
+            for rx, what in FORMAT_FORBIDDEN:
+                if rx.search(line):
+                    problems.append(f"format: {rel}:{n}: {what} in the format crate (no I/O): {line.strip()}")
+    fuzz = os.path.join(ROOT, "fuzz/Cargo.toml")
+    if os.path.isfile(fuzz):
+        for d in sorted(dependencies(fuzz) - FUZZ_DEPENDENCIES):
+            problems.append(f"format: fuzz/Cargo.toml depends on {d} (the fuzz targets use plfs-format alone)")
+
+
+def check_sys_names(problems):
+    """Rule 7: the I/O seam does not name the format."""
+    rx = re.compile(r"\bplfs_format\b|\bformat::")
+    for path in rust_files(os.path.join(CORE_SRC, "sys"), tests=True):
+        for n, line in enumerate(product(read(path)).split("\n"), 1):
+            if rx.search(line):
+                problems.append(
+                    f"seam: {os.path.relpath(path, ROOT)}:{n}: the I/O seam names the format "
+                    f"(it knows no names in containers: the caller passes them in): {line.strip()}"
+                )
+
+
+def check_api(problems):
+    """Rule 8: the modules the core's lib.rs makes public. Returns them."""
+    text = product(read(os.path.join(CORE_SRC, "lib.rs")))
+    public = []
+    for m in re.finditer(r"^[ \t]*pub(\([a-z]+\))?[ \t]+mod[ \t]+([a-z_][a-z0-9_]*)", text, re.M):
+        vis, name = m.group(1), m.group(2)
+        if vis:
+            continue
+        public.append(name)
+        if name not in PUBLIC_MODULES:
+            problems.append(
+                f"api: crates/plfs-core/src/lib.rs: `pub mod {name}`: not in PUBLIC_MODULES "
+                f"(make it pub(crate) and export what front ends need by name)"
+            )
+    for m in re.finditer(r"^[ \t]*pub(\([a-z]+\))?[ \t]+use[ \t]+([^;]*);", text, re.M):
+        if m.group(1):
+            continue
+        body = re.sub(r"\s+", " ", m.group(2))
+        for item in re.split(r"[{},]", body):
+            item = item.strip()
+            path = item.split(" as ")[0].strip()
+            if path.split("::")[0] == "crate":
+                path = path[len("crate::"):]
+            if path in PRIVATE_LAYERS or (path.startswith("plfs_format") and "::" not in path):
+                problems.append(
+                    f"api: crates/plfs-core/src/lib.rs: `pub use {body}` makes {path} public "
+                    f"(sys, clock and the format are crate-private)"
+                )
+    for name in ("sys", "clock"):
+        if not re.search(rf"^[ \t]*(?:pub\(crate\)[ \t]+)?mod[ \t]+{name}[ \t]*;", text, re.M):
+            problems.append(f"api: crates/plfs-core/src/lib.rs: `{name}` must be declared `pub(crate) mod {name};`")
+    return public
+
+
 def main():
     problems = []
     check_seam(problems)
+    check_format_crate(problems)
+    check_sys_names(problems)
+    public = check_api(problems)
     stats = []
     layers = []
     for crate, src in crate_sources():
@@ -406,7 +512,8 @@ def main():
         + "; ".join(stats)
         + f"; {len(CYCLE_EXCEPTIONS)} known); the core's {len(layers)} modules in the layer order of lib.rs"
         + f" ({len(LAYER_EXCEPTIONS)} known exception); no file over {MAX_LINES} lines;"
-        + f" no function over {MAX_FN_LINES} lines ({functions} functions)"
+        + f" no function over {MAX_FN_LINES} lines ({functions} functions); the format crate does no I/O"
+        + f" and the seam names no format; the core's public modules: {', '.join(public)}"
     )
     return 0
 

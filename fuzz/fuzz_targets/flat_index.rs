@@ -5,5 +5,5 @@ use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = plfs_core::format::flat::Flat::decode(Path::new("fuzz"), data);
+    let _ = plfs_format::flat::Flat::decode(Path::new("fuzz"), data);
 });

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use plfs_core::format::{self, LogHeader, Marker, MetaDropping};
+use plfs_format::{self as format, LogHeader, Marker, MetaDropping};
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {

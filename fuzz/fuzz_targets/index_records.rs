@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use plfs_core::format;
+use plfs_format as format;
 
 fuzz_target!(|data: &[u8]| {
     let d = format::decode_records(data);

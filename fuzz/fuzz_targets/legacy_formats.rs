@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use plfs_core::format::legacy::{self as names, records, small};
+use plfs_format::legacy::{self as names, records, small};
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = small::decode_names(p, data);
     let _ = small::decode_small_index(p, data);
     let _ = names::parse_metalink(p, data);
-    let _ = plfs_core::format::xattr::decode(p, data);
+    let _ = plfs_format::xattr::decode(p, data);
     if let Ok(s) = std::str::from_utf8(data) {
         let _ = names::Dropping::parse(s);
         let _ = names::Meta::parse(s);

@@ -75,7 +75,7 @@ pub unsafe extern "C" fn plfs_setxattr(
             &[]
         } else {
             non_null(value, "value")?;
-            if len > plfs_core::format::xattr::MAX_VALUE {
+            if len > plfs_core::MAX_XATTR_VALUE {
                 return Err(Failure::new(
                     PlfsError::EINVAL,
                     format!("value of {len} bytes is too large"),
@@ -246,8 +246,7 @@ static HOSTNAME: OnceLock<CString> = OnceLock::new();
 #[no_mangle]
 pub unsafe extern "C" fn plfs_gethostname(hname: *mut *mut c_char) -> PlfsError {
     guard("plfs_gethostname", || {
-        let h =
-            HOSTNAME.get_or_init(|| CString::new(plfs_core::clock::hostname().replace('\0', "_")).unwrap_or_default());
+        let h = HOSTNAME.get_or_init(|| CString::new(plfs_core::hostname().replace('\0', "_")).unwrap_or_default());
         // SAFETY: hname is writable (caller's contract); the string lives in a static.
         unsafe { put(hname, h.as_ptr().cast_mut(), "hname") }
     })

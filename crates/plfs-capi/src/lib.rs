@@ -23,10 +23,10 @@ pub mod stat;
 pub use error::{to_plfs_error, PlfsError};
 
 /// Runs when the library is loaded, before the program's threads usually exist: grows the
-/// descriptor table for the core's high descriptors (see `plfs_core::sys::grow_fd_table`), which a
+/// descriptor table for the core's high descriptors (see `plfs_core::grow_fd_table`), which a
 /// multi-threaded process would otherwise pay for with an RCU grace period at its first open.
 extern "C" fn constructor() {
-    let _ = std::panic::catch_unwind(plfs_core::sys::grow_fd_table);
+    let _ = std::panic::catch_unwind(plfs_core::grow_fd_table);
 }
 
 #[used]

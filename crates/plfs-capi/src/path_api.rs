@@ -7,7 +7,7 @@ use crate::instance::{
     c_path, c_str, guard, guard_value, last_error_ptr, non_null, plfs, plfs_path, put, put_opt, Failure,
 };
 use crate::stat::fill_statvfs;
-use plfs_core::sys::TimeSpec;
+use plfs_core::TimeSpec;
 use std::ffi::{c_char, c_int, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;

@@ -360,9 +360,9 @@ fn descriptor_table_is_grown_at_load() {
     let out = run(Command::new(&exe).env("LD_LIBRARY_PATH", lib_dir()));
     let size: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert!(
-        size > plfs_core::sys::HIGH_FD,
+        size > plfs_core::HIGH_FD,
         "descriptor table of {size} at main: the library did not grow it past {}",
-        plfs_core::sys::HIGH_FD
+        plfs_core::HIGH_FD
     );
 }
 

@@ -7,7 +7,7 @@ use crate::util::load_config;
 use anyhow::{bail, Result};
 use clap::Args;
 use plfs_core::config::{BackendRole, Config};
-use plfs_core::sys::probe::ProbeItem;
+use plfs_core::ProbeItem;
 use serde_json::json;
 use std::path::Path;
 
@@ -90,7 +90,7 @@ fn check_backend(loc: &Path, mkdir: bool, zero_config: bool) -> Status {
         Err(e) => return Status::Problem(format!("cannot stat it: {e}")),
     }
     // The temporary prefix keeps a leftover probe out of every listing.
-    let probe = loc.join(format!("{}check.{}", plfs_core::format::TMP_PREFIX, std::process::id()));
+    let probe = loc.join(format!("{}check.{}", plfs_core::TMP_PREFIX, std::process::id()));
     match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
@@ -227,7 +227,7 @@ fn probe_all(cfg: &Config, results: &[Vec<Status>]) -> Vec<BackendProbe> {
             if out.iter().any(|(p, _)| *p == b.location) || !matches!(s, Status::Ok | Status::Created) {
                 continue;
             }
-            let r = plfs_core::sys::probe::probe_path(&b.location).map_err(|e| e.to_string());
+            let r = plfs_core::probe_backend(&b.location).map_err(|e| e.to_string());
             out.push((b.location.clone(), r));
         }
     }

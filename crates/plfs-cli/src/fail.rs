@@ -57,7 +57,7 @@ pub fn set_backends(locs: impl IntoIterator<Item = PathBuf>) {
 
 /// True if `s` names something inside a backend or a PLFS temporary name.
 fn leaks(s: &str) -> bool {
-    if s.contains(plfs_core::format::TMP_PREFIX) {
+    if s.contains(plfs_core::TMP_PREFIX) {
         return true;
     }
     let b = BACKENDS.lock().unwrap_or_else(|p| p.into_inner());

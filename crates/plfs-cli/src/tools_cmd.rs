@@ -214,7 +214,7 @@ pub fn flatten(cli: &Globals, a: &FlattenArgs) -> Result<()> {
 /// Runs `plfs version`.
 pub fn version(cli: &Globals, a: &VersionArgs) -> Result<()> {
     let lib = env!("CARGO_PKG_VERSION");
-    let fmt = plfs_core::format::FORMAT_VERSION;
+    let fmt = plfs_core::FORMAT_VERSION;
     let file = match &a.file {
         None => None,
         Some(f) => {

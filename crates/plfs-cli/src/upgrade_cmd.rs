@@ -81,7 +81,7 @@ pub fn upgrade(cli: &Globals, a: &UpgradeArgs) -> Result<()> {
                     outln!(
                         "{}: upgraded to format v{} ({} bytes, {} of data copied and verified)",
                         u.logical.display(),
-                        plfs_core::format::FORMAT_VERSION,
+                        plfs_core::FORMAT_VERSION,
                         u.size,
                         human_bytes(u.copied)
                     );
@@ -100,7 +100,7 @@ pub fn upgrade(cli: &Globals, a: &UpgradeArgs) -> Result<()> {
             .map(|u| json!({ "path": u.logical.display().to_string(), "size": u.size, "copied_bytes": u.copied }))
             .collect();
         crate::out::json(&json!({
-            "format_version": plfs_core::format::FORMAT_VERSION, "upgraded": files,
+            "format_version": plfs_core::FORMAT_VERSION, "upgraded": files,
         }));
     } else if todo.is_empty() {
         outln!("no files written by PLFS 2.x found");

@@ -170,7 +170,7 @@ pub fn human_bytes(n: u64) -> String {
 /// The name of user `uid` in the system's user database (getpwuid(3): /etc/passwd, LDAP, SSSD...
 /// as nsswitch.conf says); the number when it has none.
 pub fn user_name(uid: u32) -> String {
-    plfs_core::sys::user_name(uid).unwrap_or_else(|| uid.to_string())
+    plfs_core::user_name(uid).unwrap_or_else(|| uid.to_string())
 }
 
 /// The name of group `gid` in the system's group database (getgrgid(3)); the number when it has

@@ -16,6 +16,26 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+/// What the container layer adds to a backend directory ([`sys::Dir`]): the operations that must
+/// know names in containers, which the I/O seam does not.
+pub(crate) trait DirExt {
+    /// Removes `name` and everything beneath it, a container's marker last in every directory
+    /// (so that a directory is recognisably a container until it is empty). Missing is success.
+    fn remove_tree(&self, name: impl AsRef<std::ffi::OsStr>) -> Result<()>;
+    /// Writes `data` to `name` atomically through a temporary sibling that fsck knows as debris
+    /// ([`format::TMP_PREFIX`]).
+    fn write_atomic(&self, name: impl AsRef<std::ffi::OsStr>, data: &[u8], mode: u32) -> Result<()>;
+}
+
+impl DirExt for Dir {
+    fn remove_tree(&self, name: impl AsRef<std::ffi::OsStr>) -> Result<()> {
+        self.remove_tree_with(name, std::ffi::OsStr::new(format::MARKER_NAME))
+    }
+    fn write_atomic(&self, name: impl AsRef<std::ffi::OsStr>, data: &[u8], mode: u32) -> Result<()> {
+        self.write_atomic_via(format::TMP_PREFIX, name, data, mode)
+    }
+}
+
 /// An open container.
 #[derive(Debug)]
 pub struct Container {
@@ -679,7 +699,7 @@ pub fn read_marker(d: &Dir) -> Result<format::Marker> {
     let f = d.open_file(format::MARKER_NAME, Access::Read)?;
     let mut b = [0u8; format::MARKER_LEN];
     let n = f.pread_full(&mut b, 0)?;
-    format::Marker::decode(f.path(), &b[..n])
+    Ok(format::Marker::decode(f.path(), &b[..n])?)
 }
 
 /// `.plfs_shadow/<cid>` relative to a shadow backend's root.

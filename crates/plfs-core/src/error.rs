@@ -95,3 +95,14 @@ impl Error {
         self.raw_errno() == rustix::io::Errno::NOENT.raw_os_error()
     }
 }
+
+/// A decoder's or a name check's error from the format crate: the same variant, message and errno
+/// as the core's own.
+impl From<plfs_format::Error> for Error {
+    fn from(e: plfs_format::Error) -> Self {
+        match e {
+            plfs_format::Error::Corruption { path, what } => Error::Corruption { path, what },
+            plfs_format::Error::InvalidArgument(m) => Error::InvalidArgument(m),
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! logical file and the reverse (`query`), writing a flattened index (`flatten`), the format
 //! version of a file and its metadata droppings.
 
+use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format::{self, MetaDropping, FLAT_NAME};
 use crate::index::IndexState;

@@ -27,6 +27,7 @@
 //! place: rerunning converts every file again.
 
 use crate::container::Container;
+use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format::{self, legacy::small::SMALL_CONTAINER};
 use crate::layout::n1::{ContainerNode, Registry};

@@ -54,5 +54,5 @@ pub fn get(c: &Container, key: &[u8]) -> Result<Option<Vec<u8>>> {
         return Err(Error::corrupt(f.path(), "not an extended attribute file (too large)"));
     }
     b.truncate(n);
-    fmt::decode(f.path(), &b).map(Some)
+    Ok(Some(fmt::decode(f.path(), &b)?))
 }

@@ -216,7 +216,7 @@ fn rename_over_a_file_never_leaves_the_name_missing() {
     // Where the backend has RENAME_EXCHANGE (ext4, xfs...), the name is never missing. Where it
     // has not (GlusterFS, MooseFS, NFS), the fallback of the next test is what runs.
     let fx = fixture("be-probe");
-    let exchange = plfs_core::sys::probe::probe_path(&fx.canonical[0])
+    let exchange = plfs_core::probe_backend(&fx.canonical[0])
         .unwrap()
         .iter()
         .any(|i| i.feature == "renameat2 RENAME_EXCHANGE" && i.supported);

@@ -303,7 +303,7 @@ fn sigkill_during_compaction() {
     let base = std::env::var("PLFS_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(plfs_core::clock::random_u64);
+        .unwrap_or_else(plfs_core::random_u64);
     eprintln!("compaction crash: base seed {base} (set PLFS_CRASH_SEED to replay)");
     let g = GlobalParams {
         auto_compaction: false,

@@ -70,7 +70,7 @@ fn child_writer() {
         ..Default::default()
     };
     let f = plfs
-        .open(&path, flags, 0o644, plfs_core::clock::pid())
+        .open(&path, flags, 0o644, plfs_core::pid())
         .expect("open for writing");
     let mut buf = vec![0u8; 48 << 10];
     for i in 0..MAX_WRITES {
@@ -428,7 +428,7 @@ fn sigkill_writers_at_random_points() {
     let base_seed = std::env::var("PLFS_CRASH_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or_else(plfs_core::clock::random_u64);
+        .unwrap_or_else(plfs_core::random_u64);
     eprintln!("crash: base seed {base_seed} (set PLFS_CRASH_SEED to replay)");
     let fxs = fixtures();
     let mut tally = Tally::default();
@@ -489,7 +489,7 @@ fn every_write_that_returned_survives_sigkill() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(18);
-    let base_seed = plfs_core::clock::random_u64();
+    let base_seed = plfs_core::random_u64();
     eprintln!("kill: base seed {base_seed}");
     let fxs = [
         Fixture::simple("kill-default"),

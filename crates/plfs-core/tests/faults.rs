@@ -425,7 +425,7 @@ fn a_lookup_refused_by_openat2_walks_and_still_refuses_links() {
 mod fuzz {
     use super::*;
     use plfs_core::config::Workload;
-    use plfs_core::format::{self, LogHeader, Marker, MetaDropping};
+    use plfs_format::{self as format, LogHeader, Marker, MetaDropping};
     use proptest::prelude::*;
     use std::path::PathBuf;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -539,7 +539,7 @@ mod fuzz {
         let _ = format::decode_records(b);
         let _ = LogHeader::decode(p, b, format::INDEX_MAGIC);
         let _ = Marker::decode(p, b);
-        let _ = plfs_core::format::flat::Flat::decode(p, b);
+        let _ = plfs_format::flat::Flat::decode(p, b);
         let s = String::from_utf8_lossy(b);
         let _ = MetaDropping::parse(&s);
         let _ = format::parse_log_name(&s);

@@ -111,7 +111,7 @@ fn open_and_close_records_of_one_writer_keep_the_close_record() {
     let open = fx
         .container_dir("f")
         .join("meta")
-        .join(format!("open.{writer}.{pid}.{}", plfs_core::clock::hostname()));
+        .join(format!("open.{writer}.{pid}.{}", plfs_core::hostname()));
     std::fs::write(&open, b"").unwrap();
     // While both are there, stat takes the merged index and is still right.
     assert_eq!(fx.plfs().stat(&fx.path("f")).unwrap().size, want.len() as u64);
@@ -124,9 +124,7 @@ fn open_and_close_records_of_one_writer_keep_the_close_record() {
 fn live_writer_is_left_alone() {
     let fx = Fixture::simple("fsck-live");
     let p = fx.plfs();
-    let f = p
-        .open(&fx.path("f"), rw_create(), 0o644, plfs_core::clock::pid())
-        .unwrap();
+    let f = p.open(&fx.path("f"), rw_create(), 0o644, plfs_core::pid()).unwrap();
     f.write(b"hello", 0).unwrap();
     f.sync().unwrap();
     let rep = fsck::fsck(&fx.plfs(), &fx.path("f"), &repair()).unwrap();

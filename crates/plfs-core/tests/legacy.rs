@@ -9,9 +9,9 @@ mod common;
 
 use common::{assert_errno, read_all, ro, Fixture, MOUNT};
 use plfs_core::config::GlobalParams;
-use plfs_core::format::legacy::records::{encode_entry, HostEntry};
 use plfs_core::fsck::{self, Kind, Options};
 use plfs_core::{FileKind, OpenFlags, Plfs};
+use plfs_format::legacy::records::{encode_entry, HostEntry};
 use rustix::io::Errno;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -211,7 +211,7 @@ fn fixtures_changes_refused_with_upgrade_message() {
     assert_errno(p.chmod(&f, 0o644), Errno::ROFS, "chmod");
     assert_errno(p.chown(&f, 0, 0), Errno::ROFS, "chown");
     assert_errno(
-        p.utimens(&f, plfs_core::sys::TimeSpec::Now, plfs_core::sys::TimeSpec::Now),
+        p.utimens(&f, plfs_core::TimeSpec::Now, plfs_core::TimeSpec::Now),
         Errno::ROFS,
         "utimens",
     );
@@ -783,8 +783,8 @@ fn upgrade_failure_keeps_the_original_and_fsck_recognises_half_done_upgrades() {
 pub(crate) mod small {
     use super::*;
     use plfs_core::config::{BackendRole, BackendSpec, MountConfig, Workload};
-    use plfs_core::format::legacy::small::{encode_name, encode_small_index, ops};
     use plfs_core::Config;
+    use plfs_format::legacy::small::{encode_name, encode_small_index, ops};
 
     /// One writer's log triple in `<backend>/d/SMALLFILECONTAINER/`.
     pub(crate) struct W {

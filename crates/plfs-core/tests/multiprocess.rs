@@ -241,7 +241,7 @@ fn index_logs(fx: &Fixture, name: &str) -> Vec<(PathBuf, u32, String)> {
         .into_iter()
         .map(|p| {
             let n = p.file_name().unwrap().to_str().unwrap().to_string();
-            let l = plfs_core::format::parse_log_name(&n).unwrap_or_else(|| panic!("bad log name {n}"));
+            let l = plfs_format::parse_log_name(&n).unwrap_or_else(|| panic!("bad log name {n}"));
             (p, l.pid, l.host)
         })
         .collect()
@@ -274,7 +274,7 @@ fn scenario_b_segmented_two_writers() {
 
 /// Two host names whose hash differs modulo `m` (so they use different hostdirs or shadows).
 fn two_hosts(m: u64) -> (String, String) {
-    let h = |s: &str| plfs_core::format::hash_str(s) % m;
+    let h = |s: &str| plfs_format::hash_str(s) % m;
     let a = "hostA".to_string();
     let b = (0..).map(|i| format!("hostB{i}")).find(|b| h(b) != h(&a)).unwrap();
     (a, b)
@@ -296,7 +296,7 @@ fn scenario_c_two_hosts_many_hostdirs() {
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     hostdirs.sort();
-    let hd = |h: &str| format!("hostdir.{}", plfs_core::format::hash_str(h) % 1024);
+    let hd = |h: &str| format!("hostdir.{}", plfs_format::hash_str(h) % 1024);
     let mut want = vec![hd(&ha), hd(&hb)];
     want.sort();
     assert_eq!(hostdirs, want, "one hostdir per host");
@@ -371,7 +371,7 @@ fn wait_for_line(r: &mut impl BufRead, key: &str) {
 }
 
 fn meta_fast_size(p: &Plfs, path: &Path) -> Option<(u64, u64)> {
-    plfs_core::format::fast_size(&plfs_core::tools::droppings(p, path).unwrap())
+    plfs_format::fast_size(&plfs_core::tools::droppings(p, path).unwrap())
 }
 
 #[test]

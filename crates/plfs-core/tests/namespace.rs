@@ -265,7 +265,7 @@ fn attributes(fx: &Fixture) {
     p.chmod(&fx.path("f"), 0o644).unwrap();
     assert_eq!(get(&p, &fx.path("f")), b"Jello");
 
-    let t = |s: i64, n: i64| plfs_core::sys::TimeSpec::At(s, n);
+    let t = |s: i64, n: i64| plfs_core::TimeSpec::At(s, n);
     for name in ["f", "d", "l"] {
         p.utimens(&fx.path(name), t(1_000_000_000, 5), t(1_200_000_000, 123_456_789))
             .unwrap();
@@ -278,7 +278,7 @@ fn attributes(fx: &Fixture) {
         );
     }
     // Omit leaves a time alone.
-    p.utimens(&fx.path("f"), plfs_core::sys::TimeSpec::Omit, t(1_300_000_000, 0))
+    p.utimens(&fx.path("f"), plfs_core::TimeSpec::Omit, t(1_300_000_000, 0))
         .unwrap();
     let st = p.stat(&fx.path("f")).unwrap();
     assert_eq!(

@@ -209,21 +209,21 @@ fn a_log_created_within_the_tick_of_the_last_listing_is_found_later() {
 /// that, the stamps vouch for the listing and a create costs no listing.
 #[test]
 fn a_burst_of_creates_does_not_list_the_store_each_time() {
-    use plfs_core::sys::failpoint;
+    use plfs_core::failpoint;
     let t = TempDir::new("small-burst");
     let (rc, backend) = small_rc(&t);
     let p = Plfs::new(Config::from_file(&rc).unwrap()).unwrap();
     let dir = Path::new(MOUNT).join("burst");
     p.mkdir(&dir, 0o755).unwrap();
     create(&p, &dir.join("f0"));
-    let window = plfs_core::sys::Dir::open_root(&backend).unwrap().timestamp_window_ns();
+    let window = plfs_core::testing::timestamp_window_ns(&backend).unwrap();
     // ext4 and tmpfs (where the tests run unless PLFS_TEST_ROOT says otherwise) take their
     // timestamps from this kernel's clock: the short window.
     let fs_type = rustix::fs::statfs(&backend).unwrap().f_type as i64;
     if [0xEF53, 0x0102_1994].contains(&fs_type) {
         assert_eq!(
             window,
-            plfs_core::sys::LOCAL_WINDOW_NS,
+            plfs_core::testing::LOCAL_WINDOW_NS,
             "a local file system got the long window"
         );
     }

@@ -2,7 +2,7 @@
 //! place core errors become FUSE errnos.
 
 use fuser::{Errno, FileAttr, FileType, INodeNo, TimeOrNow};
-use plfs_core::sys::TimeSpec;
+use plfs_core::TimeSpec;
 use plfs_core::{FileKind, Stat};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

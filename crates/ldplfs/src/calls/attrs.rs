@@ -9,7 +9,7 @@ use crate::file::init::enter;
 use crate::rt::errno::{Errno, Res};
 use crate::rt::guard::run;
 use libc::{c_char, c_int, c_void, gid_t, mode_t, size_t, ssize_t, uid_t};
-use plfs_core::sys::TimeSpec;
+use plfs_core::TimeSpec;
 use std::path::PathBuf;
 
 fn plfs() -> Res<&'static plfs_core::Plfs> {

@@ -207,7 +207,7 @@ fn fill_template<T>(tmpl: *mut c_char, suffix: c_int, mut make: impl FnMut(PathB
     }
     const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     for _ in 0..1000 {
-        let mut r = plfs_core::clock::random_u64();
+        let mut r = plfs_core::random_u64();
         for b in &mut bytes[start..start + 6] {
             *b = CHARS[(r % CHARS.len() as u64) as usize];
             r /= CHARS.len() as u64;

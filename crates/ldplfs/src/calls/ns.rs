@@ -45,16 +45,7 @@ macro_rules! path_call {
 
 /// Reads the process umask without changing it.
 fn umask() -> u32 {
-    let Ok(b) = plfs_core::sys::read_file(Path::new("/proc/self/status")) else {
-        return 0o022;
-    };
-    let s = String::from_utf8_lossy(&b);
-    s.lines()
-        .find_map(|l| {
-            l.strip_prefix("Umask:")
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
+    plfs_core::umask_now()
 }
 
 fn unlink_p(p: &Path) -> Res<c_int> {

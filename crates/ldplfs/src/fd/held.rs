@@ -161,8 +161,7 @@ fn trashed(fd: i32) -> bool {
     };
     let b = link.as_bytes();
     let name = b.rsplit(|&c| c == b'/').next().unwrap_or(b);
-    name.starts_with(plfs_core::format::TRASH_PREFIX.as_bytes())
-        || name.starts_with(plfs_core::format::RENAME_TRASH_PREFIX.as_bytes())
+    plfs_core::is_trash_name(name)
 }
 
 /// Before exec or a spawn: a dup, without close-on-exec, of a lock of each file in `files`
@@ -214,7 +213,7 @@ pub fn adopt(fds: &[i32], files: &[(Ident, PathBuf)]) {
     }
     let mut found = Vec::new();
     for &fd in fds.iter().filter(|&&fd| fd >= FIRST) {
-        let marker = format!("/proc/self/fd/{fd}/{}", plfs_core::format::MARKER_NAME);
+        let marker = format!("/proc/self/fd/{fd}/{}", plfs_core::MARKER_NAME);
         let Ok(st) = rustix::fs::statat(rustix::fs::CWD, marker.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
         };

@@ -21,7 +21,7 @@ fn ready() {
                 return;
             }
             // Before the program starts threads (see the core's grow_fd_table).
-            plfs_core::sys::grow_fd_table();
+            plfs_core::grow_fd_table();
             fork::install();
             paths::init_cwd();
             for fd in placeholder::adopt_all() {

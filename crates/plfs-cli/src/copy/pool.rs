@@ -179,7 +179,7 @@ fn copy_to(sh: &Shared, from: Side<'_>, src: &Path, tmp: &Path, m: &Meta) -> Res
     r.close(src)?;
     w.close(dst)?;
     // The umask applied at create: set the exact source mode, unless create gave it already.
-    if m.mode & 0o200 == 0 || m.mode & !0o777 != 0 || m.mode & plfs_core::sys::umask() != 0 {
+    if m.mode & 0o200 == 0 || m.mode & !0o777 != 0 || m.mode & plfs_core::umask() != 0 {
         sh.to.chmod(dst, m.mode)?;
     }
     if sh.preserve {

@@ -10,6 +10,7 @@ use super::liveness::{writer_liveness, Liveness};
 use super::report::{repair_step, Kind, Options, Repair, Report};
 use super::writer::{LogFile, WriterCheck, WriterState};
 use crate::container::Container;
+use crate::container::DirExt;
 use crate::error::Result;
 use crate::format::{self, LogHeader, MetaDropping};
 use crate::mount::Mount;
@@ -247,7 +248,7 @@ fn check_root_entries(c: &Container, opts: &Options, rep: &mut Report) -> Result
                 .dir
                 .open_file(&n, Access::Read)
                 .and_then(|f| f.read_from(0))
-                .and_then(|bytes| format::flat::Flat::decode(&p, &bytes).map(drop));
+                .and_then(|bytes| Ok(format::flat::Flat::decode(&p, &bytes).map(drop)?));
             if let Err(e) = r {
                 let repair = repair_step(opts, "removed it (a cache: readers rebuild from the logs)", || {
                     c.dir.unlink_opt(&n).map(drop)

@@ -2,6 +2,7 @@
 //! and atomic writes, and logs stranded in a shadow directory readers do not look at.
 
 use super::report::{repair_step, Kind, Options, Repair, Report};
+use crate::container::DirExt;
 use crate::container::{remove_shadow_dir, shadow_rel, Container};
 use crate::error::Result;
 use crate::format;

@@ -6,6 +6,7 @@ use super::container;
 use super::debris::{meta_cid, tmp_debris_with_mount};
 use super::legacy;
 use super::report::{repair_step, Kind, Options, Repair, Report};
+use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format;
 use crate::mount::{Mount, Probe};

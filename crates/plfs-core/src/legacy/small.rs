@@ -8,7 +8,8 @@ use super::container::{not_followed, read_reg};
 use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key, Segment};
 use crate::format::legacy::small::{
-    decode_names, decode_small_index, ops, ts_ns, NameRecord, SmallIndexRecord, NAME_PREFIX, SMALL_CONTAINER, STAT_FILE,
+    decode_name_log, decode_small_index, ops, ts_ns, NameRecord, SmallIndexRecord, NAME_PREFIX, SMALL_CONTAINER,
+    STAT_FILE,
 };
 use crate::format::legacy::{Dropping, DATA_PREFIX, INDEX_PREFIX};
 use crate::mount::Mount;
@@ -205,7 +206,12 @@ fn replay_names(writers: &[Writer]) -> Result<BTreeMap<String, FileState>> {
     let mut recs: Vec<(u64, usize, NameRecord)> = Vec::new();
     for (w, wr) in writers.iter().enumerate() {
         let name = wr.name(NAME_PREFIX);
-        for r in decode_names(&wr.dir.sub(&name), &read_reg(&wr.dir, &name)?)? {
+        let path = wr.dir.sub(&name);
+        let (records, torn) = decode_name_log(&path, &read_reg(&wr.dir, &name)?)?;
+        if let Some(off) = torn {
+            crate::warn!("{}: ignoring a torn name record at offset {off}", path.display());
+        }
+        for r in records {
             recs.push((r.ts, w, r));
         }
     }

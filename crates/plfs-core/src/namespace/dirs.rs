@@ -2,6 +2,7 @@
 //! merges them (containers list as regular files, PLFS's own entries not at all).
 
 use super::{Entry, Plfs};
+use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format;
 use crate::mount::{Loc, Probe};

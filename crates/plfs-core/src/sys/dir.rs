@@ -436,9 +436,10 @@ impl Dir {
     }
 
     /// Removes `name` and everything beneath it (files, links, directories; links are removed,
-    /// never followed). Missing is success. A container's marker goes last, so that the
-    /// directory is recognisably a container until it is empty.
-    pub fn remove_tree(&self, name: impl AsRef<OsStr>) -> Result<()> {
+    /// never followed). Missing is success. In every directory, an entry named `last` goes after
+    /// the others (the container layer passes its marker, so that a directory is recognisably a
+    /// container until it is empty; this layer knows no names in containers).
+    pub fn remove_tree_with(&self, name: impl AsRef<OsStr>, last: &OsStr) -> Result<()> {
         let name = name.as_ref();
         // Most entries of a container are files: unlink first (a link is removed, never
         // followed); a directory answers EISDIR (Linux, whatever the file system).
@@ -452,9 +453,9 @@ impl Dir {
         }
         if let Some(sub) = self.open_dir_opt(name)? {
             let mut names = sub.list()?;
-            names.sort_by_key(|n| n.as_bytes() == crate::format::MARKER_NAME.as_bytes());
+            names.sort_by_key(|n| n.as_os_str() == last);
             for n in names {
-                sub.remove_tree(&n)?;
+                sub.remove_tree_with(&n, last)?;
             }
         }
         match self.rmdir(name) {
@@ -647,15 +648,11 @@ impl Dir {
         }
     }
 
-    /// Writes `data` to `name` atomically: a temporary sibling, fsync, rename over `name`.
-    pub fn write_atomic(&self, name: impl AsRef<OsStr>, data: &[u8], mode: u32) -> Result<()> {
+    /// Writes `data` to `name` atomically: a temporary sibling (`tmp_prefix`, `name`, a random
+    /// number: the caller's prefix tells its debris from its files), fsync, rename over `name`.
+    pub fn write_atomic_via(&self, tmp_prefix: &str, name: impl AsRef<OsStr>, data: &[u8], mode: u32) -> Result<()> {
         let name = name.as_ref();
-        let tmp = format!(
-            "{}{}.{}",
-            crate::format::TMP_PREFIX,
-            name.to_string_lossy(),
-            crate::clock::random_u64()
-        );
+        let tmp = format!("{tmp_prefix}{}.{}", name.to_string_lossy(), crate::clock::random_u64());
         let f = self.create_file(&tmp, mode, Create::Excl)?;
         let r = f
             .pwrite_all(data, 0)

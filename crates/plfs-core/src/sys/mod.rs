@@ -28,10 +28,9 @@ pub mod locks;
 pub mod probe;
 mod rename;
 
-pub use caps::Caps;
 pub use dir::{is_missing, Access, Create, Dir};
 pub use file::File;
-pub use listing::{LOCAL_WINDOW_NS, REMOTE_WINDOW_NS};
+pub use listing::LOCAL_WINDOW_NS;
 pub use rustix::fs::FileType;
 pub use rustix::fs::Stat as RawStat;
 pub use rustix::fs::StatVfs;
@@ -40,8 +39,6 @@ use crate::error::{Error, Result};
 use rustix::fd::{AsFd, AsRawFd, OwnedFd};
 use rustix::fs::{self, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
 
 /// The login name of user `uid` in the system's user database (getpwuid_r(3): /etc/passwd, or
@@ -57,17 +54,21 @@ pub fn user_name(uid: u32) -> Option<String> {
 /// (0o022 if unknown). Creates that the mask would narrow are followed by an exact chmod.
 pub fn umask() -> u32 {
     static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *UMASK.get_or_init(|| {
-        read_file(Path::new("/proc/self/status"))
-            .ok()
-            .and_then(|b| {
-                String::from_utf8_lossy(&b).lines().find_map(|l| {
-                    l.strip_prefix("Umask:")
-                        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-                })
+    *UMASK.get_or_init(umask_now)
+}
+
+/// The process's file mode creation mask now, read from /proc/self/status without changing it
+/// (0o022 if unknown).
+pub fn umask_now() -> u32 {
+    read_file(Path::new("/proc/self/status"))
+        .ok()
+        .and_then(|b| {
+            String::from_utf8_lossy(&b).lines().find_map(|l| {
+                l.strip_prefix("Umask:")
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
             })
-            .unwrap_or(0o022)
-    })
+        })
+        .unwrap_or(0o022)
 }
 
 /// The process's effective group id (the group of the files it creates), read once.
@@ -245,13 +246,6 @@ pub fn mkdir_all(path: &Path, mode: u32) -> Result<()> {
     }
 }
 
-/// Reads a symbolic link by absolute path (`/proc/self/fd/N` for a descriptor's current path).
-pub fn readlink(path: &Path) -> Result<OsString> {
-    fs::readlink(path, Vec::new())
-        .map(|c| OsString::from_vec(c.into_bytes()))
-        .map_err(|e| Error::io(path, "readlink", e))
-}
-
 /// The (st_dev, st_ino) of every file process `pid` has open, from `/proc/<pid>/fd` (whose
 /// magic links are followed to the open files themselves); `None` if it cannot be read.
 pub fn open_file_idents(pid: u32) -> Option<Vec<(u64, u64)>> {
@@ -309,9 +303,4 @@ pub fn mtime_ns(st: &RawStat) -> i64 {
     st.st_mtime
         .saturating_mul(1_000_000_000)
         .saturating_add(st.st_mtime_nsec as i64)
-}
-
-/// fstat of any descriptor (used for identity checks of descriptors handed in by front ends).
-pub fn fstat_fd(fd: impl AsFd, path: &Path) -> Result<RawStat> {
-    fs::fstat(fd).map_err(|e| Error::io(path, "fstat", e))
 }

@@ -33,18 +33,19 @@ fn item(feature: &'static str, r: std::result::Result<(), Errno>, yes: &str, no:
 }
 
 /// [`probe`] of the directory at `path` (a backend root, as configured).
-pub fn probe_path(path: &std::path::Path) -> Result<Vec<ProbeItem>> {
-    probe(&Dir::open_root(path)?)
+pub fn probe_path(path: &std::path::Path, scratch_prefix: &str) -> Result<Vec<ProbeItem>> {
+    probe(&Dir::open_root(path)?, scratch_prefix)
 }
 
 /// Tries every feature plfs relies on or falls back from, in a scratch directory made (and
-/// removed) inside `root`. Nothing outside that directory is touched.
-pub fn probe(root: &Dir) -> Result<Vec<ProbeItem>> {
-    let name = format!("{}probe.{:016x}", crate::format::TMP_PREFIX, crate::clock::random_u64());
+/// removed) inside `root`, named `scratch_prefix` and a random number (the caller's prefix tells
+/// it from what else is there). Nothing outside that directory is touched.
+pub fn probe(root: &Dir, scratch_prefix: &str) -> Result<Vec<ProbeItem>> {
+    let name = format!("{scratch_prefix}probe.{:016x}", crate::clock::random_u64());
     root.mkdir(&name, 0o700)?;
     let d = root.open_dir(&name)?;
     let r = probe_in(&d);
-    let _ = root.remove_tree(&name);
+    let _ = root.remove_tree_with(&name, std::ffi::OsStr::new(""));
     r
 }
 

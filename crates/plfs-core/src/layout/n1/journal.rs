@@ -18,6 +18,7 @@
 //!    by fsck.
 
 use crate::container::Container;
+use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format::compact::{self as cf, Journal};
 use crate::format::{self, MetaDropping};
@@ -31,7 +32,7 @@ pub(crate) fn read(c: &Container) -> Result<Option<Journal>> {
         return Ok(None);
     };
     let b = f.read_from(0)?;
-    Journal::decode(&c.sub(cf::JOURNAL_NAME), &b).map(Some)
+    Ok(Some(Journal::decode(&c.sub(cf::JOURNAL_NAME), &b)?))
 }
 
 /// Writes the journal atomically and makes its name durable (the commit point of a compaction).

@@ -9,6 +9,7 @@ mod shared;
 mod trashed;
 mod writer;
 
+use crate::container::DirExt;
 use crate::container::{self, Container};
 use crate::error::{Error, Result};
 use crate::format;

@@ -6,6 +6,7 @@
 use super::writer::Writer;
 use crate::clock;
 use crate::container::Container;
+use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format::{self, MetaDropping, WriteRecord};
 use crate::index::{IndexState, ReadPlan};

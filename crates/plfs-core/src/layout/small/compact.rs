@@ -21,6 +21,7 @@
 use super::state::{flush, Inner};
 use super::view::SmallDir;
 use crate::clock;
+use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format::compact::{self as cf, Journal};
 use crate::format::small::{self as fmt, Rec, SMALL_MAGIC, SMALL_MAX_BODY};

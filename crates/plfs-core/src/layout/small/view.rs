@@ -5,6 +5,7 @@ use super::names::{check_name, effective_ids, le, new_file_id};
 use super::reserve;
 use super::state::{apply, flush, flush_reserved, lock, stat_of, Inner, LogRef, SmallWriter};
 use crate::clock;
+use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format::small::{self as fmt, Rec, SMALL_DIR, SMALL_MAGIC};
 use crate::format::{self, LogHeader};

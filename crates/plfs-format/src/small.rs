@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn reserve_matches_format_md() {
-        let doc = include_str!("../../../../docs/format.md");
+        let doc = include_str!("../../../docs/format.md");
         let sec = &doc[doc.find("## 11. 1-N mode").expect("format.md has §11")..];
         assert!(sec.contains(&format!("`{RESERVE_NAME}`")), "§11 names the reserve");
         assert_eq!(RESERVE_BYTES, 65_536);

@@ -18,8 +18,9 @@
 //! Version 1 had no `pstride` (76-byte patterns in version 2, 68 in version 1): its elements lay
 //! back to back, `pstride = len`.
 
+use crate as format;
 use crate::error::{Error, Result};
-use crate::format::{self, MetaDropping};
+use crate::MetaDropping;
 use std::path::{Path, PathBuf};
 
 /// Flattened index magic.
@@ -147,7 +148,7 @@ impl Flat {
             buf.copy_from_slice(&b[at..at + buf.len()]);
             Ok(())
         };
-        decode_stream(
+        decode_stream::<Error>(
             path,
             b.len() as u64,
             &mut read,
@@ -192,6 +193,9 @@ pub enum FlatItem {
     Pattern(FlatPattern),
 }
 
+/// What [`decode_stream`] reads a flattened index through: `read(offset, buf)` fills `buf`.
+pub type ReadAt<'a, E> = dyn FnMut(u64, &mut [u8]) -> Result<(), E> + 'a;
+
 /// The most a flattened index is read at a time by [`decode_stream`].
 const STREAM_PIECE: usize = 1 << 20;
 
@@ -200,16 +204,17 @@ const STREAM_PIECE: usize = 1 << 20;
 /// it. `head` sees the header first and may stop the decode (`false`: returns `Ok(false)`, e.g. a
 /// stale index); then every record goes to `item`, already checked against the counts and the
 /// chunk list. The checksum covers the whole file and is checked last: on an error, the caller
-/// must drop whatever it built from the records.
-pub fn decode_stream(
+/// must drop whatever it built from the records. The caller's error type `E` carries its own
+/// errors from `read` and `item` (e.g. a failed read) and this decoder's.
+pub fn decode_stream<E: From<Error>>(
     path: &Path,
     len: u64,
-    read: &mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+    read: &mut ReadAt<'_, E>,
     head: &mut dyn FnMut(&FlatHead) -> bool,
-    item: &mut dyn FnMut(FlatItem) -> Result<()>,
-) -> Result<bool> {
+    item: &mut dyn FnMut(FlatItem) -> Result<(), E>,
+) -> Result<bool, E> {
     use std::os::unix::ffi::OsStrExt;
-    let bad = |what: &str| Error::corrupt(path, what.to_string());
+    let bad = |what: &str| E::from(Error::corrupt(path, what.to_string()));
     if len < (FLAT_HEADER_LEN + 4) as u64 {
         return Err(bad("not a flattened index (bad magic or too short)"));
     }
@@ -316,8 +321,8 @@ pub fn decode_stream(
 }
 
 /// The body of a flattened index, read a piece at a time, checksummed as it is read.
-struct Stream<'a> {
-    read: &'a mut dyn FnMut(u64, &mut [u8]) -> Result<()>,
+struct Stream<'a, E> {
+    read: &'a mut ReadAt<'a, E>,
     path: &'a Path,
     /// Bytes before the checksum.
     body: u64,
@@ -329,12 +334,12 @@ struct Stream<'a> {
     crc: u32,
 }
 
-impl Stream<'_> {
-    fn bytes(&mut self, n: usize) -> Result<&[u8]> {
+impl<E: From<Error>> Stream<'_, E> {
+    fn bytes(&mut self, n: usize) -> Result<&[u8], E> {
         if self.buf.len() - self.pos < n {
             let left = (self.body - self.loaded) as usize;
             if self.buf.len() - self.pos + left < n {
-                return Err(Error::corrupt(self.path, "truncated flattened index"));
+                return Err(Error::corrupt(self.path, "truncated flattened index").into());
             }
             self.buf.drain(..self.pos);
             self.pos = 0;
@@ -349,13 +354,13 @@ impl Stream<'_> {
         self.pos += n;
         Ok(s)
     }
-    fn u16(&mut self) -> Result<u16> {
+    fn u16(&mut self) -> Result<u16, E> {
         Ok(u16::from_le_bytes(self.bytes(2)?.try_into().expect("2 bytes")))
     }
-    fn u32(&mut self) -> Result<u32> {
+    fn u32(&mut self) -> Result<u32, E> {
         Ok(format::le_u32(self.bytes(4)?))
     }
-    fn u64(&mut self) -> Result<u64> {
+    fn u64(&mut self) -> Result<u64, E> {
         Ok(format::le_u64(self.bytes(8)?))
     }
 }
@@ -367,7 +372,7 @@ mod tests {
     /// docs/format.md section 6 gives the same layout: read from the document, not restated.
     #[test]
     fn layout_matches_format_md() {
-        let doc = include_str!("../../../../docs/format.md");
+        let doc = include_str!("../../../docs/format.md");
         let start = doc.find("## 6. Flattened index").expect("format.md has section 6");
         let sec = &doc[start..start + doc[start..].find("\n## 7.").expect("section 7 follows")];
         for needle in [
@@ -473,7 +478,7 @@ mod tests {
         let b = f.encode();
         assert!(b.len() > 3 * STREAM_PIECE);
         let (mut got, mut most) = (Flat::default(), 0usize);
-        let ok = decode_stream(
+        let ok = decode_stream::<Error>(
             Path::new("x"),
             b.len() as u64,
             &mut |off, buf| {
@@ -507,7 +512,7 @@ mod tests {
         }
         assert!(Flat::decode(Path::new("x"), &b[..b.len() - STREAM_PIECE]).is_err());
         // A stale header stops the decode before any record.
-        let stop = decode_stream(
+        let stop = decode_stream::<Error>(
             Path::new("x"),
             b.len() as u64,
             &mut |off, buf| {

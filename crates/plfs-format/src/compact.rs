@@ -195,7 +195,7 @@ mod tests {
         assert_eq!(parse_tmp_name(&tmp_log_name(u64::MAX)), Some(u64::MAX));
         assert_eq!(parse_tmp_name(".plfstmp.cmp.zz.data"), None);
         // The document says the same.
-        let doc = include_str!("../../../../docs/format.md");
+        let doc = include_str!("../../../docs/format.md");
         let sec = &doc[doc.find("## 14. Compaction").expect("format.md has §14")..];
         for needle in [
             "| 0 | 8 | magic `50 4c 46 53 43 4d 50 00` |",

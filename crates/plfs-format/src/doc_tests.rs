@@ -7,7 +7,7 @@
 
 use super::*;
 
-const DOC: &str = include_str!("../../../../docs/format.md");
+const DOC: &str = include_str!("../../../docs/format.md");
 
 /// The text under the heading that starts with `head`, up to the next heading of the same or a
 /// higher level.

@@ -338,7 +338,7 @@ mod tests {
             let _ = small::decode_names(p, &b);
             let _ = small::decode_small_index(p, &b);
             let _ = parse_metalink(p, &b);
-            let _ = crate::format::xattr::decode(p, &b);
+            let _ = crate::xattr::decode(p, &b);
             let s = String::from_utf8_lossy(&b);
             let _ = Dropping::parse(&s);
             let _ = Meta::parse(&s);

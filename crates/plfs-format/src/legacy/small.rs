@@ -73,9 +73,15 @@ fn valid_name(n: &str) -> bool {
     !n.is_empty() && n != "." && n != ".." && !n.contains('/')
 }
 
-/// Decodes a name log. A record that runs past the end (a torn append) ends it; anything else
-/// that cannot be right is an error naming the log and the record's offset.
+/// Decodes a name log, as [`decode_name_log`] does, without saying where a torn record was.
 pub fn decode_names(path: &Path, b: &[u8]) -> Result<Vec<NameRecord>> {
+    decode_name_log(path, b).map(|(records, _)| records)
+}
+
+/// Decodes a name log. A record that runs past the end (a torn append) ends it: its offset is
+/// returned second, for the caller to report; anything else that cannot be right is an error
+/// naming the log and the record's offset.
+pub fn decode_name_log(path: &Path, b: &[u8]) -> Result<(Vec<NameRecord>, Option<u64>)> {
     let mut out = Vec::new();
     let mut off = 0usize;
     while b.len() - off >= NAME_HEADER_LEN {
@@ -85,8 +91,7 @@ pub fn decode_names(path: &Path, b: &[u8]) -> Result<Vec<NameRecord>> {
             return Err(bad(&format!("length {len} is too short")));
         }
         if len > b.len() - off {
-            crate::warn!("{}: ignoring a torn name record at offset {off}", path.display());
-            break;
+            return Ok((out, Some(off as u64)));
         }
         let op = le32(&b[off + 4..]);
         let ts = le64(&b[off + 8..]);
@@ -115,7 +120,7 @@ pub fn decode_names(path: &Path, b: &[u8]) -> Result<Vec<NameRecord>> {
         });
         off += len;
     }
-    Ok(out)
+    Ok((out, None))
 }
 
 /// One decoded index record.
@@ -208,6 +213,8 @@ mod tests {
         assert_eq!(ts_ns(r[0].ts), 5_000_007_000);
         // A torn record at the end is ignored.
         assert_eq!(decode_names(p, &b[..b.len() - 2]).unwrap().len(), 1);
+        assert_eq!(decode_name_log(p, &b[..b.len() - 2]).unwrap().1, Some(off));
+        assert_eq!(decode_name_log(p, &b).unwrap().1, None);
         let mut bad = b.clone();
         bad[4] = 9;
         let e = decode_names(p, &bad).unwrap_err().to_string();

@@ -1,9 +1,14 @@
-//! On-disk format v2: every magic number, size, offset and file-name grammar of a container.
+//! plfs-format: the PLFS on-disk format v2: every magic number, size, offset and file-name grammar
+//! of a container, and the encoders and decoders of its files. Bytes in, records out: this crate
+//! does no I/O (no file system call, no clock, no logging; scripts/check-architecture.py holds it
+//! to that), so the core, the fuzz targets and the tests share one definition of the bytes.
 //! The authoritative description is `docs/format.md`; the unit tests at the bottom pin each constant
 //! to the value the document gives. All integers are little-endian.
 
-use crate::error::{Error, Result};
 use std::path::Path;
+
+pub mod error;
+pub use error::{Error, Result};
 
 pub mod compact;
 #[cfg(test)]
@@ -625,7 +630,7 @@ mod tests {
     /// docs/format.md section 3 gives the frame: read from the document, not restated.
     #[test]
     fn frame_matches_format_md() {
-        let doc = include_str!("../../../../docs/format.md");
+        let doc = include_str!("../../../docs/format.md");
         let start = doc.find("## 3. Data log").expect("format.md has section 3");
         let sec = &doc[start..start + doc[start..].find("\n## 4.").expect("section 4 follows")];
         let line = sec
