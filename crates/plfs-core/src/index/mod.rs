@@ -5,7 +5,7 @@
 use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key};
-use crate::format::{self, flat, flat::FlatItem, MetaDropping, WriteRecord, FLAT_NAME};
+use crate::format::{self, flat, flat::FlatItem, MetaDropping, FLAT_NAME};
 use crate::sys::{Access, Dir, File};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 mod entries;
 mod logs;
+mod own;
 mod read;
 mod records;
 mod sums;
@@ -285,49 +286,6 @@ impl IndexState {
         }
     }
 
-    /// Notes a write this process made through writer `(id, pid, host)` into its data log in
-    /// `dir` (the record its index log will get): the merged index stays current without a
-    /// refresh. `checksummed`: the writer's logs carry data checksums.
-    pub(crate) fn note_write(&mut self, dir: Arc<Dir>, writer: (u64, u32, &str), w: &WriteRecord, checksummed: bool) {
-        let (id, pid, host) = writer;
-        if self.last_own != Some(id) {
-            if !self.own.contains(&id) {
-                // A writer new to this map: the next refresh reads everything once more (a wipe
-                // before its open dropping was made would otherwise go unseen, see
-                // `insert_trunc`).
-                self.own_writers_here();
-                self.own.insert(id);
-                self.quiet_sig = None;
-            }
-            self.last_own = Some(id);
-        }
-        let d = self.add_dir(dir);
-        let chunk = self.chunk_for(d, id, pid, host);
-        self.map.insert_write(
-            w.logical_off,
-            w.length,
-            chunk,
-            w.physical_off,
-            Key { ts: w.ts, writer: id },
-        );
-        if checksummed {
-            self.sums.enable(chunk);
-            self.sums
-                .add(chunk, w.physical_off, w.length, w.logical_off, w.data_crc);
-        }
-    }
-
-    /// Forgets the writers noted by another process (the parent this one was forked from).
-    fn own_writers_here(&mut self) {
-        let pid = crate::clock::pid();
-        if self.own_pid != pid {
-            self.own.clear();
-            self.last_own = None;
-            self.own_pid = pid;
-            self.quiet_sig = None;
-        }
-    }
-
     /// Registers a hostdir, returning its index.
     fn add_dir(&mut self, dir: Arc<Dir>) -> usize {
         if let Some((_, i)) = self.last_dir.as_ref().filter(|(d, _)| Arc::ptr_eq(d, &dir)) {
@@ -387,7 +345,7 @@ impl IndexState {
         // already. This is what a short read's look for more, or an fstat, of a closed file (or
         // of one only this process writes, as a database does at every transaction) costs: one
         // listing of `meta/`, not every directory.
-        let sig = quiet_signature(&meta, &self.own);
+        let sig = self.quiet_signature(&meta);
         if sig.is_some() && sig == self.quiet_sig {
             return Ok(());
         }
@@ -648,21 +606,6 @@ impl IndexState {
         let c = &self.chunks[chunk as usize];
         self.dirs[c.dir].sub(&c.name)
     }
-}
-
-/// The signature of a container's droppings, or `None` when a writer other than those in `own`
-/// has the file open. The open droppings of `own` count as names: one that comes or goes
-/// changes it.
-fn quiet_signature(droppings: &[MetaDropping], own: &HashSet<u64>) -> Option<u64> {
-    let mut names: Vec<String> = Vec::with_capacity(droppings.len());
-    for d in droppings {
-        match d {
-            MetaDropping::Open { writer_id, .. } if !own.contains(writer_id) => return None,
-            _ => names.push(d.name()),
-        }
-    }
-    names.sort();
-    Some(format::hash_str(&names.join("/")) ^ names.len() as u64)
 }
 
 /// Fails unless every writer that closed with data in `meta` has an index log in `found`, or was
