@@ -218,6 +218,7 @@ pub fn advise(g: &Globals, a: &AdviseArgs) -> Result<()> {
 fn probe_json(p: &probe::Probe) -> serde_json::Value {
     json!({
         "create_us": p.create_us,
+        "mknod_us": p.mknod_us,
         "mkdir_us": p.mkdir_us,
         "stat_us": p.stat_us,
         "readdir_us": p.readdir_us,
@@ -229,6 +230,9 @@ fn probe_json(p: &probe::Probe) -> serde_json::Value {
         "nn_write_mibs": p.nn_write_mibs,
         "n1_write_mibs": p.n1_write_mibs,
         "read_mibs": p.read_mibs,
+        "plfs_write_mibs": p.plfs_write_mibs,
+        "plfs_write_us": p.plfs_write_us,
+        "plfs_sync_us": p.plfs_sync_us,
         "threads": p.writers,
         "record_bytes": p.record_bytes,
         "bytes_per_writer": p.bytes_per_writer,
