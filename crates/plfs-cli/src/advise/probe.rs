@@ -180,9 +180,12 @@ pub fn run(scratch: &Path, writers: usize, record: u64, budget: Budget) -> io::R
         std::fs::create_dir(&dir)?;
         w1.push(write_run(&dir, "one", 1, false, &buf, recs, Instant::now() + phase)?.mibs);
         let nn_run = write_run(&dir, "nn", writers, false, &buf, recs, Instant::now() + phase)?;
-        // plfs right after N-N, the same records: their difference is plfs's cost per write
-        // (the writes) and per writer (the final sync).
-        let plfs_run = plfs_write_run(&dir, writers, &buf, recs, Instant::now() + phase)?;
+        // plfs right after N-N, as many records as N-N wrote (plus a first, untimed): their
+        // difference is plfs's cost per write (the writes) and per writer (the final sync). Its
+        // deadline runs from its first timed write (its container and logs are made before)
+        // and is twice the phase, so that a slower plfs still writes them all.
+        let same = (nn_run.recs.ceil() as u64).clamp(1, recs) + 1;
+        let plfs_run = plfs_write_run(&dir, writers, &buf, same, phase * 2)?;
         nn.push(nn_run.mibs);
         pl.push(plfs_run.mibs);
         let (per_write, per_sync) = extra_us(&nn_run, &plfs_run);
@@ -415,13 +418,14 @@ fn plfs_err(e: plfs_core::Error) -> io::Error {
     io::Error::other(format!("plfs: {e}"))
 }
 
-/// `writers` threads write `recs` records each (stopping at `end`) strided into one plfs file, as
+/// `writers` threads write `recs` records each (the first untimed; stopping `limit` after the
+/// second) strided into one plfs file, as
 /// pio's N-1 strided run does through ldplfs: a private configuration (one mount, its one backend
 /// `dir/plfs`, the defaults otherwise: an N-1 container, index records buffered as configured),
-/// one `Plfs` instance per thread as one per process, the open before and the close after the
-/// timed part (the model counts those operations itself), `sync` in it as `fsync` in the plain
-/// runs. Returns the aggregate MiB/s of logical bytes.
-fn plfs_write_run(dir: &Path, writers: usize, buf: &Arc<Vec<u8>>, recs: u64, end: Instant) -> io::Result<Run> {
+/// one `Plfs` instance per thread as one per process, the open and the first record (which makes
+/// the writer's logs) before and the close after the timed part (the model counts those
+/// operations itself), `sync` in it as `fsync` in the plain runs. Returns the aggregate MiB/s of logical bytes.
+fn plfs_write_run(dir: &Path, writers: usize, buf: &Arc<Vec<u8>>, recs: u64, limit: Duration) -> io::Result<Run> {
     let backend = dir.join("plfs");
     std::fs::create_dir(&backend)?;
     let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "''"));
@@ -449,19 +453,30 @@ fn plfs_write_run(dir: &Path, writers: usize, buf: &Arc<Vec<u8>>, recs: u64, end
         .map(|w| {
             let (buf, barrier, cfg, file) = (Arc::clone(buf), Arc::clone(&barrier), cfg.clone(), file.clone());
             std::thread::spawn(move || -> io::Result<Timing> {
+                // The open and the first write (which makes the writer's open record, hostdir and
+                // logs) are untimed: the model counts their metadata operations itself.
+                let first = |f: &plfs_core::OpenFile| -> plfs_core::Result<()> {
+                    let mut at = 0;
+                    while at < buf.len() {
+                        at += f.write(&buf[at..], w as u64 * rec + at as u64)?;
+                    }
+                    Ok(())
+                };
                 let opened = plfs_core::Plfs::new(cfg).and_then(|p| {
                     let f = p.open(&file, flags, 0o644, 1 + w as u32)?;
+                    first(&f)?;
                     Ok((p, f))
                 });
                 // Every thread reaches both barriers, also after a failed open: none waits forever.
                 barrier.wait();
                 let t = Instant::now();
+                let end = t + limit;
                 let mut done = 0;
                 let mut write_time = Duration::ZERO;
                 let wrote = match &opened {
                     Ok((_, f)) => (|| -> plfs_core::Result<()> {
-                        for k in 0..recs {
-                            if k > 0 && Instant::now() >= end {
+                        for k in 1..recs.max(2) {
+                            if k > 1 && Instant::now() >= end {
                                 break;
                             }
                             let off = (k * w_count + w as u64) * rec;
