@@ -18,19 +18,20 @@ use std::time::Instant;
 /// The long help of `plfs advise` (and `man plfs-advise`): the model's inputs and its limits.
 pub const HELP: &str = "\
 What it measures (in DIR/.plfs-advise.<pid>.<n>, removed at the end, also on error):
-  median latency of create, stat, readdir, rename, unlink and mkdir; an fsync after 4 KiB; write
-  bandwidth (fsync included) of 1 writer, of N threads each into its own file (N-N) and of N
+  median latency of create, mknod, stat, readdir, rename, unlink and mkdir; an fsync after 4 KiB;
+  write bandwidth (fsync included) of 1 writer, of N threads each into its own file (N-N), of N
+  threads strided into one plfs file (a private mount over a backend in that directory) and of N
   threads strided into one shared file at the record size (N-1), at most 4 MiB per writer and
   64 MiB per run (256 MiB without --quick), repeated while the budget lasts; the read-back of the shared file. Every phase has a deadline.
 
 What it predicts: for N writers of --per-writer bytes each in --record-byte writes, the write
 bandwidth of a plain shared file, of plain files per writer and of plfs, and the read-back of the
 shared file and of plfs. plfs = its metadata operations per container and per writer (counted from
-docs/design.md and docs/format.md, serialised) + the data, frames and index records at the N-N
-bandwidth; plfs is advised from 1.1x the plain shared file.
+the code, serialised) + the data at the N-N bandwidth + the measured extra cost of each write
+through plfs and of each writer's final sync; plfs is advised from 1.1x the plain shared file.
 
-Limits: a first model, checked so far only on one local ext4 disk (docs/performance.md, \"Will plfs
-help here?\"). The probe sees mostly the page cache plus one fsync, one host, at most 64 threads;
+Limits: a first model, checked on one local ext4 disk and on GlusterFS and MooseFS volumes of one
+host (docs/performance.md, \"Will plfs help here?\"). The probe sees mostly the page cache plus one fsync, one host, at most 64 threads;
 it does not see a server's writeback, several client hosts, or a metadata server under load.
 
 With --scale: the write bandwidth of plain N-1, plain N-N, plfs and plfs behind --aggregators
@@ -218,6 +219,7 @@ pub fn advise(g: &Globals, a: &AdviseArgs) -> Result<()> {
 fn probe_json(p: &probe::Probe) -> serde_json::Value {
     json!({
         "create_us": p.create_us,
+        "mknod_us": p.mknod_us,
         "mkdir_us": p.mkdir_us,
         "stat_us": p.stat_us,
         "readdir_us": p.readdir_us,
@@ -229,6 +231,9 @@ fn probe_json(p: &probe::Probe) -> serde_json::Value {
         "nn_write_mibs": p.nn_write_mibs,
         "n1_write_mibs": p.n1_write_mibs,
         "read_mibs": p.read_mibs,
+        "plfs_write_mibs": p.plfs_write_mibs,
+        "plfs_write_us": p.plfs_write_us,
+        "plfs_sync_us": p.plfs_sync_us,
         "threads": p.writers,
         "record_bytes": p.record_bytes,
         "bytes_per_writer": p.bytes_per_writer,

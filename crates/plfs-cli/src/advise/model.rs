@@ -6,9 +6,10 @@
 //! - plain N-1: one create, W opens (a stat each), then W·B bytes at the measured N-1 bandwidth;
 //! - plain N-N: W creates in one directory (serialised: latency × W), then W·B at the N-N bandwidth;
 //! - plfs: the container's creation, then each writer's open/first-write/close operations, all in
-//!   the container's directories, so serialised (latency × count × W); the data plus its 32-byte
-//!   frames plus its 48-byte index records go to per-writer logs at the N-N bandwidth, the records
-//!   in batches of `index_buffer_records`, each batch one more write; a small CPU cost per write;
+//!   the container's directories, so serialised (latency × count × W); the data at the N-N
+//!   bandwidth, plus for every write the probe's measured cost of a write through plfs beyond a
+//!   plain one (frames, index records, CPU, the file system's price for the logs' writes), plus
+//!   once per writer the measured extra cost of its final sync;
 //! - reads: plain = W·B at the measured read bandwidth; plfs adds the read-open (listings, one
 //!   open per log, merging every index record) to the same bytes.
 
@@ -16,42 +17,67 @@ use super::probe::Probe;
 
 // plfs's operation counts, in one place. Each comes from the code or the docs as cited.
 
-/// Container creation (design.md, "Data flow of a write", step 1; format.md §1): `lstat` of the
-/// name and of its marker, then marker + `meta/cid.*` created and `meta/` plus the temporary
-/// container made, renamed into place. performance.md ("creates per second") names the same
-/// steps: "directory, access file, rename, `meta/`".
-pub const CREATE_STATS: f64 = 2.0;
-pub const CREATE_FILES: f64 = 2.0;
+// Counted from the code (crates/plfs-core/src/container.rs `Container::create` and `finish`,
+// layout/n1/writer.rs, layout/n1/shared.rs) and checked with `strace -f` of an `open(O_CREAT)`,
+// two 4 KiB `pwrite`s, an `fsync` and a `close` through ldplfs on a local backend (2026-11-26,
+// docs/performance.md, "Will plfs help here?"). "Stats" are the small metadata round trips:
+// `lstat`s, directory opens, `flock`s, `fchmod`s and `utimensat`s. `plfs advise DIR` charges
+// every one a stat's latency (each is a system call into the probed client, a FUSE request on
+// GlusterFS and MooseFS). `--scale` counts only the `*_SERVER_STATS` of each step: those that
+// reach a metadata server from a client that caches what it just looked up or made (a repeated
+// `lstat` of the same name, the open of a directory just made or found are served locally).
+
+/// Container creation (format.md §1; design.md, "Format 3": the container is claimed by `mkdir`
+/// at its final name, no temporary name and no rename since issue 22): the `lstat` of the name,
+/// the container and `meta/` opened, the marker and the container `fchmod`ed ...
+pub const CREATE_STATS: f64 = 5.0;
+/// ... of which the `lstat` of the name and the two `fchmod`s reach a server.
+pub const CREATE_SERVER_STATS: f64 = 3.0;
+/// ... the marker created with `O_EXCL` (and written: 48 bytes) ...
+pub const CREATE_FILES: f64 = 1.0;
+/// ... `meta/cid.*` made by `mknod` (`Dir::touch`) ...
+pub const CREATE_MKNODS: f64 = 1.0;
+/// ... and the container and `meta/` by `mkdir`.
 pub const CREATE_MKDIRS: f64 = 2.0;
-pub const CREATE_RENAMES: f64 = 1.0;
-/// Each writer's open: the two `lstat`s of the look-up (design.md, write step 1), the container
-/// directory opened and `flock`ed (counted as one stat).
-pub const OPEN_STATS: f64 = 3.0;
-/// Each writer's first write (design.md, write step 2): `meta/open.*`, the data log, the index log.
-pub const FIRST_WRITE_FILES: f64 = FIRST_WRITE_FILES_IN_META + FIRST_WRITE_FILES_IN_HOSTDIR;
-/// ... of which one (`meta/open.*`) in the container's `meta/`, shared by every writer ...
+/// Each writer's open of the existing container: the backend's root `stat`ed and opened (once per
+/// process), the name and its marker `lstat`ed, the container opened, its marker `lstat`ed,
+/// `flock`ed, the marker `lstat`ed again, `meta/` opened.
+pub const OPEN_STATS: f64 = 9.0;
+/// ... of which the name's and the marker's first `lstat`s and the `flock` reach a server.
+pub const OPEN_SERVER_STATS: f64 = 3.0;
+/// Each writer's first write (design.md, write step 2): its hostdir's `mkdir` tried (`EEXIST`
+/// once made), `lstat`ed and opened ...
+pub const FIRST_WRITE_STATS: f64 = 3.0;
+/// ... of which the `mkdir` attempt reaches a server.
+pub const FIRST_WRITE_SERVER_STATS: f64 = 1.0;
+/// ... `meta/open.*` made by `mknod`, in the container's `meta/`, shared by every writer ...
 pub const FIRST_WRITE_FILES_IN_META: f64 = 1.0;
-/// ... and two (the data log and the index log) in the writer's hostdir.
+/// ... and the data log and the index log created with `O_EXCL` in the writer's hostdir (the
+/// index log gets its 64-byte header at once).
 pub const FIRST_WRITE_FILES_IN_HOSTDIR: f64 = 2.0;
-/// ... and its hostdir, created once per hostdir (format.md §1: `hostdir.<fnv1a64(host) %
+pub const FIRST_WRITE_FILES: f64 = FIRST_WRITE_FILES_IN_META + FIRST_WRITE_FILES_IN_HOSTDIR;
+/// ... and its hostdir made once per hostdir (format.md §1: `hostdir.<fnv1a64(host) %
 /// num_hostdirs>`); the model assumes the worst case, one per writer up to `num_hostdirs`.
 pub const FIRST_WRITE_MKDIRS_PER_HOSTDIR: f64 = 1.0;
-/// Each writer's close (design.md, write step 5): the marker's mtime raised (a metadata update,
-/// counted as one stat; a change of the one marker every writer shares), its close dropping made
-/// in `meta/` and its `meta/open.*` removed (two changes of `meta/`; a rename before issue 22).
-pub const CLOSE_STATS: f64 = 1.0;
+/// Each writer's close (design.md, write step 5): the marker `lstat`ed and its mtime raised
+/// (`utimensat`), then the auto-compaction check: the container reopened, `flock`ed (exclusive,
+/// non-blocking) and `compact.journal` `lstat`ed ...
+pub const CLOSE_STATS: f64 = 5.0;
+/// ... of which the `utimensat`, the `flock` and the journal's (negative) `lstat` reach a server.
+pub const CLOSE_SERVER_STATS: f64 = 3.0;
+/// ... its close dropping made in `meta/` by `mknod` ...
 pub const CLOSE_FILES: f64 = 1.0;
+/// ... and its `meta/open.*` removed (not a rename since issue 22).
 pub const CLOSE_UNLINKS: f64 = 1.0;
 /// Bytes of the frame each write adds to its data log (format.md §3; performance.md, issues 22
 /// and 23 table: "32 (0.78 % at 4 KiB)").
 pub const FRAME_BYTES: f64 = 32.0;
 /// Bytes of a WRITE index record (format.md §4: "record 48 bytes").
 pub const INDEX_RECORD_BYTES: f64 = 48.0;
-/// Records buffered before an append to the index log (format.md §4, `index_buffer_records`,
-/// default 1024; `Config` in plfs-core/src/config/mod.rs).
-pub const INDEX_BUFFER_RECORDS: f64 = 1024.0;
 /// CPU per write in the writing process: 1,335 instructions per 4 KiB write through ldplfs
-/// (performance.md, issues 22 and 23 table), about 0.5 µs at ~3 instructions per ns.
+/// (performance.md, issues 22 and 23 table), about 0.5 µs at ~3 instructions per ns. Only
+/// `--scale` uses it (with a costs file there is no file system to measure); `plfs advise DIR`
+/// measures the whole cost of a write through plfs instead ([`Probe::plfs_write_us`]).
 pub const PER_WRITE_CPU_US: f64 = 0.5;
 /// Read-open (design.md, "Data flow of a read", step 1; format.md §5): the marker `lstat`,
 /// readdir of `meta/` and of the container, one readdir per hostdir, then per writer its index
@@ -89,7 +115,8 @@ pub struct Prediction {
     pub num_hostdirs: u64,
     /// Seconds of the plfs write spent on metadata (open, first write, close, container create).
     pub plfs_metadata_s: f64,
-    /// Seconds of the plfs write spent on index records and per-write CPU.
+    /// Seconds of each plfs writer's time spent on its writes beyond the plain bytes (the probe's
+    /// measured cost per write times the writes).
     pub plfs_index_s: f64,
     pub plfs_read_open_s: f64,
     pub reasons: Vec<String>,
@@ -117,6 +144,26 @@ fn secs(bytes: f64, mibs: f64) -> f64 {
     bytes / 1_048_576.0 / mibs.max(1.0)
 }
 
+/// The cost of one write through plfs beyond a plain write into a file of one's own, in µs: the
+/// probe's measurement, never below zero.
+pub fn plfs_write_us(p: &Probe) -> f64 {
+    if p.plfs_write_us.is_finite() {
+        p.plfs_write_us.max(0.0)
+    } else {
+        0.0
+    }
+}
+
+/// The extra cost of a writer's final sync through plfs, in µs: the probe's measurement, never
+/// below zero.
+pub fn plfs_sync_us(p: &Probe) -> f64 {
+    if p.plfs_sync_us.is_finite() {
+        p.plfs_sync_us.max(0.0)
+    } else {
+        0.0
+    }
+}
+
 /// Predicts the workload on the probed file system and recommends.
 pub fn predict(p: &Probe, wl: Workload) -> Prediction {
     let w = wl.writers.max(1) as f64;
@@ -135,19 +182,24 @@ pub fn predict(p: &Probe, wl: Workload) -> Prediction {
     // plfs: the container, then per writer its open, first write and close, serialised.
     let create = CREATE_STATS * s(p.stat_us)
         + CREATE_FILES * s(p.create_us)
-        + CREATE_MKDIRS * s(p.mkdir_us)
-        + CREATE_RENAMES * s(p.rename_us);
-    let per_writer = (OPEN_STATS + CLOSE_STATS) * s(p.stat_us)
-        + (FIRST_WRITE_FILES + CLOSE_FILES) * s(p.create_us)
+        + CREATE_MKNODS * s(p.mknod_us)
+        + CREATE_MKDIRS * s(p.mkdir_us);
+    let per_writer = (OPEN_STATS + FIRST_WRITE_STATS + CLOSE_STATS) * s(p.stat_us)
+        + FIRST_WRITE_FILES_IN_HOSTDIR * s(p.create_us)
+        + (FIRST_WRITE_FILES_IN_META + CLOSE_FILES) * s(p.mknod_us)
         + CLOSE_UNLINKS * s(p.unlink_us);
     let mkdirs = FIRST_WRITE_MKDIRS_PER_HOSTDIR * (hostdirs as f64).min(w) * s(p.mkdir_us);
     let meta = create + w * per_writer + mkdirs;
     let index_bytes = w * writes * INDEX_RECORD_BYTES;
-    // One more append per batch of records, each about a small write: its share of an fsync-free
-    // write is negligible beside the bytes; the bytes go at the N-N bandwidth with the data.
-    let batches = (writes / INDEX_BUFFER_RECORDS).ceil().max(1.0);
-    let index = secs(index_bytes, p.nn_write_mibs) + writes * s(PER_WRITE_CPU_US) + batches * s(p.stat_us);
-    let t_plfs = meta + secs(total + w * writes * FRAME_BYTES, p.nn_write_mibs) + index;
+    // Each write's own cost, measured: the probe wrote the same records through plfs (frames,
+    // index records and their appends, the library's CPU, the file system's price for the logs'
+    // writes) right after the plain N-N run, and the difference per write is charged to every
+    // write of each writer (they run in parallel). Below zero is noise: counted as zero.
+    let index = writes * s(plfs_write_us(p));
+    // Each writer's final sync costs more through plfs (the index log and two directories are
+    // synced too): measured once per writer, as pio's fsync at close.
+    let sync = s(plfs_sync_us(p));
+    let t_plfs = meta + secs(total, p.nn_write_mibs) + index + sync;
 
     // Reads: the same bytes at the measured read bandwidth; plfs first opens every log and merges
     // every index record.
@@ -192,12 +244,16 @@ pub fn predict(p: &Probe, wl: Workload) -> Prediction {
             n1_meta * 1e3
         ),
         format!(
-            "index: {writes:.0} writes of {} B per writer add {:.2} MiB of frames and records and {:.1} ms ({:.2} % of \
-             the data)",
-            wl.record_bytes,
-            w * writes * (FRAME_BYTES + INDEX_RECORD_BYTES) / 1_048_576.0,
-            index * 1e3,
-            100.0 * (FRAME_BYTES + INDEX_RECORD_BYTES) / r
+            "per write: a {} B write through plfs measured {:.1} us more than a plain one into a file of its own \
+             ({} writers: plfs {:.0} MiB/s, plain N-N {:.0}; frames and index records are {:.2} % of the data); \
+             {writes:.0} writes per writer add {:.1} ms",
+            p.record_bytes,
+            p.plfs_write_us,
+            p.writers,
+            p.plfs_write_mibs,
+            p.nn_write_mibs,
+            100.0 * (FRAME_BYTES + INDEX_RECORD_BYTES) / r,
+            index * 1e3
         ),
         format!(
             "write: predicted plfs {plfs:.0} MiB/s, plain N-1 {plain_n1:.0}, plain N-N {plain_nn:.0} \
@@ -240,6 +296,7 @@ mod tests {
     fn probe(meta_us: f64, nn: f64, n1: f64) -> Probe {
         Probe {
             create_us: meta_us,
+            mknod_us: meta_us,
             mkdir_us: meta_us,
             stat_us: meta_us / 4.0,
             readdir_us: meta_us,
@@ -251,6 +308,9 @@ mod tests {
             nn_write_mibs: nn,
             n1_write_mibs: n1,
             read_mibs: nn * 2.0,
+            plfs_write_mibs: nn,
+            plfs_write_us: 0.5,
+            plfs_sync_us: 0.0,
             writers: 64,
             record_bytes: 47008,
             bytes_per_writer: 4 << 20,
@@ -328,6 +388,61 @@ mod tests {
         ] {
             assert!(v.is_finite() && v > 0.0, "{x:?}");
         }
+    }
+
+    #[test]
+    fn the_measured_cost_of_a_plfs_write_is_charged_to_every_write_and_the_sync_once() {
+        // No N-1 penalty and free metadata: plfs is plain N-N plus what the probe measured.
+        let mut p = probe(0.0, 100.0, 100.0);
+        p.plfs_write_us = 0.0;
+        let w = Workload {
+            writers: 2,
+            record_bytes: 4096,
+            bytes_per_writer: 4 << 20,
+        };
+        let free = predict(&p, w);
+        // 4 MiB at 100 MiB/s aggregate for 2 writers: 80 ms; 1024 writes each.
+        p.plfs_write_us = 40.0;
+        let slow = predict(&p, w);
+        assert!((slow.plfs_index_s - 1024.0 * 40e-6).abs() < 1e-9, "{slow:?}");
+        // Seconds of the plfs write: 8 MiB in all.
+        let t = |x: &Prediction| 8.0 / x.plfs_mibs;
+        assert!((t(&slow) - t(&free) - 1024.0 * 40e-6).abs() < 1e-6, "{free:?} {slow:?}");
+        assert!(slow.ratio_plfs_vs_n1 < 0.7 && !slow.use_plfs, "{slow:?}");
+        // Larger records: fewer writes, less of the per-write cost.
+        let big = predict(
+            &p,
+            Workload {
+                record_bytes: 1 << 20,
+                ..w
+            },
+        );
+        assert!((big.plfs_index_s - 4.0 * 40e-6).abs() < 1e-9, "{big:?}");
+        // A negative measurement (noise) counts as nothing, never as a gain.
+        p.plfs_write_us = -5.0;
+        assert_eq!(predict(&p, w).plfs_mibs, free.plfs_mibs);
+        // The sync's extra cost is paid once per writer, whatever the record size.
+        p.plfs_write_us = 0.0;
+        p.plfs_sync_us = 10_000.0;
+        let synced = predict(&p, w);
+        assert!((t(&synced) - t(&free) - 0.01).abs() < 1e-6, "{synced:?}");
+    }
+
+    #[test]
+    fn droppings_cost_a_mknod_and_no_rename_is_counted() {
+        let mut p = probe(100.0, 1000.0, 1000.0);
+        let base = predict(&p, wl(4, 1 << 20)).plfs_metadata_s;
+        p.rename_us = 1e6;
+        assert_eq!(
+            predict(&p, wl(4, 1 << 20)).plfs_metadata_s,
+            base,
+            "a container is no longer renamed"
+        );
+        p.mknod_us += 1000.0;
+        let more = predict(&p, wl(4, 1 << 20)).plfs_metadata_s;
+        // One cid dropping, then per writer its open and close droppings.
+        let want = (CREATE_MKNODS + 4.0 * (FIRST_WRITE_FILES_IN_META + CLOSE_FILES)) * 1000e-6;
+        assert!((more - base - want).abs() < 1e-9, "{base} {more}");
     }
 
     #[test]

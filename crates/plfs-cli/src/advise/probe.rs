@@ -1,7 +1,10 @@
 //! The probe of `plfs advise`: measures, in a fresh temporary directory of a plain (backend) file
 //! system, what the model needs: metadata latencies, fsync, and streaming bandwidth for one
 //! writer, N writers into N files (N-N) and N writers strided into one shared file (N-1), plus the
-//! read-back of the shared file.
+//! read-back of the shared file; and what a write through plfs itself costs there: N writers
+//! strided into one plfs file (plfs-core's own write path, the one ldplfs and FUSE call) in a
+//! private mount over a backend directory in the probe's scratch directory, against the N-N run
+//! of the same bytes.
 //!
 //! Every phase has a deadline derived from the budget (30 s, or 5 s with `--quick`; the bandwidth
 //! phases end by 80 % of it, leaving the rest for the last fsyncs and the clean-up): loops stop
@@ -21,6 +24,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Probe {
     pub create_us: f64,
+    /// `mknod` of a regular file (how plfs makes its zero-length droppings: `Dir::touch`).
+    pub mknod_us: f64,
     pub mkdir_us: f64,
     pub stat_us: f64,
     pub readdir_us: f64,
@@ -36,6 +41,21 @@ pub struct Probe {
     pub n1_write_mibs: f64,
     /// `writers` readers of the shared file, strided as written (aggregate; likely the page cache).
     pub read_mibs: f64,
+    /// `writers` writers strided into one plfs file (each its own `Plfs` instance, as separate
+    /// processes would be; open and close untimed, sync timed as the plain runs' fsync) over a
+    /// backend in the probe's directory (aggregate of logical bytes).
+    pub plfs_write_mibs: f64,
+    /// What a write through plfs costs beyond a plain write of the same bytes into a file of one's
+    /// own, in µs per write of each writer: the median over repetitions of the plfs run's time
+    /// less the N-N run's (adjacent, same records), over the records each writer wrote. Frames,
+    /// index records and their appends, the library's CPU and whatever the file system charges
+    /// for the logs' unaligned writes are all in it. Negative when plfs ran faster (noise).
+    /// Only the write calls are compared; the final sync is [`Probe::plfs_sync_us`].
+    pub plfs_write_us: f64,
+    /// What a writer's final sync through plfs costs beyond a plain `fsync` of the same bytes, in
+    /// µs (median of the same pairs): the index log's and the directories' syncs, once per
+    /// writer, not per write.
+    pub plfs_sync_us: f64,
     /// Threads the bandwidth phases used.
     pub writers: usize,
     pub record_bytes: u64,
@@ -145,6 +165,7 @@ pub fn run(scratch: &Path, writers: usize, record: u64, budget: Budget) -> io::R
     let recs = per_writer.div_ceil(rec).max(1);
     let buf: Arc<Vec<u8>> = Arc::new((0..rec).map(|i| (i % 251) as u8).collect());
     let (mut w1, mut nn, mut n1, mut rd) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut pl, mut pl_us, mut pl_sync) = (Vec::new(), Vec::new(), Vec::new());
     let mut reps = 0;
     for rep in 0..budget.reps {
         let now = Instant::now();
@@ -152,36 +173,32 @@ pub fn run(scratch: &Path, writers: usize, record: u64, budget: Budget) -> io::R
         if now >= end {
             break;
         }
-        // Four phases share what is left of this repetition's slice of the budget.
+        // Five phases share what is left of this repetition's slice of the budget.
         let slice = (end - now) / u32::try_from(budget.reps - rep).unwrap_or(1);
-        let phase = slice / 4;
+        let phase = slice / 5;
         let dir = scratch.join(format!("bw.{rep}"));
         std::fs::create_dir(&dir)?;
-        w1.push(write_run(&dir, "one", 1, false, &buf, recs, Instant::now() + phase)?);
-        nn.push(write_run(
-            &dir,
-            "nn",
-            writers,
-            false,
-            &buf,
-            recs,
-            Instant::now() + phase,
-        )?);
-        n1.push(write_run(
-            &dir,
-            "n1",
-            writers,
-            true,
-            &buf,
-            recs,
-            Instant::now() + phase,
-        )?);
+        w1.push(write_run(&dir, "one", 1, false, &buf, recs, Instant::now() + phase)?.mibs);
+        let nn_run = write_run(&dir, "nn", writers, false, &buf, recs, Instant::now() + phase)?;
+        // plfs right after N-N, as many records as N-N wrote (plus a first, untimed): their
+        // difference is plfs's cost per write (the writes) and per writer (the final sync). Its
+        // deadline runs from its first timed write (its container and logs are made before)
+        // and is twice the phase, so that a slower plfs still writes them all.
+        let same = (nn_run.recs.ceil() as u64).clamp(1, recs) + 1;
+        let plfs_run = plfs_write_run(&dir, writers, &buf, same, phase * 2)?;
+        nn.push(nn_run.mibs);
+        pl.push(plfs_run.mibs);
+        let (per_write, per_sync) = extra_us(&nn_run, &plfs_run);
+        pl_us.push(per_write);
+        pl_sync.push(per_sync);
+        n1.push(write_run(&dir, "n1", writers, true, &buf, recs, Instant::now() + phase)?.mibs);
         rd.push(read_run(&dir.join("n1.0"), writers, rec, recs, Instant::now() + phase)?);
         std::fs::remove_dir_all(&dir)?;
         reps += 1;
     }
     Ok(Probe {
         create_us: meta.create,
+        mknod_us: meta.mknod,
         mkdir_us: meta.mkdir,
         stat_us: meta.stat,
         readdir_us: meta.readdir,
@@ -193,6 +210,9 @@ pub fn run(scratch: &Path, writers: usize, record: u64, budget: Budget) -> io::R
         nn_write_mibs: median(&mut nn),
         n1_write_mibs: median(&mut n1),
         read_mibs: median(&mut rd),
+        plfs_write_mibs: median(&mut pl),
+        plfs_write_us: median(&mut pl_us),
+        plfs_sync_us: median(&mut pl_sync),
         writers,
         record_bytes: rec,
         bytes_per_writer: recs * rec,
@@ -203,6 +223,7 @@ pub fn run(scratch: &Path, writers: usize, record: u64, budget: Budget) -> io::R
 
 struct Meta {
     create: f64,
+    mknod: f64,
     mkdir: f64,
     stat: f64,
     readdir: f64,
@@ -212,12 +233,12 @@ struct Meta {
     samples: usize,
 }
 
-/// Metadata latencies: create, stat, readdir, rename, unlink of up to `max` files, and mkdir of as
-/// many directories, each operation getting an equal share of the time left until `end`.
+/// Metadata latencies: create, stat, readdir, rename, unlink of up to `max` files, mkdir of as
+/// many directories and mknod of as many files, each operation getting an equal share of the time left until `end`.
 fn metadata(scratch: &Path, max: usize, end: Instant) -> io::Result<Meta> {
     let dir = scratch.join("meta");
     std::fs::create_dir(&dir)?;
-    let share = end.saturating_duration_since(Instant::now()) / 6;
+    let share = end.saturating_duration_since(Instant::now()) / 7;
     let f = |i: usize| dir.join(format!("f.{i}"));
     let r = |i: usize| dir.join(format!("r.{i}"));
 
@@ -264,9 +285,24 @@ fn metadata(scratch: &Path, max: usize, end: Instant) -> io::Result<Meta> {
         let p = dir.join(format!("d.{}", mkdir.len()));
         mkdir.push(timed(|| std::fs::create_dir(&p))?);
     }
+    let mut mknod = Vec::new();
+    let until = Instant::now() + share;
+    while mknod.len() < max && (mknod.len() < 3 || Instant::now() < until) {
+        let p = dir.join(format!("m.{}", mknod.len()));
+        mknod.push(timed(|| {
+            nix::sys::stat::mknod(
+                &p,
+                nix::sys::stat::SFlag::S_IFREG,
+                nix::sys::stat::Mode::from_bits_truncate(0o644),
+                0,
+            )
+            .map_err(io::Error::from)
+        })?);
+    }
     let samples = n;
     Ok(Meta {
         create: median(&mut create),
+        mknod: median(&mut mknod),
         mkdir: median(&mut mkdir),
         stat: median(&mut stat),
         readdir: median(&mut readdir),
@@ -300,7 +336,7 @@ fn write_run(
     buf: &Arc<Vec<u8>>,
     recs: u64,
     end: Instant,
-) -> io::Result<f64> {
+) -> io::Result<Run> {
     let files: Vec<Arc<File>> = if shared {
         let f = Arc::new(File::create(dir.join(format!("{name}.0")))?);
         vec![f; writers]
@@ -317,8 +353,9 @@ fn write_run(
         .enumerate()
         .map(|(w, file)| {
             let (buf, barrier) = (Arc::clone(buf), Arc::clone(&barrier));
-            std::thread::spawn(move || -> io::Result<u64> {
+            std::thread::spawn(move || -> io::Result<Timing> {
                 barrier.wait();
+                let t = Instant::now();
                 let mut done = 0;
                 for k in 0..recs {
                     if k > 0 && Instant::now() >= end {
@@ -330,17 +367,146 @@ fn write_run(
                         k * rec
                     };
                     file.write_all_at(&buf, off)?;
-                    done += rec;
+                    done += 1;
                 }
+                let wrote = t.elapsed();
                 file.sync_data()?;
-                Ok(done)
+                Ok((done * rec, done, wrote, t.elapsed() - wrote))
             })
         })
         .collect();
     barrier.wait();
     let t = Instant::now();
-    let bytes = join_all(handles)?;
-    Ok(mibs(bytes, t.elapsed()))
+    let timings = join_timings(handles)?;
+    Ok(run_of(&timings, t.elapsed()))
+}
+
+/// A run's figures from its writers' timings and its wall time.
+fn run_of(timings: &[Timing], wall: Duration) -> Run {
+    let n = timings.len().max(1) as f64;
+    let bytes = timings.iter().map(|t| t.0).sum();
+    Run {
+        mibs: mibs(bytes, wall),
+        recs: timings.iter().map(|t| t.1 as f64).sum::<f64>() / n,
+        write_s: timings.iter().map(|t| t.2.as_secs_f64()).sum::<f64>() / n,
+        sync_s: timings.iter().map(|t| t.3.as_secs_f64()).sum::<f64>() / n,
+    }
+}
+
+/// What one write run took: aggregate MiB/s over the wall time (slowest writer, sync included),
+/// and the writers' means of the time in their write calls, of the time in their final sync and of
+/// the records each wrote.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Run {
+    pub mibs: f64,
+    pub write_s: f64,
+    pub sync_s: f64,
+    pub recs: f64,
+}
+
+/// One writer's share of a run: bytes, records, time in the write calls, time in the sync.
+type Timing = (u64, u64, Duration, Duration);
+
+/// The extra cost of plfs over plain N-N from a pair of runs of the same records, in µs: per
+/// write (the write calls' time over the records each writer wrote) and per writer (its sync).
+pub fn extra_us(nn: &Run, plfs: &Run) -> (f64, f64) {
+    let per_write = |r: &Run| if r.recs > 0.0 { r.write_s / r.recs } else { 0.0 };
+    ((per_write(plfs) - per_write(nn)) * 1e6, (plfs.sync_s - nn.sync_s) * 1e6)
+}
+
+fn plfs_err(e: plfs_core::Error) -> io::Error {
+    io::Error::other(format!("plfs: {e}"))
+}
+
+/// `writers` threads write `recs` records each (the first untimed; stopping `limit` after the
+/// second) strided into one plfs file, as
+/// pio's N-1 strided run does through ldplfs: a private configuration (one mount, its one backend
+/// `dir/plfs`, the defaults otherwise: an N-1 container, index records buffered as configured),
+/// one `Plfs` instance per thread as one per process, the open and the first record (which makes
+/// the writer's logs) before and the close after the timed part (the model counts those
+/// operations itself), `sync` in it as `fsync` in the plain runs. Returns the aggregate MiB/s of logical bytes.
+fn plfs_write_run(dir: &Path, writers: usize, buf: &Arc<Vec<u8>>, recs: u64, limit: Duration) -> io::Result<Run> {
+    let backend = dir.join("plfs");
+    std::fs::create_dir(&backend)?;
+    let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "''"));
+    let mount = PathBuf::from(format!(
+        "/plfs-advise-probe.{}.{}",
+        std::process::id(),
+        dir.file_name().and_then(|n| n.to_str()).unwrap_or("bw")
+    ));
+    let text = format!(
+        "- mount_point: {}\n  backends:\n    - location: {}\n",
+        quote(&mount),
+        quote(&backend)
+    );
+    let cfg = plfs_core::Config::from_str(&text, &dir.join("plfsrc")).map_err(plfs_err)?;
+    let file = mount.join("f");
+    let flags = plfs_core::OpenFlags {
+        write: true,
+        create: true,
+        ..Default::default()
+    };
+    let barrier = Arc::new(Barrier::new(writers + 1));
+    let rec = buf.len() as u64;
+    let w_count = writers as u64;
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let (buf, barrier, cfg, file) = (Arc::clone(buf), Arc::clone(&barrier), cfg.clone(), file.clone());
+            std::thread::spawn(move || -> io::Result<Timing> {
+                // The open and the first write (which makes the writer's open record, hostdir and
+                // logs) are untimed: the model counts their metadata operations itself.
+                let first = |f: &plfs_core::OpenFile| -> plfs_core::Result<()> {
+                    let mut at = 0;
+                    while at < buf.len() {
+                        at += f.write(&buf[at..], w as u64 * rec + at as u64)?;
+                    }
+                    Ok(())
+                };
+                let opened = plfs_core::Plfs::new(cfg).and_then(|p| {
+                    let f = p.open(&file, flags, 0o644, 1 + w as u32)?;
+                    first(&f)?;
+                    Ok((p, f))
+                });
+                // Every thread reaches both barriers, also after a failed open: none waits forever.
+                barrier.wait();
+                let t = Instant::now();
+                let end = t + limit;
+                let mut done = 0;
+                let mut write_time = Duration::ZERO;
+                let wrote = match &opened {
+                    Ok((_, f)) => (|| -> plfs_core::Result<()> {
+                        for k in 1..recs.max(2) {
+                            if k > 1 && Instant::now() >= end {
+                                break;
+                            }
+                            let off = (k * w_count + w as u64) * rec;
+                            let mut at = 0;
+                            while at < buf.len() {
+                                at += f.write(&buf[at..], off + at as u64)?;
+                            }
+                            done += 1;
+                        }
+                        write_time = t.elapsed();
+                        f.sync()
+                    })(),
+                    Err(_) => Ok(()),
+                };
+                let total = t.elapsed();
+                barrier.wait();
+                let (plfs, f) = opened.map_err(plfs_err)?;
+                let closed = f.close();
+                drop(plfs);
+                wrote.and(closed).map_err(plfs_err)?;
+                Ok((done * rec, done, write_time, total.saturating_sub(write_time)))
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    barrier.wait();
+    let elapsed = t.elapsed();
+    let timings = join_timings(handles)?;
+    Ok(run_of(&timings, elapsed))
 }
 
 /// `readers` threads read the shared file strided as it was written; aggregate MiB/s.
@@ -385,11 +551,16 @@ fn read_run(path: &Path, readers: usize, rec: u64, recs: u64, end: Instant) -> i
 }
 
 fn join_all(handles: Vec<std::thread::JoinHandle<io::Result<u64>>>) -> io::Result<u64> {
-    let mut total = 0;
+    Ok(join_timings(handles)?.iter().sum())
+}
+
+/// Joins every thread (also after one failed), returning their results or the first error.
+fn join_timings<T>(handles: Vec<std::thread::JoinHandle<io::Result<T>>>) -> io::Result<Vec<T>> {
+    let mut total = Vec::new();
     let mut first_err = None;
     for h in handles {
         match h.join() {
-            Ok(Ok(b)) => total += b,
+            Ok(Ok(b)) => total.push(b),
             Ok(Err(e)) => first_err = first_err.or(Some(e)),
             Err(_) => first_err = first_err.or_else(|| Some(io::Error::other("a probe thread panicked"))),
         }
@@ -431,6 +602,7 @@ mod tests {
         std::fs::remove_dir(&base).unwrap();
         for v in [
             p.create_us,
+            p.mknod_us,
             p.stat_us,
             p.readdir_us,
             p.rename_us,
@@ -441,9 +613,10 @@ mod tests {
             assert!(v.is_finite() && v > 0.0, "{p:?}");
         }
         assert!(
-            p.nn_write_mibs > 0.0 && p.n1_write_mibs > 0.0 && p.read_mibs > 0.0,
+            p.nn_write_mibs > 0.0 && p.n1_write_mibs > 0.0 && p.read_mibs > 0.0 && p.plfs_write_mibs > 0.0,
             "{p:?}"
         );
+        assert!(p.plfs_write_us.is_finite() && p.plfs_sync_us.is_finite(), "{p:?}");
     }
 
     #[test]

@@ -25,9 +25,10 @@
 //! cite the code and the docs; nothing here counts them again.
 
 use super::model::{
-    num_hostdirs, Workload, CLOSE_FILES, CLOSE_STATS, CLOSE_UNLINKS, CREATE_FILES, CREATE_MKDIRS, CREATE_RENAMES,
-    CREATE_STATS, FIRST_WRITE_FILES, FIRST_WRITE_FILES_IN_HOSTDIR, FIRST_WRITE_FILES_IN_META,
-    FIRST_WRITE_MKDIRS_PER_HOSTDIR, FRAME_BYTES, INDEX_RECORD_BYTES, OPEN_STATS, PER_WRITE_CPU_US, RECOMMEND_RATIO,
+    num_hostdirs, Workload, CLOSE_FILES, CLOSE_SERVER_STATS, CLOSE_UNLINKS, CREATE_FILES, CREATE_MKDIRS, CREATE_MKNODS,
+    CREATE_SERVER_STATS, FIRST_WRITE_FILES, FIRST_WRITE_FILES_IN_HOSTDIR, FIRST_WRITE_FILES_IN_META,
+    FIRST_WRITE_MKDIRS_PER_HOSTDIR, FIRST_WRITE_SERVER_STATS, FRAME_BYTES, INDEX_RECORD_BYTES, OPEN_SERVER_STATS,
+    PER_WRITE_CPU_US, RECOMMEND_RATIO,
 };
 use super::probe::Probe;
 use serde_json::{json, Map, Value};
@@ -260,17 +261,20 @@ fn plfs_metadata(c: &Costs, w: f64, clients: f64) -> f64 {
     let used = hostdirs.min(clients);
     let per_hostdir = (clients / used).ceil();
     let mut create = Burst::default();
-    create.own(c, CREATE_STATS + CREATE_FILES + CREATE_MKDIRS + CREATE_RENAMES);
+    create.own(c, CREATE_SERVER_STATS + CREATE_FILES + CREATE_MKNODS + CREATE_MKDIRS);
     let mut open = Burst::default();
-    open.lookups(c, OPEN_STATS * w);
+    open.lookups(c, (OPEN_SERVER_STATS + FIRST_WRITE_SERVER_STATS) * w);
     open.changes(c, FIRST_WRITE_FILES_IN_META * w, 1.0, clients);
     open.changes(c, FIRST_WRITE_FILES_IN_HOSTDIR * w, used, per_hostdir);
     open.changes(c, FIRST_WRITE_MKDIRS_PER_HOSTDIR * used, 1.0, used);
-    open.own(c, OPEN_STATS + FIRST_WRITE_FILES + FIRST_WRITE_MKDIRS_PER_HOSTDIR);
+    open.own(
+        c,
+        OPEN_SERVER_STATS + FIRST_WRITE_SERVER_STATS + FIRST_WRITE_FILES + FIRST_WRITE_MKDIRS_PER_HOSTDIR,
+    );
     let mut close = Burst::default();
-    close.changes(c, CLOSE_STATS * w, 1.0, clients);
+    close.changes(c, CLOSE_SERVER_STATS * w, 1.0, clients);
     close.changes(c, (CLOSE_FILES + CLOSE_UNLINKS) * w, 1.0, clients);
-    close.own(c, CLOSE_STATS + CLOSE_FILES + CLOSE_UNLINKS);
+    close.own(c, CLOSE_SERVER_STATS + CLOSE_FILES + CLOSE_UNLINKS);
     create.secs(c) + open.secs(c) + close.secs(c)
 }
 
@@ -682,6 +686,7 @@ mod tests {
     fn probe(create_us: f64, nn: f64, n1: f64) -> Probe {
         Probe {
             create_us,
+            mknod_us: create_us,
             mkdir_us: create_us,
             stat_us: create_us / 4.0,
             readdir_us: create_us,
@@ -693,6 +698,9 @@ mod tests {
             nn_write_mibs: nn,
             n1_write_mibs: n1,
             read_mibs: nn * 2.0,
+            plfs_write_mibs: nn,
+            plfs_write_us: 0.5,
+            plfs_sync_us: 0.0,
             writers: 4,
             record_bytes: 47008,
             bytes_per_writer: 4 << 20,
