@@ -164,6 +164,22 @@ pub fn plfs_sync_us(p: &Probe) -> f64 {
     }
 }
 
+/// Seconds plfs spends on metadata for `w` writers spread over `hostdirs` hostdirs: the
+/// container, then per writer its open, first write and close, serialised.
+fn plfs_metadata_s(p: &Probe, w: f64, hostdirs: u64) -> f64 {
+    let s = |us: f64| us * 1e-6;
+    let create = CREATE_STATS * s(p.stat_us)
+        + CREATE_FILES * s(p.create_us)
+        + CREATE_MKNODS * s(p.mknod_us)
+        + CREATE_MKDIRS * s(p.mkdir_us);
+    let per_writer = (OPEN_STATS + FIRST_WRITE_STATS + CLOSE_STATS) * s(p.stat_us)
+        + FIRST_WRITE_FILES_IN_HOSTDIR * s(p.create_us)
+        + (FIRST_WRITE_FILES_IN_META + CLOSE_FILES) * s(p.mknod_us)
+        + CLOSE_UNLINKS * s(p.unlink_us);
+    let mkdirs = FIRST_WRITE_MKDIRS_PER_HOSTDIR * (hostdirs as f64).min(w) * s(p.mkdir_us);
+    create + w * per_writer + mkdirs
+}
+
 /// Predicts the workload on the probed file system and recommends.
 pub fn predict(p: &Probe, wl: Workload) -> Prediction {
     let w = wl.writers.max(1) as f64;
@@ -179,17 +195,7 @@ pub fn predict(p: &Probe, wl: Workload) -> Prediction {
     let t_n1 = n1_meta + secs(total, p.n1_write_mibs);
     // Plain N-N: W creates in one directory, serialised; then the file-per-writer bandwidth.
     let t_nn = w * s(p.create_us) + secs(total, p.nn_write_mibs);
-    // plfs: the container, then per writer its open, first write and close, serialised.
-    let create = CREATE_STATS * s(p.stat_us)
-        + CREATE_FILES * s(p.create_us)
-        + CREATE_MKNODS * s(p.mknod_us)
-        + CREATE_MKDIRS * s(p.mkdir_us);
-    let per_writer = (OPEN_STATS + FIRST_WRITE_STATS + CLOSE_STATS) * s(p.stat_us)
-        + FIRST_WRITE_FILES_IN_HOSTDIR * s(p.create_us)
-        + (FIRST_WRITE_FILES_IN_META + CLOSE_FILES) * s(p.mknod_us)
-        + CLOSE_UNLINKS * s(p.unlink_us);
-    let mkdirs = FIRST_WRITE_MKDIRS_PER_HOSTDIR * (hostdirs as f64).min(w) * s(p.mkdir_us);
-    let meta = create + w * per_writer + mkdirs;
+    let meta = plfs_metadata_s(p, w, hostdirs);
     let index_bytes = w * writes * INDEX_RECORD_BYTES;
     // Each write's own cost, measured: the probe wrote the same records through plfs (frames,
     // index records and their appends, the library's CPU, the file system's price for the logs'
