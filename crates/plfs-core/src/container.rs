@@ -277,18 +277,19 @@ impl Container {
         Ok(Some(c))
     }
 
-    /// The `meta/` directory (opened once).
+    /// The `meta/` directory (opened once, `O_PATH`: for making and removing droppings in it).
     fn meta(&self) -> Result<&Dir> {
         if let Some(d) = self.meta.get() {
             return Ok(d);
         }
-        let d = match self.dir.open_dir_opt(format::META_DIR)? {
-            Some(d) => d,
-            None => {
+        let d = match self.dir.open_dir_path(format::META_DIR) {
+            Ok(d) => d,
+            Err(e) if sys::is_missing(&e) => {
                 // Created by fsck or by an earlier version without `meta/`: make it now.
                 self.dir.mkdir_ok(format::META_DIR, 0o755)?;
-                self.dir.open_dir(format::META_DIR)?
+                self.dir.open_dir_path(format::META_DIR)?
             }
+            Err(e) => return Err(e),
         };
         Ok(self.meta.get_or_init(|| d.kept()))
     }

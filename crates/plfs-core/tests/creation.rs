@@ -264,15 +264,7 @@ fn concurrent_creators_of_a_name_all_open_it() {
 fn later_writers_make_no_directory() {
     let fx = Fixture::simple("later-writers");
     let path = fx.path("n1");
-    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
-    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
-        name: "sys::mkdir".into(),
-        filter: tag.clone(),
-        action: plfs_core::failpoint::Action::Kill,
-        after: u64::MAX,
-        times: None,
-    });
-    let mkdirs = || plfs_core::failpoint::hits_for("sys::mkdir", &tag);
+    let mkdirs = common::call_counter(&fx, "sys::mkdir");
     let (p1, p2) = (fx.plfs(), fx.plfs());
     let before = mkdirs();
     let f1 = p1.open(&path, rw_create(), 0o644, 1).unwrap();
@@ -289,5 +281,46 @@ fn later_writers_make_no_directory() {
     let f = p1.open(&path, rw_create(), 0o644, 3).unwrap();
     assert_eq!(f.read(&mut buf, 0).unwrap(), 11);
     assert_eq!(&buf, b"firstsecond");
+    f.close().unwrap();
+}
+
+/// A writer keeps `meta/` and its hostdir open only as bases of `*at` calls (`O_PATH`): a FUSE
+/// backend then sees a look-up where it saw an open and a release of each directory (on the
+/// GlusterFS volume 12 brick operations per writer). Read from `/proc/self/fdinfo`.
+#[test]
+fn a_writer_holds_its_directories_as_paths_only() {
+    let fx = Fixture::simple("path-only");
+    let path = fx.path("n1");
+    let p = fx.plfs();
+    let f = p.open(&path, rw_create(), 0o644, 1).unwrap();
+    f.write(b"data", 0).unwrap();
+    f.sync().unwrap();
+    let c = fx.container_dir("n1");
+    const O_PATH: u32 = 0o10000000;
+    let mut held = Vec::new();
+    for e in std::fs::read_dir("/proc/self/fd").unwrap() {
+        let e = e.unwrap();
+        let Ok(target) = std::fs::read_link(e.path()) else {
+            continue;
+        };
+        if target.parent() != Some(c.as_path()) {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", e.file_name().to_string_lossy())).unwrap();
+        let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).unwrap().trim();
+        let flags = u32::from_str_radix(flags, 8).unwrap();
+        held.push((
+            target.file_name().unwrap().to_string_lossy().into_owned(),
+            flags & O_PATH != 0,
+        ));
+    }
+    held.sort();
+    assert!(
+        held.iter().any(|(n, _)| n == "meta") && held.iter().any(|(n, _)| n.starts_with("hostdir.")),
+        "{held:?}"
+    );
+    for (name, path_only) in &held {
+        assert!(path_only, "{name} held open for real: {held:?}");
+    }
     f.close().unwrap();
 }

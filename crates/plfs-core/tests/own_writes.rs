@@ -7,26 +7,13 @@
 
 mod common;
 
-use common::{rw_create, Fixture};
-
-/// Arms a counting point (it never fires) for listings under the fixture's directory.
-fn listings(fx: &Fixture) -> impl Fn() -> u64 {
-    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
-    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
-        name: "sys::readdir".into(),
-        filter: tag.clone(),
-        action: plfs_core::failpoint::Action::Kill,
-        after: u64::MAX,
-        times: None,
-    });
-    move || plfs_core::failpoint::hits_for("sys::readdir", &tag)
-}
+use common::{call_counter, rw_create, Fixture};
 
 #[test]
 fn a_lone_writer_lists_only_meta_and_sees_every_other_writer_at_once() {
     let fx = Fixture::simple("own-writes");
     let path = fx.path("db");
-    let listed = listings(&fx);
+    let listed = call_counter(&fx, "sys::readdir");
     let (p1, p2) = (fx.plfs(), fx.plfs());
     let f1 = p1.open(&path, rw_create(), 0o644, 1).unwrap();
     f1.write(b"a", 0).unwrap();

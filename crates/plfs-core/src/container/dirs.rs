@@ -67,18 +67,23 @@ pub(super) enum Expect {
 /// exactly `mode`, whatever the process umask, and group `gid` where given and not the process's
 /// own (the file's group: its group reaches what another member made; a maker not in that group
 /// keeps its own). Costs no system call beyond mkdir and open when the umask and group already
-/// give that. One expected `There` is opened first, and made only if missing: a `mkdir` that
+/// give that. The directory is opened `O_PATH` ([`Dir::open_dir_path`]). One expected `There` is opened first, and made only if missing: a `mkdir` that
 /// fails with `EEXIST` is not free on a parallel file system (on the GlusterFS volume it takes
 /// the directory's locks on the bricks), and every writer after the first of a file asks for a
 /// hostdir the first one made.
 pub(super) fn mkdir_exact(parent: &Dir, name: &str, mode: u32, gid: Option<u32>, expect: Expect) -> Result<Dir> {
+    // Opened for `*at` calls only (`O_PATH`): what a container's directories are used for
+    // through this handle (creating logs and droppings in them); on a FUSE backend that is a
+    // look-up instead of an open and a release of the directory.
     if expect == Expect::There {
-        if let Some(d) = parent.open_dir_opt(name)? {
-            return Ok(d);
+        match parent.open_dir_path(name) {
+            Ok(d) => return Ok(d),
+            Err(e) if crate::sys::is_missing(&e) => {}
+            Err(e) => return Err(e),
         }
     }
     let made = parent.mkdir_ok(name, mode)?;
-    let d = parent.open_dir(name)?;
+    let d = parent.open_dir_path(name)?;
     if made {
         if let Some(g) = gid.filter(|g| *g != crate::sys::egid()) {
             follow(d.chown_self(u32::MAX, g))?;

@@ -5,7 +5,7 @@
 use super::caps::Caps;
 use super::failpoint::hit;
 use super::file::File;
-use super::{high, is_dir, is_file, timestamps, RawStat, StatVfs, TimeSpec, NOFOLLOW};
+use super::{high, is_dir, is_file, RawStat, StatVfs, NOFOLLOW};
 use crate::error::{Error, Result};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{self, AtFlags, Mode, OFlags, ResolveFlags};
@@ -25,6 +25,10 @@ pub struct Dir {
     /// The descriptor is an open file description of its own that no listing has read yet (its
     /// position is at the start): the first [`Dir::list`] reads it without opening another.
     pub(super) unread: AtomicBool,
+    /// The descriptor is an `O_PATH` one ([`Dir::open_dir_path`]): good for `*at` calls and
+    /// `fstat`, not for listing, fsync, fchmod/fchown or flock, which open the directory for
+    /// real first.
+    pub(super) path_only: bool,
 }
 
 /// How [`Dir::create_file`] treats an existing file.
@@ -124,6 +128,7 @@ impl Dir {
             path: path.to_path_buf(),
             caps: Arc::new(Caps::default()),
             unread: AtomicBool::new(true),
+            path_only: false,
         })
     }
 
@@ -137,6 +142,7 @@ impl Dir {
             path: path.to_path_buf(),
             caps: Arc::new(Caps::default()),
             unread: AtomicBool::new(true),
+            path_only: false,
         })
     }
 
@@ -174,7 +180,41 @@ impl Dir {
             path,
             caps: self.caps.clone(),
             unread: AtomicBool::new(true),
+            path_only: false,
         }
+    }
+
+    /// Opens the subdirectory `name` for `*at` calls only (`O_PATH`; a link is refused with
+    /// `ENOTDIR`, as is a non-directory): the kernel resolves the name and opens nothing, so a
+    /// FUSE backend sees a look-up, not an open and a release of the directory (on the
+    /// GlusterFS volume, 6 brick operations fewer). Listing it, fsync, fchmod, fchown open it
+    /// for real first; flock on it fails (`EBADF`).
+    pub fn open_dir_path(&self, name: impl AsRef<OsStr>) -> Result<Dir> {
+        let name = name.as_ref();
+        component(&self.path, name)?;
+        let p = self.sub(name);
+        hit("sys::open", "open", &p)?;
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = fresh(|| fs::openat(&self.fd, name, flags, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
+        Ok(Dir {
+            fd,
+            path: p,
+            caps: self.caps.clone(),
+            unread: AtomicBool::new(false),
+            path_only: true,
+        })
+    }
+
+    /// This directory opened for real when its descriptor is an `O_PATH` one (see
+    /// [`Dir::open_dir_path`]); `None` when it is real already.
+    pub(super) fn opened(&self) -> Result<Option<Dir>> {
+        if !self.path_only {
+            return Ok(None);
+        }
+        hit("sys::open", "open", &self.path)?;
+        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
+            .map_err(|e| Error::io(&self.path, "open", e))?;
+        Ok(Some(self.child(fd, self.path.clone())))
     }
 
     /// Opens the subdirectory `name` (one component; a link is refused with `ELOOP`, a
@@ -521,73 +561,6 @@ impl Dir {
         fs::fstat(&self.fd).map_err(|e| Error::io(&self.path, "fstat", e))
     }
 
-    /// utimensat of `name` (a link's own times, never its target's).
-    pub fn set_times(&self, name: impl AsRef<OsStr>, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
-        let name = name.as_ref();
-        component(&self.path, name)?;
-        let p = self.sub(name);
-        hit("sys::setattr", "utimensat", &p)?;
-        fs::utimensat(&self.fd, name, &timestamps(atime, mtime), NOFOLLOW).map_err(|e| Error::io(&p, "utimensat", e))
-    }
-
-    /// utimensat of this directory itself.
-    pub fn set_own_times(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
-        hit("sys::setattr", "utimensat", &self.path)?;
-        fs::futimens(&self.fd, &timestamps(atime, mtime)).map_err(|e| Error::io(&self.path, "utimensat", e))
-    }
-
-    /// chmod of `name`; a link is refused with `ELOOP` (Linux cannot chmod a link itself).
-    pub fn chmod(&self, name: impl AsRef<OsStr>, mode: u32) -> Result<()> {
-        let name = name.as_ref();
-        let st = self.stat(name)?;
-        let p = self.sub(name);
-        if super::is_symlink(&st) {
-            return Err(Error::io(&p, "chmod", Errno::LOOP));
-        }
-        hit("sys::setattr", "chmod", &p)?;
-        fs::chmodat(&self.fd, name, Mode::from_raw_mode(mode), AtFlags::empty()).map_err(|e| Error::io(&p, "chmod", e))
-    }
-
-    /// chmod of this directory itself.
-    pub fn chmod_self(&self, mode: u32) -> Result<()> {
-        hit("sys::setattr", "chmod", &self.path)?;
-        fs::fchmod(&self.fd, Mode::from_raw_mode(mode)).map_err(|e| Error::io(&self.path, "chmod", e))
-    }
-
-    /// chown of `name` without following a link (`u32::MAX` leaves an id unchanged).
-    pub fn chown(&self, name: impl AsRef<OsStr>, uid: u32, gid: u32) -> Result<()> {
-        let name = name.as_ref();
-        component(&self.path, name)?;
-        let p = self.sub(name);
-        hit("sys::setattr", "chown", &p)?;
-        let u = (uid != u32::MAX).then(|| fs::Uid::from_raw(uid));
-        let g = (gid != u32::MAX).then(|| fs::Gid::from_raw(gid));
-        fs::chownat(&self.fd, name, u, g, NOFOLLOW).map_err(|e| Error::io(&p, "chown", e))
-    }
-
-    /// chown of this directory itself.
-    pub fn chown_self(&self, uid: u32, gid: u32) -> Result<()> {
-        hit("sys::setattr", "chown", &self.path)?;
-        let u = (uid != u32::MAX).then(|| fs::Uid::from_raw(uid));
-        let g = (gid != u32::MAX).then(|| fs::Gid::from_raw(gid));
-        fs::fchown(&self.fd, u, g).map_err(|e| Error::io(&self.path, "chown", e))
-    }
-
-    /// access(2) check of `name` with the real ids (`R_OK`=4, `W_OK`=2, `X_OK`=1, `F_OK`=0).
-    pub fn access(&self, name: impl AsRef<OsStr>, mode: u32) -> Result<()> {
-        let name = name.as_ref();
-        component(&self.path, name)?;
-        let p = self.sub(name);
-        fs::accessat(&self.fd, name, fs::Access::from_bits_truncate(mode), AtFlags::empty())
-            .map_err(|e| Error::io(&p, "access", e))
-    }
-
-    /// access(2) check of this directory itself.
-    pub fn access_self(&self, mode: u32) -> Result<()> {
-        fs::accessat(&self.fd, ".", fs::Access::from_bits_truncate(mode), AtFlags::empty())
-            .map_err(|e| Error::io(&self.path, "access", e))
-    }
-
     /// Creates the symbolic link `name` with contents `target` (stored verbatim, never followed).
     pub fn symlink(&self, target: &Path, name: impl AsRef<OsStr>) -> Result<()> {
         let name = name.as_ref();
@@ -611,6 +584,9 @@ impl Dir {
     /// refuses to fsync a directory (`EINVAL`, `EOPNOTSUPP`), that is learned once and the call
     /// succeeds: such file systems commit namespace operations themselves.
     pub fn fsync(&self) -> Result<()> {
+        if let Some(d) = self.opened()? {
+            return d.fsync();
+        }
         hit("sys::fsync", "fsync", &self.path)?;
         if !self.caps.fsync_dir() {
             return Ok(());

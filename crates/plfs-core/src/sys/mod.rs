@@ -19,6 +19,7 @@
 //! Every function maps failures to [`Error::Io`] naming the backend path and the operation.
 //! `scripts/check-architecture.py` fails the build when backend I/O appears outside this module.
 
+mod attrs;
 pub mod caps;
 mod dir;
 pub mod failpoint;

@@ -439,3 +439,18 @@ pub fn assert_child_ok(out: &Output, what: &str) {
 pub fn crc(b: &[u8]) -> u32 {
     crc32c::crc32c(b)
 }
+
+/// Arms a counting point (it never fires) for backend call `name` (e.g. `sys::readdir`,
+/// `sys::mkdir`) under the fixture's directory; returns a closure that reads its count.
+pub fn call_counter(fx: &Fixture, name: &str) -> impl Fn() -> u64 {
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+        name: name.into(),
+        filter: tag.clone(),
+        action: plfs_core::failpoint::Action::Kill,
+        after: u64::MAX,
+        times: None,
+    });
+    let name = name.to_string();
+    move || plfs_core::failpoint::hits_for(&name, &tag)
+}
