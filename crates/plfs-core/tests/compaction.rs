@@ -305,14 +305,7 @@ fn online_compaction_of_own_writers() {
 fn an_appending_writer_checks_a_logarithmic_number_of_times() {
     let fx = Fixture::simple("cmp-append");
     let path = fx.path("log");
-    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
-    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
-        name: "sys::open".into(),
-        filter: tag.clone(),
-        action: plfs_core::failpoint::Action::Kill,
-        after: u64::MAX,
-        times: None,
-    });
+    let opened = common::call_counter(&fx, "sys::open");
     let p = fx.plfs();
     let f = p.open(&path, rw(), 0o644, 1).unwrap();
     let mut m = Model::default();
@@ -324,10 +317,10 @@ fn an_appending_writer_checks_a_logarithmic_number_of_times() {
         m.write(k * chunk, &d);
         if k == 0 {
             // The first write made the logs and the open record.
-            before = plfs_core::failpoint::hits_for("sys::open", &tag);
+            before = opened();
         }
     }
-    let opens = plfs_core::failpoint::hits_for("sys::open", &tag) - before;
+    let opens = opened() - before;
     f.close().unwrap();
     drop(p);
     check(&fx, &path, &m, "after the appends");
@@ -339,18 +332,8 @@ fn an_appending_writer_checks_a_logarithmic_number_of_times() {
 /// Arms counting points (they never fire) for the backend calls a writer must not make while it
 /// writes, restricted to the fixture's directory; returns a closure that reads their counts.
 fn count_metadata_calls(fx: &Fixture) -> impl Fn() -> [u64; 4] {
-    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
-    const NAMES: [&str; 4] = ["sys::readdir", "sys::open", "sys::stat", "sys::create"];
-    for name in NAMES {
-        plfs_core::failpoint::set(plfs_core::failpoint::Spec {
-            name: name.into(),
-            filter: tag.clone(),
-            action: plfs_core::failpoint::Action::Kill,
-            after: u64::MAX,
-            times: None,
-        });
-    }
-    move || NAMES.map(|n| plfs_core::failpoint::hits_for(n, &tag))
+    let counters = ["sys::readdir", "sys::open", "sys::stat", "sys::create"].map(|n| common::call_counter(fx, n));
+    move || counters.each_ref().map(|c| c())
 }
 
 /// Nothing but data on the write path (issue 22): while writers of another process have the file
@@ -428,14 +411,7 @@ fn a_writer_makes_no_metadata_calls_while_it_writes() {
 #[test]
 fn a_checkpoint_closes_without_a_listing_or_a_rename() {
     let fx = Fixture::simple("cmp-close");
-    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
-    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
-        name: "sys::rename".into(),
-        filter: tag.clone(),
-        action: plfs_core::failpoint::Action::Kill,
-        after: u64::MAX,
-        times: None,
-    });
+    let renamed = common::call_counter(&fx, "sys::rename");
     let calls = count_metadata_calls(&fx);
     let path = fx.path("ckpt");
     let rec = 47008usize;
@@ -449,7 +425,7 @@ fn a_checkpoint_closes_without_a_listing_or_a_rename() {
         f.write(&d, off).unwrap();
         m.write(off, &d);
     }
-    let renames = plfs_core::failpoint::hits_for("sys::rename", &tag);
+    let renames = renamed();
     let before = calls();
     f.close().unwrap();
     drop(p);
@@ -458,11 +434,7 @@ fn a_checkpoint_closes_without_a_listing_or_a_rename() {
         after[0], before[0],
         "listings at the close of a checkpoint written once"
     );
-    assert_eq!(
-        plfs_core::failpoint::hits_for("sys::rename", &tag),
-        renames,
-        "renames at the close"
-    );
+    assert_eq!(renamed(), renames, "renames at the close");
     check(&fx, &path, &m, "after the close");
     let names: Vec<String> = std::fs::read_dir(fx.container_dir("ckpt").join("meta"))
         .unwrap()

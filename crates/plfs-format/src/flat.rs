@@ -74,10 +74,17 @@ pub struct Flat {
 /// The signature of a container's droppings, or `None` when a writer is open (then no flattened
 /// index is valid).
 pub fn signature(droppings: &[MetaDropping]) -> Option<u64> {
-    let mut names: Vec<String> = Vec::new();
+    signature_with(droppings, |_| false)
+}
+
+/// [`signature`], where the open droppings of the writers `counted` accepts count as names (one
+/// that comes or goes changes it) instead of making it `None`: a process's own writers, whose
+/// writes it knows without reading their logs.
+pub fn signature_with(droppings: &[MetaDropping], counted: impl Fn(u64) -> bool) -> Option<u64> {
+    let mut names: Vec<String> = Vec::with_capacity(droppings.len());
     for d in droppings {
         match d {
-            MetaDropping::Open { .. } => return None,
+            MetaDropping::Open { writer_id, .. } if !counted(*writer_id) => return None,
             _ => names.push(d.name()),
         }
     }

@@ -56,14 +56,6 @@ impl IndexState {
     /// process's own has the file open. Its own writers' open droppings count as names: one that
     /// comes or goes changes it.
     pub(super) fn quiet_signature(&self, droppings: &[MetaDropping]) -> Option<u64> {
-        let mut names: Vec<String> = Vec::with_capacity(droppings.len());
-        for d in droppings {
-            match d {
-                MetaDropping::Open { writer_id, .. } if !self.own.contains(writer_id) => return None,
-                _ => names.push(d.name()),
-            }
-        }
-        names.sort();
-        Some(format::hash_str(&names.join("/")) ^ names.len() as u64)
+        format::flat::signature_with(droppings, |w| self.own.contains(&w))
     }
 }
