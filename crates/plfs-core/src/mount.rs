@@ -46,6 +46,12 @@ impl Backend {
         self.root()?.open_dir_beneath(rel)
     }
 
+    /// [`Backend::dir`] for `*at` calls only (`O_PATH`: a look-up, not an open, on a FUSE
+    /// backend); [`sys::Dir::make_real`] before listing or locking it.
+    pub fn dir_path(&self, rel: &Path) -> Result<Dir> {
+        self.root()?.open_dir_path_beneath(rel)
+    }
+
     /// [`Backend::dir`], `Ok(None)` if a component is missing.
     pub fn dir_opt(&self, rel: &Path) -> Result<Option<Dir>> {
         self.root()?.open_dir_beneath_opt(rel)

@@ -324,3 +324,56 @@ fn a_writer_holds_its_directories_as_paths_only() {
     }
     f.close().unwrap();
 }
+
+/// A stat of a closed file opens only `meta/` (to list it): the container is looked up
+/// (`O_PATH`), not opened. A last close opens nothing when the file was not unlinked and no
+/// compaction left work behind, where it used to open the container again to try its lock:
+/// on a FUSE backend each of those was an open and a release of a directory (GlusterFS: 6 brick
+/// operations per stat and per close). An unlink, on the other hand, still deletes the file of
+/// a process that holds it open at that process's last close.
+#[test]
+fn stat_and_close_open_no_container() {
+    let fx = Fixture::simple("stat-close-opens");
+    let path = fx.path("n1");
+    let opened = common::call_counter(&fx, "sys::open");
+    let p = fx.plfs();
+    let f = p.open(&path, rw_create(), 0o644, 1).unwrap();
+    f.write(b"data", 0).unwrap();
+    let before = opened();
+    f.close().unwrap();
+    assert_eq!(opened() - before, 0, "directories and files a writer's close opened");
+
+    let q = fx.plfs();
+    // Its first call opens the backend's root, once per instance.
+    assert_eq!(q.stat(&fx.path("")).unwrap().kind, FileKind::Dir);
+    let before = opened();
+    assert_eq!(q.stat(&path).unwrap().size, 4);
+    assert_eq!(opened() - before, 1, "opens by a stat of a closed file (meta/ only)");
+
+    let r = q.open(&path, common::ro(), 0, 2).unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(r.read(&mut buf, 0).unwrap(), 4);
+    let before = opened();
+    r.close().unwrap();
+    assert_eq!(opened() - before, 0, "opens by a reader's close");
+
+    // The protocol still deletes: unlinked while open elsewhere, gone at that last close.
+    let backend = fx.container_dir("n1").parent().unwrap().to_path_buf();
+    let r = q.open(&path, common::ro(), 0, 3).unwrap();
+    p.unlink(&path).unwrap();
+    let trashed = || {
+        std::fs::read_dir(&backend)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".plfstmp.rm.")
+            })
+            .count()
+    };
+    assert_eq!(trashed(), 1, "the unlinked container waits for its holder");
+    r.close().unwrap();
+    assert_eq!(trashed(), 0, "the holder's last close deleted it");
+}

@@ -14,6 +14,8 @@ pub(crate) trait DirExt {
     /// Removes `name` and everything beneath it, a container's marker last in every directory
     /// (so that a directory is recognisably a container until it is empty). Missing is success.
     fn remove_tree(&self, name: impl AsRef<std::ffi::OsStr>) -> Result<()>;
+    /// [`DirExt::remove_tree`] of `name`, held open by the caller as `sub`.
+    fn remove_tree_through(&self, name: impl AsRef<std::ffi::OsStr>, sub: &Dir) -> Result<()>;
     /// Writes `data` to `name` atomically through a temporary sibling that fsck knows as debris
     /// ([`format::TMP_PREFIX`]).
     fn write_atomic(&self, name: impl AsRef<std::ffi::OsStr>, data: &[u8], mode: u32) -> Result<()>;
@@ -22,6 +24,9 @@ pub(crate) trait DirExt {
 impl DirExt for Dir {
     fn remove_tree(&self, name: impl AsRef<std::ffi::OsStr>) -> Result<()> {
         self.remove_tree_with(name, std::ffi::OsStr::new(format::MARKER_NAME))
+    }
+    fn remove_tree_through(&self, name: impl AsRef<std::ffi::OsStr>, sub: &Dir) -> Result<()> {
+        self.remove_tree_through_with(name, sub, std::ffi::OsStr::new(format::MARKER_NAME))
     }
     fn write_atomic(&self, name: impl AsRef<std::ffi::OsStr>, data: &[u8], mode: u32) -> Result<()> {
         self.write_atomic_via(format::TMP_PREFIX, name, data, mode)

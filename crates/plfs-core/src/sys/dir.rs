@@ -8,7 +8,7 @@ use super::file::File;
 use super::{high, is_dir, is_file, RawStat, StatVfs, NOFOLLOW};
 use crate::error::{Error, Result};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{self, AtFlags, Mode, OFlags, ResolveFlags};
+use rustix::fs::{self, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -193,7 +193,7 @@ impl Dir {
         let name = name.as_ref();
         component(&self.path, name)?;
         let p = self.sub(name);
-        hit("sys::open", "open", &p)?;
+        hit("sys::lookup", "open", &p)?;
         let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = fresh(|| fs::openat(&self.fd, name, flags, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
         Ok(Dir {
@@ -215,6 +215,18 @@ impl Dir {
         let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
             .map_err(|e| Error::io(&self.path, "open", e))?;
         Ok(Some(self.child(fd, self.path.clone())))
+    }
+
+    /// Makes an `O_PATH` descriptor (see [`Dir::open_dir_path`]) a real one, in place: for a
+    /// directory looked up for `*at` calls that turns out to need a flock (a container a stat
+    /// found and an open or an unlink then holds). Nothing happens to a real one.
+    pub fn make_real(&mut self) -> Result<()> {
+        if let Some(d) = self.opened()? {
+            self.fd = d.fd;
+            self.path_only = false;
+            self.unread = AtomicBool::new(true);
+        }
+        Ok(())
     }
 
     /// Opens the subdirectory `name` (one component; a link is refused with `ELOOP`, a
@@ -247,6 +259,19 @@ impl Dir {
         let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
             .map_err(|e| Error::io(&self.path, "open", e))?;
         Ok(self.child(fd, self.path.clone()))
+    }
+
+    /// This directory again, `O_PATH` (see [`Dir::open_dir_path`]): a descriptor without the
+    /// flock(2) locks of this one's open file description, which costs a FUSE backend nothing.
+    pub fn reopen_path(&self) -> Result<Dir> {
+        hit("sys::lookup", "open", &self.path)?;
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd =
+            fresh(|| fs::openat(&self.fd, ".", flags, Mode::empty())).map_err(|e| Error::io(&self.path, "open", e))?;
+        let mut d = self.child(fd, self.path.clone());
+        d.path_only = true;
+        d.unread = AtomicBool::new(false);
+        Ok(d)
     }
 
     /// The descriptor number (a container's lock, handed on by `Plfs::container_locks`).
@@ -292,20 +317,42 @@ impl Dir {
     /// any component: `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` where the kernel has it,
     /// else one `O_NOFOLLOW` open per component. An empty `rel` reopens this directory.
     pub fn open_dir_beneath(&self, rel: &Path) -> Result<Dir> {
+        self.beneath_with(rel, false)
+    }
+
+    /// [`Dir::open_dir_beneath`] for `*at` calls only (`O_PATH`, as [`Dir::open_dir_path`]): a
+    /// FUSE backend sees look-ups, not an open and a release of the directory.
+    pub fn open_dir_path_beneath(&self, rel: &Path) -> Result<Dir> {
+        self.beneath_with(rel, true)
+    }
+
+    fn beneath_with(&self, rel: &Path, path_only: bool) -> Result<Dir> {
+        let flags = if path_only {
+            DIR_FLAGS.difference(OFlags::RDONLY).union(OFlags::PATH)
+        } else {
+            DIR_FLAGS
+        };
+        let done = |fd: OwnedFd, p: PathBuf| {
+            let mut d = self.child(fd, p);
+            d.path_only = path_only;
+            d.unread = AtomicBool::new(!path_only);
+            d
+        };
         beneath(&self.path, rel)?;
         let p = self.path.join(rel);
-        hit("sys::open", "open", &p)?;
+        // A look-up only descriptor is counted apart from real opens (a test counts those).
+        hit(if path_only { "sys::lookup" } else { "sys::open" }, "open", &p)?;
         if rel.as_os_str().is_empty() {
-            let fd = fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
-            return Ok(self.child(fd, p));
+            let fd = fs::openat(&self.fd, ".", flags, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+            return Ok(done(fd, p));
         }
         if OPENAT2.load(Ordering::Relaxed) != 2 && rel.as_os_str().len() < PATH_MAX {
             let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
             let kernel = super::failpoint::answer("sys::openat2", &p).map(Err);
-            match kernel.unwrap_or_else(|| fresh(|| fs::openat2(&self.fd, rel, DIR_FLAGS, Mode::empty(), how))) {
+            match kernel.unwrap_or_else(|| fresh(|| fs::openat2(&self.fd, rel, flags, Mode::empty(), how))) {
                 Ok(fd) => {
                     OPENAT2.store(1, Ordering::Relaxed);
-                    return Ok(self.child(fd, p));
+                    return Ok(done(fd, p));
                 }
                 Err(Errno::NOSYS) | Err(Errno::PERM) if OPENAT2.load(Ordering::Relaxed) == 0 => {
                     OPENAT2.store(2, Ordering::Relaxed);
@@ -318,10 +365,10 @@ impl Dir {
         let mut cur: Option<OwnedFd> = None;
         for c in rel.components() {
             let at = cur.as_ref().map_or(self.fd.as_fd(), |f| f.as_fd());
-            let fd = fs::openat(at, c.as_os_str(), DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+            let fd = fs::openat(at, c.as_os_str(), flags, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
             cur = Some(fd);
         }
-        Ok(self.child(cur.expect("rel has components"), p))
+        Ok(done(cur.expect("rel has components"), p))
     }
 
     /// [`Dir::open_dir_beneath`], `Ok(None)` when a component is missing.
@@ -443,67 +490,6 @@ impl Dir {
         match cur {
             Some(d) => Ok(d),
             None => self.open_dir_beneath(rel),
-        }
-    }
-
-    /// Unlinks the file or symlink `name`.
-    pub fn unlink(&self, name: impl AsRef<OsStr>) -> Result<()> {
-        let name = name.as_ref();
-        component(&self.path, name)?;
-        let p = self.sub(name);
-        hit("sys::unlink", "unlink", &p)?;
-        fs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(|e| Error::io(&p, "unlink", e))
-    }
-
-    /// Unlinks `name`; `Ok(false)` if it was already gone.
-    pub fn unlink_opt(&self, name: impl AsRef<OsStr>) -> Result<bool> {
-        match self.unlink(name) {
-            Ok(()) => Ok(true),
-            Err(Error::Io {
-                errno: Errno::NOENT, ..
-            }) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Removes the empty directory `name`.
-    pub fn rmdir(&self, name: impl AsRef<OsStr>) -> Result<()> {
-        let name = name.as_ref();
-        component(&self.path, name)?;
-        let p = self.sub(name);
-        hit("sys::unlink", "rmdir", &p)?;
-        fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR).map_err(|e| Error::io(&p, "rmdir", e))
-    }
-
-    /// Removes `name` and everything beneath it (files, links, directories; links are removed,
-    /// never followed). Missing is success. In every directory, an entry named `last` goes after
-    /// the others (the container layer passes its marker, so that a directory is recognisably a
-    /// container until it is empty; this layer knows no names in containers).
-    pub fn remove_tree_with(&self, name: impl AsRef<OsStr>, last: &OsStr) -> Result<()> {
-        let name = name.as_ref();
-        // Most entries of a container are files: unlink first (a link is removed, never
-        // followed); a directory answers EISDIR (Linux, whatever the file system).
-        match self.unlink(name) {
-            Ok(()) => return Ok(()),
-            Err(e) if is_missing(&e) => return Ok(()),
-            Err(Error::Io {
-                errno: Errno::ISDIR, ..
-            }) => {}
-            Err(e) => return Err(e),
-        }
-        if let Some(sub) = self.open_dir_opt(name)? {
-            let mut names = sub.list()?;
-            names.sort_by_key(|n| n.as_os_str() == last);
-            for n in names {
-                sub.remove_tree_with(&n, last)?;
-            }
-        }
-        match self.rmdir(name) {
-            Ok(())
-            | Err(Error::Io {
-                errno: Errno::NOENT, ..
-            }) => Ok(()),
-            Err(e) => Err(e),
         }
     }
 

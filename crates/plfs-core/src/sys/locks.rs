@@ -28,6 +28,7 @@ impl Dir {
     /// A blocking flock(2): `Ok(false)` when the backend has no flock on directories (learned
     /// once).
     fn flock_wait(&self, op: fs::FlockOperation) -> Result<bool> {
+        self.lockable()?;
         if !self.caps.locks() {
             return Ok(false);
         }
@@ -66,6 +67,7 @@ impl Dir {
     /// descriptor's shared lock): `Ok(true)` if nobody else holds a lock on it (always, on a
     /// backend without flock on directories).
     pub fn try_lock_exclusive(&self) -> Result<bool> {
+        self.lockable()?;
         if !self.caps.locks() {
             return Ok(true);
         }
@@ -75,6 +77,19 @@ impl Dir {
             Err(e) if lock_unsupported(e) && self.caps.learn_locks(false) => Ok(true),
             Err(e) => Err(Error::io(&self.path, "flock", e)),
         }
+    }
+}
+
+impl Dir {
+    /// flock(2) on an `O_PATH` descriptor fails with `EBADF`, which would otherwise be taken for
+    /// a backend without locks (NFS says `EBADF` too) and learned for the whole backend: refused
+    /// here instead, naming the directory. Callers make such a descriptor real first
+    /// ([`Dir::make_real`]).
+    fn lockable(&self) -> Result<()> {
+        if self.path_only {
+            return Err(Error::io(&self.path, "flock (a look-up only descriptor)", Errno::BADF));
+        }
+        Ok(())
     }
 }
 

@@ -27,6 +27,7 @@ mod file;
 mod listing;
 pub mod locks;
 pub mod probe;
+mod remove;
 mod rename;
 
 pub use dir::{is_missing, Access, Create, Dir};

@@ -270,7 +270,11 @@ impl ContainerNode {
     /// already has a trash name) so it vanishes atomically, then deleted with its shadow
     /// directories, or left to the last close if this process has it open. Once the name is
     /// gone, failing to reclaim the space is a warning, not an error (a retry would get ENOENT).
-    fn discard(&self, c: Container, parent: sys::Dir, name: &OsStr) -> Result<()> {
+    fn discard(&self, mut c: Container, parent: sys::Dir, name: &OsStr) -> Result<()> {
+        // Opened for real (for the lock, and to list it for the deletion) before the rename: a
+        // FUSE backend looks a renamed directory up again when it is opened through its old
+        // descriptor.
+        c.dir.make_real()?;
         let trash = match name.to_str() {
             Some(n) if n.starts_with(format::TMP_PREFIX) => n.to_string(),
             _ => {
@@ -298,7 +302,10 @@ impl ContainerNode {
         if !last {
             return Ok(());
         }
-        let r = c.remove_shadows().and_then(|()| parent.remove_tree(&trash));
+        // Listed through the descriptor the lock is on: no second open of the container.
+        let r = c
+            .remove_shadows()
+            .and_then(|()| parent.remove_tree_through(&trash, &c.dir));
         if let Err(e) = r {
             crate::warn!("{e}: unlinked, but its data could not be removed (plfs fsck reports it)");
         }

@@ -49,19 +49,30 @@ impl Drop for Shared {
     /// and it was unlinked, by this process or another, it is deleted now.
     fn drop(&mut self) {
         let doomed = self.doomed.get_mut().map(Option::take).unwrap_or_default();
-        // The exclusive lock is tried on a new open file description of the container, after
-        // letting go of this process's own: a forked child, or an image this process hands the
-        // file to (exec), may share that description and with it the shared lock, which a
-        // conversion of it to an exclusive lock would not see (design.md, "Unlink").
-        match self.c.dir.reopen() {
+        // Let go of this process's shared lock first, keeping the directory as a look-up only
+        // descriptor: a forked child, or an image this process hands the file to (exec), may
+        // share the open file description and with it the lock (design.md, "Unlink").
+        match self.c.dir.reopen_path() {
             Ok(d) => drop(std::mem::replace(&mut self.c.dir, d)),
             Err(e) => {
                 crate::warn!("{e}: could not remove an unlinked file's data");
                 return;
             }
         }
-        // Take the lock first, then look at the name: an unlink renames first, then tries the
-        // lock, so one of the two sees the other (design.md, "Unlink").
+        // Then look at the name and the journal: an unlink renames first and then tries the
+        // lock, and a compaction writes its journal before its own close looks, so for each of
+        // them either this close sees its trace or it finds this process's lock gone. With
+        // neither, there is nothing for a last holder to do, and no lock to try (on a FUSE
+        // backend that saves an open and a release of the directory per close).
+        if doomed.is_none() && !self.c.in_trash() && !super::journal::pending(&self.c) {
+            return;
+        }
+        // Something to do, if nobody else has it open: take it exclusively on a new open file
+        // description of its own, then look at the name again.
+        if let Err(e) = self.c.dir.make_real() {
+            crate::warn!("{e}: could not remove an unlinked file's data");
+            return;
+        }
         match self.c.dir.try_lock_exclusive() {
             Ok(true) => {}
             Ok(false) => return, // another process has it open: its last close deletes it
