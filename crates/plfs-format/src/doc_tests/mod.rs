@@ -4,11 +4,16 @@
 //! the table says; each name grammar of §1 must match the names the code makes. The frame (§3),
 //! the flattened index (§6) and the journal's entries (§14) are read by the tests of their own
 //! modules. Every record grammar (`Format: { ... }`) gives each field its offset and width, and
-//! the values it fixes (`= 0`, `= "PLFW"`) must be in the encoder's bytes ([`fixed`]).
+//! the values it fixes (`= 0`, `= "PLFW"`) must be in the encoder's bytes ([`fixed`]); the 1-N
+//! log ([`small_log`]), the PLFS 2.x formats ([`legacy_formats`]) and the names of §1, §5, §12
+//! and §13 ([`more_names`]) have modules of their own.
 
 use super::*;
 
 mod fixed;
+mod legacy_formats;
+mod more_names;
+mod small_log;
 
 const DOC: &str = include_str!("../../../../docs/format.md");
 
