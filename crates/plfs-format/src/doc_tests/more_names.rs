@@ -1,5 +1,5 @@
-//! The rest of §1 (the tree's other names, the build mode, the hash), §5's fast-stat rule, and
-//! the names of §12 and §13: made by the code, held to the document's
+//! The rest of §1 (the tree's other names, the build mode, the hash), §5's fast-stat rule, §6's
+//! signature, and the names of §12 and §13: made by the code, held to the document's
 //! words and grammars.
 
 use super::*;
@@ -108,6 +108,50 @@ fn fast_stat_matches_section_5() {
     assert_eq!(size(&[close(1, 2, max)]), Some(max));
     assert_eq!(size(&[close(1, 2, max + 1)]), None);
     assert_eq!(size(&[trunc(1, max + 1)]), None);
+}
+
+#[test]
+fn flat_signature_matches_section_6() {
+    let text = prose(section("## 6. Flattened index"));
+    let rule = "Signature = `fnv1a64(sorted dropping names joined by \"/\") XOR (number of names)` over the `close.*` and `trunc.*` droppings";
+    assert!(text.contains(rule), "§6 states the signature");
+    assert!(text.contains("no `open.*` dropping exists"));
+    let d = [
+        MetaDropping::Trunc {
+            ts: 9,
+            size: 4,
+            writer_id: 1,
+        },
+        MetaDropping::Close {
+            writer_id: 2,
+            open_ts: 1,
+            close_ts: 2,
+            eof: 3,
+            bytes: 3,
+            mtime_ns: 2,
+        },
+        MetaDropping::Close {
+            writer_id: 1,
+            open_ts: 3,
+            close_ts: 4,
+            eof: 5,
+            bytes: 5,
+            mtime_ns: 4,
+        },
+    ];
+    let mut names: Vec<String> = d.iter().map(MetaDropping::name).collect();
+    names.sort();
+    let want = hash_str(&names.join("/")) ^ names.len() as u64;
+    assert_eq!(flat::signature(&d), Some(want));
+    let mut reversed = d.to_vec();
+    reversed.reverse();
+    assert_eq!(flat::signature(&reversed), Some(want), "sorted");
+    let open = MetaDropping::Open {
+        writer_id: 3,
+        pid: 1,
+        host: "h".into(),
+    };
+    assert_eq!(flat::signature(&[d[0].clone(), open]), None);
 }
 
 #[test]
