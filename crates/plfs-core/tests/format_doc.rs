@@ -249,3 +249,15 @@ fn small_file_logs_are_where_section_11_puts_them() {
     let parsed = format::small::parse_log_name(&name_of(log)).expect("a log's name");
     assert_eq!(*k as u64, fnv1a64(&parsed.host) % 3, "{}", log.display());
 }
+
+/// §4.2: how many records a writer buffers by default.
+#[test]
+fn index_buffer_default_matches_section_4() {
+    let text = section("## 4. Index log");
+    let at = text
+        .find("(`index_buffer_records`, default ")
+        .expect("§4.2 gives the default")
+        + "(`index_buffer_records`, default ".len();
+    let n: u32 = text[at..].split(')').next().unwrap().parse().unwrap();
+    assert_eq!(GlobalParams::default().index_buffer_records, n);
+}
