@@ -261,3 +261,81 @@ fn index_buffer_default_matches_section_4() {
     let n: u32 = text[at..].split(')').next().unwrap().parse().unwrap();
     assert_eq!(GlobalParams::default().index_buffer_records, n);
 }
+
+/// Writes, by hand, the unframed data and index logs of writer `id` into `hostdir`: each write
+/// `(logical offset, timestamp, bytes)` as one WRITE record.
+fn hand_logs(hostdir: &Path, id: u64, writes: &[(u64, u64, &[u8])]) {
+    let header = |magic| format::LogHeader {
+        magic,
+        writer_id: id,
+        open_ns: 1,
+        pid: 7,
+        flags: 0,
+    };
+    let mut data = header(format::DATA_MAGIC).encode().to_vec();
+    let mut index = header(format::INDEX_MAGIC).encode().to_vec();
+    for &(logical_off, ts, bytes) in writes {
+        let rec = format::WriteRecord {
+            logical_off,
+            length: bytes.len() as u64,
+            physical_off: data.len() as u64,
+            ts,
+            data_crc: 0,
+        };
+        rec.encode_into(&mut index);
+        data.extend_from_slice(bytes);
+    }
+    std::fs::write(hostdir.join(format::data_log_name(id, 7, "h")), data).unwrap();
+    std::fs::write(hostdir.join(format::index_log_name(id, 7, "h")), index).unwrap();
+}
+
+/// §8: events apply in `(ts, writer id)` order; equal timestamps are won by the larger writer
+/// id; a truncate discards the bytes at or past its size written before it; unwritten ranges
+/// below the size read as zeros.
+#[test]
+fn merge_follows_section_8() {
+    let rules = section("## 8. Ordering and merge rules");
+    states(&rules, "Every write and truncate has a key `(ts, writer id)`");
+    states(&rules, "equal timestamps are broken by the larger writer id winning");
+    states(
+        &rules,
+        "a write overwrites its range; a truncate to S discards every byte at offset ≥ S written before it and sets the size to S. Unwritten ranges below the size read as zeros.",
+    );
+    let fx = Fixture::simple("doc-merge");
+    put(&fx.plfs(), &fx.path("f"), b"");
+    let c = fx.container_dir("f");
+    let hostdir = c.join(format!("{}0", format::HOSTDIR_PREFIX));
+    std::fs::create_dir(&hostdir).unwrap();
+    // Writers 0x10 and 0x20 write bytes 0..8 at the same time: 0x20's win. The file is
+    // truncated to 2 at 1500; at 2000 writer 0x10 writes 4..8 again.
+    hand_logs(&hostdir, 0x10, &[(0, 1000, b"AAAAAAAA"), (4, 2000, b"aaaa")]);
+    hand_logs(&hostdir, 0x20, &[(0, 1000, b"BBBBBBBB")]);
+    let meta = c.join(format::META_DIR);
+    let droppings = [
+        format::MetaDropping::Close {
+            writer_id: 0x10,
+            open_ts: 900,
+            close_ts: 2100,
+            eof: 8,
+            bytes: 12,
+            mtime_ns: 2000,
+        },
+        format::MetaDropping::Close {
+            writer_id: 0x20,
+            open_ts: 900,
+            close_ts: 1100,
+            eof: 8,
+            bytes: 8,
+            mtime_ns: 1000,
+        },
+        format::MetaDropping::Trunc {
+            ts: 1500,
+            size: 2,
+            writer_id: 0x30,
+        },
+    ];
+    for d in &droppings {
+        std::fs::write(meta.join(d.name()), b"").unwrap();
+    }
+    assert_eq!(common::get(&fx.plfs(), &fx.path("f")), b"BB\0\0aaaa");
+}
