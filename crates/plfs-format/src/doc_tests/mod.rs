@@ -6,7 +6,8 @@
 //! modules. Every record grammar (`Format: { ... }`) gives each field its offset and width, and
 //! the values it fixes (`= 0`, `= "PLFW"`) must be in the encoder's bytes ([`fixed`]); the 1-N
 //! log ([`small_log`]), the PLFS 2.x formats ([`legacy_formats`]) and the names of §1, §5, §12
-//! and §13 ([`more_names`]) have modules of their own.
+//! and §13 ([`more_names`]) have modules of their own. Where the core puts what it writes (§1's
+//! placement and modes, §7, §8, §10, §11) is read by crates/plfs-core/tests/format_doc.rs.
 
 use super::*;
 
