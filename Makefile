@@ -51,14 +51,20 @@ test-python: build
 	$(PYVENV)/bin/pip install -q './python[test]'
 	PLFS_BIN=$(CURDIR)/$(RELEASE_DIR)/plfs $(PYVENV)/bin/python -m pytest python/tests packaging -q -p no:cacheprovider
 
+# fuzz/ is a workspace of its own: its targets are linted on the stable toolchain (clippy only
+# checks them; libfuzzer-sys's build script compiles libFuzzer with g++, from build-essential,
+# which scripts/install-deps.sh installs). Running them needs nightly and cargo-fuzz.
 check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) fmt --manifest-path python/Cargo.toml -- --check
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --all-targets -- -D warnings
 	$(PYTHON) scripts/check-architecture.py
 
 fmt:
 	$(CARGO) fmt --all
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include

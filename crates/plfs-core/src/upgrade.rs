@@ -131,7 +131,7 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
     let data: u64 = runs.iter().map(|r| r.1).sum();
     let total = data + size;
     let parent = loc.parent_dir(b)?;
-    let tmp = format!("{}{:016x}", format::UPGRADE_PREFIX, crate::clock::random_u64());
+    let tmp = format::tmp_name(format::UPGRADE_PREFIX, crate::clock::random_u64());
     let a = &lst.access;
     let c = Container::create(
         &loc.mount,
@@ -299,7 +299,7 @@ fn swap(parent: &Dir, tmp: &str, name: &OsStr, legacy_dir: &Dir) -> Result<Strin
     // No RENAME_EXCHANGE on this backend: the fallback of renames over a file (design.md,
     // "Backends"). Between the two renames the name is missing; after a crash there, fsck moves
     // the original back under the name it records.
-    let trash = format!("{}{:016x}", format::RENAME_TRASH_PREFIX, crate::clock::random_u64());
+    let trash = format::tmp_name(format::RENAME_TRASH_PREFIX, crate::clock::random_u64());
     legacy_dir.write_atomic(format::RENAME_NAME_FILE, name.as_encoded_bytes(), 0o600)?;
     parent.rename(name, parent, &trash)?;
     if let Err(e) = parent.rename(tmp, parent, name) {
@@ -420,7 +420,7 @@ pub fn upgrade_small_dir(
     // Every file is converted: retire the old stores.
     for (b, _) in &ld.stores {
         let parent = dir.mount.canonical[*b].dir(&dir.rel)?;
-        let tmp = format!("{}{:016x}", format::UPGRADE_PREFIX, crate::clock::random_u64());
+        let tmp = format::tmp_name(format::UPGRADE_PREFIX, crate::clock::random_u64());
         parent.rename(SMALL_CONTAINER, &parent, &tmp)?;
         if let Err(e) = parent.remove_tree(&tmp) {
             crate::warn!(

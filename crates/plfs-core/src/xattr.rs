@@ -25,7 +25,7 @@ pub fn set(c: &Container, key: &[u8], value: &[u8]) -> Result<()> {
     let d = c.dir.open_dir(XATTR_DIR)?;
     // Replaced atomically: a temporary file (a short name: the key's may be near NAME_MAX),
     // fsync, rename over the key's file.
-    let tmp = format!("{}{:016x}", crate::format::TMP_PREFIX, crate::clock::random_u64());
+    let tmp = crate::format::tmp_name(crate::format::TMP_PREFIX, crate::clock::random_u64());
     let f = d.create_file(&tmp, log_mode(mode), Create::Excl)?;
     let r = f
         .chmod(log_mode(mode))

@@ -103,6 +103,11 @@ pub const RENAME_NAME_FILE: &str = ".plfstmp.name";
 /// Prefix of the new container a `plfs upgrade` builds beside a PLFS 2.x file, and of the
 /// superseded original after the swap (or of a retired PLFS 2.x 1-N store), until removed.
 pub const UPGRADE_PREFIX: &str = ".plfstmp.upgrade.";
+/// A temporary name: one of the `.plfstmp.` prefixes above ([`TMP_PREFIX`] itself for an
+/// atomically replaced file) and 16 hex digits of `nonce`, e.g. `.plfstmp.upgrade.<16 hex>`.
+pub fn tmp_name(prefix: &str, nonce: u64) -> String {
+    format!("{prefix}{nonce:016x}")
+}
 /// Maximum `num_hostdirs`.
 pub const MAX_HOSTDIRS: u32 = 1024;
 

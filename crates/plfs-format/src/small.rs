@@ -1,4 +1,4 @@
-//! The 1-N small-file log (docs/format.md §10): a 64-byte header (magic `PLFSSML\0`) followed by
+//! The 1-N small-file log (docs/format.md §11): a 64-byte header (magic `PLFSSML\0`) followed by
 //! framed, checksummed records: CREATE, WRITE (with its data inline), TRUNC, UNLINK, RENAME and
 //! SETATTR.
 //!
@@ -7,6 +7,21 @@
 
 /// Name of the per-directory store.
 pub const SMALL_DIR: &str = ".plfs_small";
+/// Prefix of a writer's log in a store: `log.<writer id: 16 hex>.<pid>.<host>`.
+pub const LOG_PREFIX: &str = "log.";
+
+/// Name of a writer's log in a store.
+pub fn log_name(writer_id: u64, pid: u32, host: &str) -> String {
+    format!("{LOG_PREFIX}{writer_id:016x}.{pid}.{host}")
+}
+
+/// Parses a log's name (the host may contain dots, as in a data log's name); `None` for any
+/// other name.
+pub fn parse_log_name(name: &str) -> Option<crate::LogName> {
+    let rest = name.strip_prefix(LOG_PREFIX)?;
+    crate::parse_log_name(&format!("data.{rest}"))
+}
+
 /// Space a store sets aside so that deleting works on a full backend (docs/format.md §11):
 /// a file of this name in the store, ignored by readers.
 pub const RESERVE_NAME: &str = "reserve";

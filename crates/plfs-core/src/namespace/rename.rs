@@ -83,7 +83,7 @@ impl Plfs {
                         let tp = lt.parent_dir(bt)?;
                         match from_parent.rename(lf.name(), &tp, lt.name()) {
                             Err(e) if crate::layout::is_type_clash(&e) => {
-                                let aside = format!("{}{:016x}", format::TMP_PREFIX, crate::clock::random_u64());
+                                let aside = format::tmp_name(format::TMP_PREFIX, crate::clock::random_u64());
                                 tp.rename(lt.name(), &tp, &aside)?;
                                 match from_parent.rename(lf.name(), &tp, lt.name()) {
                                     Ok(()) => tp.unlink(&aside),

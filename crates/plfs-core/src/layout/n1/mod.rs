@@ -262,7 +262,7 @@ impl ContainerNode {
 
 /// A fresh name to rename a container aside to before it is deleted.
 fn trash_name() -> String {
-    format!("{}{:016x}", format::TRASH_PREFIX, crate::clock::random_u64())
+    format::tmp_name(format::TRASH_PREFIX, crate::clock::random_u64())
 }
 
 impl ContainerNode {
@@ -380,7 +380,7 @@ impl Node for ContainerNode {
         // aside, move the source in (moving the old one back if that fails), then delete the old
         // one. Between the two renames the name is missing; after a crash there, fsck moves the
         // old container back under the recorded name (docs/design.md, "Backends").
-        let trash = format!("{}{:016x}", format::RENAME_TRASH_PREFIX, crate::clock::random_u64());
+        let trash = format::tmp_name(format::RENAME_TRASH_PREFIX, crate::clock::random_u64());
         c.dir
             .write_atomic(format::RENAME_NAME_FILE, name.as_encoded_bytes(), 0o600)?;
         tp.rename(name, &tp, &trash)?;

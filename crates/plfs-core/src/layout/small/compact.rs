@@ -44,7 +44,7 @@ fn list_logs(mount: &Mount, rel: &Path) -> Result<Vec<(Dir, String, u64)>> {
     for b in &mount.canonical {
         let Some(dir) = b.dir_opt(&store)? else { continue };
         for n in dir.list()? {
-            let Some(s) = n.to_str().filter(|s| s.starts_with("log.")) else {
+            let Some(s) = n.to_str().filter(|s| s.starts_with(fmt::LOG_PREFIX)) else {
                 continue;
             };
             let size = dir.stat_opt(&n)?.map_or(0, |st| st.st_size.max(0) as u64);
@@ -61,7 +61,7 @@ fn roll_forward(mount: &Mount, rel: &Path, store: &Dir, j: &Journal) -> Result<(
     let fin = j
         .names(cf::E_NEW_LOG)
         .next()
-        .filter(|n| n.starts_with("log."))
+        .filter(|n| n.starts_with(fmt::LOG_PREFIX))
         .ok_or_else(|| Error::corrupt(&jpath, "no new log named"))?;
     if store.stat_opt(fin)?.is_none() {
         // The new log is gone (only outside damage does that): nothing may be retired.
@@ -328,7 +328,7 @@ impl NewLog {
         let store = parent.open_dir(fmt::SMALL_DIR)?;
         let wc = clock::random_u64();
         let tmp = cf::tmp_log_name(wc);
-        let fin = format!("log.{wc:016x}.{}.{}", clock::pid(), clock::hostname());
+        let fin = fmt::log_name(wc, clock::pid(), &clock::hostname());
         Ok(NewLog { store, wc, tmp, fin })
     }
 

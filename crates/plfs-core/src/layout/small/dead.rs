@@ -77,10 +77,7 @@ pub(super) fn retire(logs: &[(Dir, String, u64)], own: Option<&Path>) -> Result<
     }
     let mut all = Vec::with_capacity(logs.len());
     for (dir, name, size) in logs {
-        let Some(info) = name
-            .strip_prefix("log.")
-            .and_then(|r| format::parse_log_name(&format!("data.{r}")))
-        else {
+        let Some(info) = fmt::parse_log_name(name) else {
             continue;
         };
         let Some(f) = dir.open_file_opt(name, Access::Read)? else {

@@ -133,7 +133,7 @@ impl SmallDir {
         for b in &self.mount.canonical {
             let Some(dir) = b.dir_opt(&rel)? else { continue };
             for name in dir.list()? {
-                if name.to_str().is_some_and(|s| s.starts_with("log.")) {
+                if name.to_str().is_some_and(|s| s.starts_with(fmt::LOG_PREFIX)) {
                     out.push(dir.sub(&name));
                 }
             }
@@ -164,10 +164,7 @@ impl SmallDir {
                 let Some(s) = name.to_str().filter(|s| !retired.contains(*s)) else {
                     continue;
                 };
-                let Some(info) = s
-                    .strip_prefix("log.")
-                    .and_then(|r| format::parse_log_name(&format!("data.{r}")))
-                else {
+                let Some(info) = fmt::parse_log_name(s) else {
                     continue;
                 };
                 let path = dir.sub(&name);
@@ -258,7 +255,7 @@ impl SmallDir {
         }
         let id = clock::random_u64();
         let pid = clock::pid();
-        let name = format!("log.{id:016x}.{pid}.{}", clock::hostname());
+        let name = fmt::log_name(id, pid, &clock::hostname());
         let h = LogHeader {
             magic: SMALL_MAGIC,
             writer_id: id,

@@ -2,12 +2,21 @@
 //! reads the document, not by a test that restates it). Each byte table (`| offset | size |
 //! field |`) must tile its structure exactly, and the encoder must put each field's value where
 //! the table says; each name grammar of §1 must match the names the code makes. The frame (§3),
-//! the flattened index (§6), the 1-N log (§11) and compaction (§14) are read by the tests of
-//! their own modules.
+//! the flattened index (§6) and the journal's entries (§14) are read by the tests of their own
+//! modules. Every record grammar (`Format: { ... }`) gives each field its offset and width, and
+//! the values it fixes (`= 0`, `= "PLFW"`) must be in the encoder's bytes ([`fixed`]); the 1-N
+//! log ([`small_log`]), the PLFS 2.x formats ([`legacy_formats`]) and the names of §1, §5, §12
+//! and §13 ([`more_names`]) have modules of their own. Where the core puts what it writes (§1's
+//! placement and modes, §7, §8, §10, §11) is read by crates/plfs-core/tests/format_doc.rs.
 
 use super::*;
 
-const DOC: &str = include_str!("../../../docs/format.md");
+mod fixed;
+mod legacy_formats;
+mod more_names;
+mod small_log;
+
+const DOC: &str = include_str!("../../../../docs/format.md");
 
 /// The text under the heading that starts with `head`, up to the next heading of the same or a
 /// higher level.
@@ -27,6 +36,12 @@ fn section(head: &str) -> &'static str {
         at += line.len();
     }
     body
+}
+
+/// `text` with every run of white space (line breaks included) made one space, so that a
+/// sentence is found wherever the document wraps it.
+fn prose(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A row of a byte table.
@@ -120,6 +135,147 @@ fn grammar_width(sec: &str) -> usize {
             _ => panic!("field {f:?}"),
         })
         .sum()
+}
+
+/// One field of a record grammar `{ a | b | ... }`.
+#[derive(Debug)]
+struct Field {
+    /// Its name: the first word.
+    name: &'static str,
+    /// Its type: the second word (`u32`, `[8]`, `bytes`, ...), if there is one.
+    ty: Option<&'static str>,
+    /// Its byte offset, while every field before it has a fixed width.
+    off: Option<usize>,
+    /// Its width, for a fixed-width type.
+    size: Option<usize>,
+    /// The value the grammar gives it (`= 0`, `= "PLFW"`), as written.
+    fixed: Option<&'static str>,
+}
+
+/// The width of a grammar type (`u8` .. `u128`, `i32`, `i64`, `f64`, `[N]`); `None` for a
+/// variable width (`[body_len]`, `bytes`, ...).
+fn type_width(ty: &str) -> Option<usize> {
+    match ty {
+        "u8" => Some(1),
+        "u16" => Some(2),
+        "u32" | "i32" => Some(4),
+        "u64" | "i64" | "f64" => Some(8),
+        "u128" => Some(16),
+        t => t.strip_prefix('[')?.strip_suffix(']')?.parse().ok(),
+    }
+}
+
+/// The fields of the grammar that follows the first `head` (`Format:`, `record:`, ...) in `sec`:
+/// from the next `{` to the brace that closes it.
+fn grammar(sec: &'static str, head: &str) -> Vec<Field> {
+    let at = sec
+        .find(head)
+        .unwrap_or_else(|| panic!("no grammar {head:?} in {sec:.60?}"));
+    let start = at + sec[at..].find('{').expect("a grammar opens with {") + 1;
+    let mut depth = 0;
+    let end = sec[start..]
+        .char_indices()
+        .find(|&(_, c)| {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => return true,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            false
+        })
+        .expect("the grammar's closing brace")
+        .0;
+    fields(&sec[start..start + end])
+}
+
+/// The fields of a grammar's body `a | b | ...`, with their offsets.
+fn fields(body: &'static str) -> Vec<Field> {
+    let mut off = Some(0);
+    body.split('|')
+        .map(|f| {
+            let f = f.trim();
+            let mut words = f.split_whitespace();
+            let name = words.next().unwrap_or_else(|| panic!("an empty field in {body:?}"));
+            let ty = words.next();
+            let size = ty.and_then(type_width);
+            let fixed = f.split_once(" = ").map(|(_, v)| v.trim());
+            let field = Field {
+                name,
+                ty,
+                off,
+                size,
+                fixed,
+            };
+            off = off.zip(size).map(|(o, s)| o + s);
+            field
+        })
+        .collect()
+}
+
+/// The field named `name`.
+fn field<'a>(fields: &'a [Field], name: &str) -> &'a Field {
+    fields
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no field {name:?} in {fields:?}"))
+}
+
+/// The sum of the widths of the fields before the first one of variable width.
+fn fixed_width(fields: &[Field]) -> usize {
+    fields.iter().map_while(|f| f.size).sum()
+}
+
+/// The bytes of `b` a field with an offset and a width covers.
+fn bytes_of<'a>(b: &'a [u8], f: &Field) -> &'a [u8] {
+    let off = f.off.unwrap_or_else(|| panic!("{f:?} has no fixed offset"));
+    let size = f.size.unwrap_or_else(|| panic!("{f:?} has no fixed width"));
+    &b[off..off + size]
+}
+
+/// The little-endian value of a field of at most 16 bytes in `b`.
+fn field_value(b: &[u8], f: &Field) -> u128 {
+    let bytes = bytes_of(b, f);
+    let mut v = [0u8; 16];
+    v[..bytes.len()].copy_from_slice(bytes);
+    u128::from_le_bytes(v)
+}
+
+/// Asserts that every field of `fields` the grammar gives a value (`= 2`, `= "PLFW"`, `= 0`) holds
+/// it in the encoded `b` (a number little-endian in the field's width, a string with `\0` for a
+/// NUL byte); returns how many it checked.
+fn check_fixed(b: &[u8], fields: &[Field]) -> usize {
+    let mut n = 0;
+    for f in fields.iter().filter(|f| f.fixed.is_some()) {
+        let v = f.fixed.expect("a value");
+        let want = match v.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
+            Some(s) => s.replace("\\0", "\0").into_bytes(),
+            None => {
+                let n: u128 = v.parse().unwrap_or_else(|_| panic!("{f:?}: not a number"));
+                let size = f.size.expect("a width");
+                assert!(size >= 16 || n >> (8 * size) == 0, "{f:?}: too wide");
+                let mut w = n.to_le_bytes().to_vec();
+                w.resize(size.max(16), 0);
+                w.truncate(size);
+                w
+            }
+        };
+        assert_eq!(bytes_of(b, f), &want[..], "format.md gives {f:?}");
+        n += 1;
+    }
+    n
+}
+
+/// Asserts that every field of `fields` at a fixed offset has a row of the byte table `rows` at
+/// that offset and of its width (the grammar and the table describe one layout).
+fn agrees_with_table(fields: &[Field], rows: &[Row]) {
+    for f in fields.iter().filter(|f| f.size.is_some()) {
+        let off = f.off.expect("an offset");
+        assert!(
+            rows.iter().any(|r| r.off == off && Some(r.size) == f.size),
+            "the grammar's {f:?} has no row at offset {off} in {rows:?}"
+        );
+    }
 }
 
 #[test]
@@ -251,7 +407,7 @@ fn write_record_matches_section_4_2() {
 }
 
 /// Whether `name` is what the §1 grammar `template` describes: literal fields equal, `<x: N hex>`
-/// fields N lowercase hex digits, `<host>` anything non-empty (the last field), other `<x>` fields
+/// and `<N hex>` fields N lowercase hex digits, `<host>` anything non-empty (the last field), other `<x>` fields
 /// decimal without leading zeros.
 fn matches_grammar(template: &str, name: &str) -> Result<(), String> {
     let fields: Vec<&str> = template.split('.').collect();
@@ -267,18 +423,17 @@ fn matches_grammar(template: &str, name: &str) -> Result<(), String> {
         let ok = match f.strip_prefix('<').and_then(|f| f.strip_suffix('>')) {
             None => f == p,
             Some("host") => !p.is_empty(),
-            Some(var) => match var.split_once(": ") {
-                Some((_, width)) => {
+            // `<x: N hex ...>` or `<N hex>`: N lowercase hex digits.
+            Some(var) => match var.split_once(": ").map_or(var, |(_, w)| w) {
+                width if width.split_whitespace().nth(1) == Some("hex") => {
                     let n: usize = width
                         .split_whitespace()
                         .next()
                         .and_then(|w| w.parse().ok())
                         .unwrap_or(0);
-                    width.contains("hex")
-                        && p.len() == n
-                        && p.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+                    p.len() == n && p.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
                 }
-                None => p.bytes().all(|c| c.is_ascii_digit()) && !(p.len() > 1 && p.starts_with('0')),
+                _ => p.bytes().all(|c| c.is_ascii_digit()) && !(p.len() > 1 && p.starts_with('0')),
             },
         };
         if !ok {
