@@ -111,7 +111,7 @@ impl Journal {
             b.extend_from_slice(&(n.len() as u16).to_le_bytes());
             b.extend_from_slice(n);
         }
-        let crc = crc32c::crc32c(&b);
+        let crc = crate::crc::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
     }
@@ -126,7 +126,7 @@ impl Journal {
             return Err(bad("bad magic"));
         }
         let (body, crc) = b.split_at(b.len() - 4);
-        if le_u32(crc) != crc32c::crc32c(body) {
+        if le_u32(crc) != crate::crc::crc32c(body) {
             return Err(bad("checksum mismatch"));
         }
         let version = le_u32(&b[8..12]);

@@ -142,7 +142,7 @@ impl Flat {
             }
             b.extend_from_slice(&chunk.to_le_bytes());
         }
-        let crc = crc32c::crc32c(&b);
+        let crc = crate::crc::crc32c(&b);
         b.extend_from_slice(&crc.to_le_bytes());
         b
     }

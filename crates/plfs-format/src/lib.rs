@@ -11,6 +11,7 @@ pub mod error;
 pub use error::{Error, Result};
 
 pub mod compact;
+pub mod crc;
 #[cfg(test)]
 mod doc_tests;
 pub mod flat;
@@ -133,7 +134,7 @@ impl Marker {
         b[12..16].copy_from_slice(&0u32.to_le_bytes());
         b[16..32].copy_from_slice(&self.container_id.to_le_bytes());
         b[32..40].copy_from_slice(&self.created_ns.to_le_bytes());
-        let crc = crc32c::crc32c(&b[..44]);
+        let crc = crate::crc::crc32c(&b[..44]);
         b[44..48].copy_from_slice(&crc.to_le_bytes());
         b
     }
@@ -152,7 +153,7 @@ impl Marker {
         let version = le_u32(&b[8..12]);
         check_version(path, version)?;
         let crc = le_u32(&b[44..48]);
-        if crc != crc32c::crc32c(&b[..44]) {
+        if crc != crate::crc::crc32c(&b[..44]) {
             return Err(Error::corrupt(path, "marker checksum mismatch"));
         }
         Ok(Marker {
@@ -231,7 +232,7 @@ impl Frame {
         b[8..16].copy_from_slice(&self.logical_off.to_le_bytes());
         b[16..24].copy_from_slice(&self.ts.to_le_bytes());
         b[24..28].copy_from_slice(&self.data_crc.to_le_bytes());
-        let crc = crc32c::crc32c(&b[..28]);
+        let crc = crate::crc::crc32c(&b[..28]);
         b[28..32].copy_from_slice(&crc.to_le_bytes());
         b
     }
@@ -239,7 +240,7 @@ impl Frame {
     /// Decodes a frame; `None` when the bytes are not a whole, intact frame (the end of what a
     /// writer wrote, or damage).
     pub fn decode(b: &[u8]) -> Option<Frame> {
-        if b.len() < FRAME_LEN || b[0..4] != FRAME_MAGIC || le_u32(&b[28..32]) != crc32c::crc32c(&b[..28]) {
+        if b.len() < FRAME_LEN || b[0..4] != FRAME_MAGIC || le_u32(&b[28..32]) != crate::crc::crc32c(&b[..28]) {
             return None;
         }
         let f = Frame {
@@ -267,7 +268,7 @@ impl LogHeader {
         b[24..32].copy_from_slice(&self.open_ns.to_le_bytes());
         b[32..36].copy_from_slice(&self.pid.to_le_bytes());
         b[36..40].copy_from_slice(&self.flags.to_le_bytes());
-        let crc = crc32c::crc32c(&b[..60]);
+        let crc = crate::crc::crc32c(&b[..60]);
         b[60..64].copy_from_slice(&crc.to_le_bytes());
         b
     }
@@ -287,7 +288,7 @@ impl LogHeader {
         if le_u32(&b[12..16]) as usize != INDEX_HEADER_LEN {
             return Err(Error::corrupt(path, "bad log header length"));
         }
-        if le_u32(&b[60..64]) != crc32c::crc32c(&b[..60]) {
+        if le_u32(&b[60..64]) != crate::crc::crc32c(&b[..60]) {
             return Err(Error::corrupt(path, "log header checksum mismatch"));
         }
         Ok(LogHeader {
@@ -331,7 +332,7 @@ impl WriteRecord {
         out.extend_from_slice(&self.ts.to_le_bytes());
         out.extend_from_slice(&self.data_crc.to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());
-        let crc = crc32c::crc32c(&out[start..]);
+        let crc = crate::crc::crc32c(&out[start..]);
         out.extend_from_slice(&crc.to_le_bytes());
     }
 }
@@ -406,7 +407,7 @@ impl PatternRecord {
         }
         let blen = (out.len() - start - 4) as u16;
         out[start + 2..start + 4].copy_from_slice(&blen.to_le_bytes());
-        let crc = crc32c::crc32c(&out[start..]);
+        let crc = crate::crc::crc32c(&out[start..]);
         out.extend_from_slice(&crc.to_le_bytes());
     }
 
@@ -538,7 +539,7 @@ pub fn decode_records(body: &[u8]) -> DecodedRecords {
             break;
         }
         let crc = le_u32(&rest[4 + blen..total]);
-        if crc != crc32c::crc32c(&rest[..4 + blen]) {
+        if crc != crate::crc::crc32c(&rest[..4 + blen]) {
             out.tail_error = Some(format!("record checksum mismatch at body offset {pos}"));
             break;
         }

@@ -119,7 +119,7 @@ pub fn encode(out: &mut Vec<u8>, kind: u16, fixed: &[u8], tail: &[u8]) {
     out.extend_from_slice(&((fixed.len() + tail.len()) as u32).to_le_bytes());
     out.extend_from_slice(fixed);
     out.extend_from_slice(tail);
-    let crc = crc32c::crc32c(&out[start..]);
+    let crc = crate::crc::crc32c(&out[start..]);
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
@@ -149,7 +149,7 @@ pub fn decode(body: &[u8], base: u64) -> (Vec<Rec>, usize, Option<String>) {
         if r.len() < total {
             return (out, pos, Some(format!("torn record at {}", base + pos as u64)));
         }
-        if le32(r, 8 + blen) != crc32c::crc32c(&r[..8 + blen]) {
+        if le32(r, 8 + blen) != crate::crc::crc32c(&r[..8 + blen]) {
             return (
                 out,
                 pos,

@@ -42,7 +42,7 @@ pub fn encode(value: &[u8]) -> Vec<u8> {
     b.extend_from_slice(&XATTR_VERSION.to_le_bytes());
     b.extend_from_slice(&(value.len() as u32).to_le_bytes());
     b.extend_from_slice(value);
-    let crc = crc32c::crc32c(&b);
+    let crc = crate::crc::crc32c(&b);
     b.extend_from_slice(&crc.to_le_bytes());
     b
 }
@@ -62,7 +62,7 @@ pub fn decode(path: &std::path::Path, b: &[u8]) -> Result<Vec<u8>> {
         return Err(bad("value length does not match the file size"));
     }
     let crc = u32::from_le_bytes(b[HEADER + len..].try_into().expect("4 bytes"));
-    if crc != crc32c::crc32c(&b[..HEADER + len]) {
+    if crc != crate::crc::crc32c(&b[..HEADER + len]) {
         return Err(bad("checksum mismatch"));
     }
     Ok(b[HEADER..HEADER + len].to_vec())
