@@ -37,12 +37,13 @@ cargo test --release --workspace \
 
 # The real tools through the preload and FUSE, on the volume (coreutils, tar, bash, python, MPI-IO
 # N-1 strided at np 2 and 4 read back by another rank count, sqlite3 in WAL mode with two writers,
-# rsync, crash trials, unlink while open, PLFS 2.5.1 fixtures). Left to local disk in make test:
-# test_modes (trees of 10,000 small files copied, extracted, checked and removed through each
-# front end: tens of minutes at GlusterFS's 2-6 ms per create, rename or mkdir), and the
-# descriptor soak and system-call budget of the preload (test_fd_soak, test_percall: what they
-# count does not depend on the backend, and 3,000-iteration loops of stat and fallocate take
-# minutes there).
+# rsync, crash trials, unlink while open, PLFS 2.5.1 fixtures, and test_advise: plfs advise's
+# prediction against pio plain and through ldplfs on the volume, issue 24). Left to local disk in
+# make test: test_modes (trees of 10,000 small files copied, extracted, checked and removed through
+# each front end: tens of minutes at GlusterFS's 2-6 ms per create, rename or mkdir), and the
+# descriptor soak and system-call budget of the preload (test_fd_soak, test_percall: what they count
+# does not depend on the backend, and 3,000-iteration loops of stat and fallocate take minutes
+# there).
 python3 -m pytest tests/battery -q -p no:cacheprovider \
     --ignore=tests/battery/test_modes.py --ignore=tests/battery/test_fd_soak.py \
     --ignore=tests/battery/test_percall.py

@@ -30,6 +30,14 @@ def _target_dir():
     return Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 
 
+def plfs_cli():
+    """The plfs binary (the release build, built if missing)."""
+    exe = _target_dir() / "release" / "plfs"
+    if not exe.exists():
+        subprocess.run(["cargo", "build", "--release", "-p", "plfs-cli"], cwd=ROOT, check=True)
+    return exe
+
+
 @pytest.fixture(scope="session")
 def preload_lib():
     """Path of libldplfs.so ($LDPLFS_LIB, else the release build, built if missing)."""

@@ -3,11 +3,10 @@ extracted into the backend at test time), read by real tools through each front 
 cmp, dd and cp give exactly each `.expected`; ls/stat/find see regular files with their sizes;
 a write is refused with EROFS and changes nothing."""
 
-import os
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT, md5_plain
+from conftest import ROOT, md5_plain, plfs_cli
 
 NAMES = ["empty", "n1_flat", "n1_holes", "n1_strided"]
 
@@ -61,15 +60,6 @@ def test_legacy_writes_refused(fs):
     assert fs.sh(f"python3 -c \"{py}\"").strip() == "EROFS"
     assert fs.md5(m / "n1_flat") == md5_plain(x / "n1_flat.expected")
     assert fs.sh(f"stat -c %s {m}/n1_flat").strip() == str((x / "n1_flat.expected").stat().st_size)
-
-
-def plfs_cli():
-    """The plfs binary (the release build, built if missing)."""
-    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    exe = target / "release" / "plfs"
-    if not exe.exists():
-        subprocess.run(["cargo", "build", "--release", "-p", "plfs-cli"], cwd=ROOT, check=True)
-    return exe
 
 
 def test_legacy_upgrade_then_write_through_the_front_end(fs):
