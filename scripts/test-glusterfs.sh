@@ -47,3 +47,8 @@ cargo test --release --workspace \
 python3 -m pytest tests/battery -q -p no:cacheprovider \
     --ignore=tests/battery/test_modes.py --ignore=tests/battery/test_fd_soak.py \
     --ignore=tests/battery/test_percall.py
+
+# What the volume itself counts (issue 22): brick operations per create, stat, read, unlink and
+# per file of four writers, through ldplfs, against ceilings a little above today's figures, so a
+# change that brings back a directory open or a listing fails here (bench/brickops.py --check).
+BRICKOPS_FILES=10 python3 bench/brickops.py --check
