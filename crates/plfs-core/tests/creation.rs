@@ -377,3 +377,26 @@ fn stat_and_close_open_no_container() {
     r.close().unwrap();
     assert_eq!(trashed(), 0, "the holder's last close deleted it");
 }
+
+/// A handle reaches the writer of its opener's pid without a look-up (issue 26); once that
+/// writer is closed (`close_writer`, as when a forked process lets go of its share), the pid's
+/// next write gets a new writer, and every byte reaches a reader.
+#[test]
+fn a_pid_writes_again_after_its_writer_closed() {
+    let fx = Fixture::simple("write-after-close-writer");
+    let path = fx.path("n1");
+    let p = fx.plfs();
+    let f = p.open(&path, rw_create(), 0o644, 7).unwrap();
+    assert_eq!(f.write(b"first", 0).unwrap(), 5);
+    f.close_writer(7).unwrap();
+    assert_eq!(f.write(b"second", 5).unwrap(), 6);
+    assert_eq!(f.write_as(b"third", 11, 8).unwrap(), 5);
+    f.close().unwrap();
+    let q = fx.plfs();
+    let r = q.open(&path, common::ro(), 0, 9).unwrap();
+    let mut buf = [0u8; 32];
+    assert_eq!(r.read(&mut buf, 0).unwrap(), 16);
+    assert_eq!(&buf[..16], b"firstsecondthird");
+    r.close().unwrap();
+    assert_eq!(fx.logs("n1", "data.").len(), 3, "one data log per writer session");
+}
