@@ -222,14 +222,14 @@ pub(crate) fn settle(c: &Container, j: &Journal, pending: Vec<String>) -> Result
     c.dir.write_atomic(cf::JOURNAL_NAME, &p.encode(), 0o644)
 }
 
-/// At the last close of the file by any process (its shared flock became exclusive): finishes a
-/// journal left by a compaction and deletes the data logs it retired.
 /// Whether the container has a compaction's journal (an error counts as yes: the last holder
 /// then looks properly).
 pub(crate) fn pending(c: &Container) -> bool {
     !matches!(c.dir.stat_opt(cf::JOURNAL_NAME), Ok(None))
 }
 
+/// At the last close of the file by any process (its shared flock became exclusive): finishes a
+/// journal left by a compaction and deletes the data logs it retired.
 pub(crate) fn on_last_holder(c: &Container) {
     if let Err(e) = finish_exclusive(c) {
         crate::warn!("{e}: finishing a compaction");
