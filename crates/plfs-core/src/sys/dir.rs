@@ -107,6 +107,12 @@ const PATH_MAX: usize = 4096;
 /// Whether the kernel has `openat2` (0 unknown, 1 yes, 2 no).
 static OPENAT2: AtomicU8 = AtomicU8::new(0);
 
+/// Flags of a look-up only descriptor of a directory ([`Dir::open_dir_path`]).
+const PATH_FLAGS: OFlags = OFlags::PATH
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
 pub(super) const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::NOFOLLOW)
@@ -184,6 +190,15 @@ impl Dir {
         }
     }
 
+    /// [`Dir::child`] for an `O_PATH` descriptor (see [`Dir::open_dir_path`]).
+    fn path_child(&self, fd: OwnedFd, path: PathBuf) -> Dir {
+        Dir {
+            unread: AtomicBool::new(false),
+            path_only: true,
+            ..self.child(fd, path)
+        }
+    }
+
     /// Opens the subdirectory `name` for `*at` calls only (`O_PATH`; a link is refused with
     /// `ENOTDIR`, as is a non-directory): the kernel resolves the name and opens nothing, so a
     /// FUSE backend sees a look-up, not an open and a release of the directory (on the
@@ -194,15 +209,9 @@ impl Dir {
         component(&self.path, name)?;
         let p = self.sub(name);
         hit("sys::lookup", "open", &p)?;
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = fresh(|| fs::openat(&self.fd, name, flags, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
-        Ok(Dir {
-            fd,
-            path: p,
-            caps: self.caps.clone(),
-            unread: AtomicBool::new(false),
-            path_only: true,
-        })
+        let fd =
+            fresh(|| fs::openat(&self.fd, name, PATH_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
+        Ok(self.path_child(fd, p))
     }
 
     /// This directory opened for real when its descriptor is an `O_PATH` one (see
@@ -211,10 +220,7 @@ impl Dir {
         if !self.path_only {
             return Ok(None);
         }
-        hit("sys::open", "open", &self.path)?;
-        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
-            .map_err(|e| Error::io(&self.path, "open", e))?;
-        Ok(Some(self.child(fd, self.path.clone())))
+        self.reopen().map(Some)
     }
 
     /// Makes an `O_PATH` descriptor (see [`Dir::open_dir_path`]) a real one, in place: for a
@@ -222,9 +228,7 @@ impl Dir {
     /// found and an open or an unlink then holds). Nothing happens to a real one.
     pub fn make_real(&mut self) -> Result<()> {
         if let Some(d) = self.opened()? {
-            self.fd = d.fd;
-            self.path_only = false;
-            self.unread = AtomicBool::new(true);
+            *self = d;
         }
         Ok(())
     }
@@ -265,13 +269,9 @@ impl Dir {
     /// flock(2) locks of this one's open file description, which costs a FUSE backend nothing.
     pub fn reopen_path(&self) -> Result<Dir> {
         hit("sys::lookup", "open", &self.path)?;
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let fd =
-            fresh(|| fs::openat(&self.fd, ".", flags, Mode::empty())).map_err(|e| Error::io(&self.path, "open", e))?;
-        let mut d = self.child(fd, self.path.clone());
-        d.path_only = true;
-        d.unread = AtomicBool::new(false);
-        Ok(d)
+        let fd = fresh(|| fs::openat(&self.fd, ".", PATH_FLAGS, Mode::empty()))
+            .map_err(|e| Error::io(&self.path, "open", e))?;
+        Ok(self.path_child(fd, self.path.clone()))
     }
 
     /// The descriptor number (a container's lock, handed on by `Plfs::container_locks`).
@@ -327,16 +327,13 @@ impl Dir {
     }
 
     fn beneath_with(&self, rel: &Path, path_only: bool) -> Result<Dir> {
-        let flags = if path_only {
-            DIR_FLAGS.difference(OFlags::RDONLY).union(OFlags::PATH)
-        } else {
-            DIR_FLAGS
-        };
+        let flags = if path_only { PATH_FLAGS } else { DIR_FLAGS };
         let done = |fd: OwnedFd, p: PathBuf| {
-            let mut d = self.child(fd, p);
-            d.path_only = path_only;
-            d.unread = AtomicBool::new(!path_only);
-            d
+            if path_only {
+                self.path_child(fd, p)
+            } else {
+                self.child(fd, p)
+            }
         };
         beneath(&self.path, rel)?;
         let p = self.path.join(rel);
