@@ -4,7 +4,7 @@
 
 use crate::container::Container;
 use crate::error::{Error, Result};
-use crate::extent::{ExtentMap, Key};
+use crate::extent::{ExtentMap, Key, Run};
 use crate::format::{self, flat, flat::FlatItem, MetaDropping, FLAT_NAME};
 use crate::sys::{Access, Dir, File};
 use std::collections::{HashMap, HashSet};
@@ -90,6 +90,11 @@ pub struct IndexState {
     last_own: Option<u64>,
     /// The data checksums of the logs written with them.
     sums: Sums,
+    /// A sequential reader's pattern or piece, with its data log and the map generation it was
+    /// taken at (`index/read.rs`, [`IndexState::plan_read`]).
+    run: Option<(u64, Run, Arc<File>)>,
+    /// Where the last read ended (a read that starts there is sequential).
+    next_read: u64,
 }
 
 /// Logs read per thread of a refresh (fewer are read on the calling thread).
@@ -122,6 +127,8 @@ impl IndexState {
             own_pid: 0,
             last_own: None,
             sums: Sums::default(),
+            run: None,
+            next_read: 0,
         }
     }
 

@@ -24,10 +24,42 @@ pub(crate) struct ReadPlan {
 }
 
 impl IndexState {
+    /// The plan of a read of `len` (> 0) bytes at logical offset `off`: one `pread` of a data log
+    /// at an offset when one element of the pattern (or one piece) that served the last
+    /// sequential read holds all of it, and no data checksum needs checking there; else `plan`
+    /// (empty) is filled ([`IndexState::plan_read_all`]) and `None` returned.
+    ///
+    /// The element is copied out of the map with the map's generation ([`Run`]), so a sequential
+    /// reader costs arithmetic until the map changes (a refresh that found something, a write or
+    /// truncate of this process). Only a read that starts where the last one ended looks for a
+    /// new element: a random reader makes one look-up per read, as before.
+    pub(crate) fn plan_read(&mut self, off: u64, len: u64, plan: &mut ReadPlan) -> Result<Option<(Arc<File>, u64)>> {
+        let sequential = off == self.next_read;
+        self.next_read = off.saturating_add(len);
+        let gen = self.map.generation();
+        if let Some((g, run, f)) = &self.run {
+            if let (true, Some(phys)) = (*g == gen, run.locate(off, len)) {
+                return Ok(Some((f.clone(), phys)));
+            }
+        }
+        if sequential {
+            self.run = None;
+            if let Some(run) = self.map.run_at(off).filter(|r| !self.sums.carried_by(r.chunk)) {
+                let f = self.data_fd(run.chunk)?;
+                self.run = Some((gen, run, f.clone()));
+                if let Some(phys) = run.locate(off, len) {
+                    return Ok(Some((f, phys)));
+                }
+            }
+        }
+        self.plan_read_all(off, len, plan)?;
+        Ok(None)
+    }
+
     /// Fills `plan` (empty) for a read of `len` bytes at logical offset `off`: the map's
     /// segments with a descriptor of each data log, and the writes with data checksums that
     /// this process has not checked yet.
-    pub(crate) fn plan_read(&mut self, off: u64, len: u64, plan: &mut ReadPlan) -> Result<()> {
+    pub(crate) fn plan_read_all(&mut self, off: u64, len: u64, plan: &mut ReadPlan) -> Result<()> {
         let segs = self.map.lookup(off, len);
         let ReadPlan { stretches, checks } = plan;
         let mut sums = Vec::new();

@@ -71,6 +71,11 @@ impl Sums {
         }
     }
 
+    /// Whether the writes in `chunk`'s data log carry data checksums.
+    pub fn carried_by(&self, chunk: u32) -> bool {
+        self.0.contains_key(&chunk)
+    }
+
     /// Notes that this process read a write's data and found it matches its checksum.
     pub fn checked(&mut self, chunk: u32, phys: u64) {
         if let Some(s) = self.0.get_mut(&chunk).and_then(|m| m.get_mut(&phys)) {

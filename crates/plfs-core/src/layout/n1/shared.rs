@@ -393,9 +393,22 @@ impl Shared {
     /// preads and the data checksum checks without it. Data from logs written with checksums
     /// (`data_checksums: true`) is checked: each write it belongs to is read whole, once per
     /// process, and one that does not match its checksum is damage (EIO), not data.
+    ///
+    /// A read that one element of the pattern being read sequentially holds is one `pread`
+    /// ([`IndexState::plan_read`]); if the data log ends before it, the read is planned again in
+    /// full, which reports the damage.
     pub(crate) fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
         let mut plan = ReadPlan::default();
-        self.with_index(false, |s| s.plan_read(off, buf.len() as u64, &mut plan))?;
+        let len = buf.len() as u64;
+        if let Some((f, phys)) = self.with_index(false, |s| s.plan_read(off, len, &mut plan))? {
+            if f.pread_full(buf, phys)? == buf.len() {
+                return Ok(buf.len());
+            }
+            self.with_index(false, |s| s.plan_read_all(off, len, &mut plan))?;
+        }
         let n = plan.run(buf, &self.logical)?;
         if plan.checks_writes() {
             if let Some(s) = lock(&self.index).as_mut() {

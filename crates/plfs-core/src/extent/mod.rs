@@ -17,9 +17,14 @@
 //! newest truncate ends at or below that truncate's size. Hence `size = max(last_trunc.size, end
 //! of the last piece, end of the last pattern)`.
 
+mod run;
+
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use run::Hint;
+pub use run::Run;
 
 /// The answer of [`ExtentMap::lookup`]: a read of one writer's bytes is one or two segments, kept
 /// inline, so a read allocates nothing for it.
@@ -168,44 +173,9 @@ pub struct ExtentMap {
     stale: bool,
     /// The pattern that served the last lookup, tried first by the next one.
     hint: Hint,
-}
-
-/// The key of a pattern (start, sequence number) that a lookup may try first: a sequential reader
-/// reads element after element of one pattern, and one exact look-up of that pattern answers it
-/// (about a tenth of a range search over pieces and patterns). Only a hint: whatever pattern it
-/// names, if that pattern exists and one of its elements covers the whole range asked for, that
-/// element is the answer, since nothing else in the map overlaps an element (the invariants
-/// above). Two relaxed atomics, so that lookups stay `&self` and concurrent: a torn pair names
-/// some other pattern or none, and is then merely a miss.
-#[derive(Debug, Default)]
-struct Hint {
-    start: std::sync::atomic::AtomicU64,
-    /// Sequence number plus one (0: no hint).
-    seq1: std::sync::atomic::AtomicU64,
-}
-
-impl Clone for Hint {
-    fn clone(&self) -> Self {
-        let h = Hint::default();
-        if let Some((start, seq)) = self.get() {
-            h.set((start, seq));
-        }
-        h
-    }
-}
-
-impl Hint {
-    fn get(&self) -> Option<(u64, u64)> {
-        use std::sync::atomic::Ordering::Relaxed;
-        let seq1 = self.seq1.load(Relaxed);
-        (seq1 != 0).then(|| (self.start.load(Relaxed), seq1 - 1))
-    }
-
-    fn set(&self, (start, seq): (u64, u64)) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.start.store(start, Relaxed);
-        self.seq1.store(seq.wrapping_add(1), Relaxed);
-    }
+    /// Counts the changes of the map (inserts and truncates): an answer taken from it, such as
+    /// a [`Run`], holds while this stays the same.
+    gen: u64,
 }
 
 impl ExtentMap {
@@ -327,6 +297,7 @@ impl ExtentMap {
 
     /// Inserts a write of `len` bytes at logical `off`, stored at `phys` in `chunk`.
     pub fn insert_write(&mut self, off: u64, len: u64, chunk: u32, phys: u64, key: Key) {
+        self.gen += 1;
         if len == 0 {
             return;
         }
@@ -338,6 +309,7 @@ impl ExtentMap {
 
     /// Inserts a run of writes, kept compressed unless it overlaps something.
     pub fn insert_pattern(&mut self, p: Pattern) {
+        self.gen += 1;
         if p.count == 0 || p.len == 0 {
             return;
         }
@@ -487,6 +459,7 @@ impl ExtentMap {
 
     /// Records a truncate to `size` with ordering key `key`.
     pub fn insert_trunc(&mut self, size: u64, key: Key) {
+        self.gen += 1;
         let pos = self.truncs.partition_point(|&(k, _)| k < key);
         self.truncs.insert(pos, (key, size));
         // Patterns reaching beyond `size` with an element older than the truncate become pieces.
@@ -588,6 +561,34 @@ impl ExtentMap {
 }
 
 impl ExtentMap {
+    /// The number of changes made to the map so far (see [`Run`]).
+    pub fn generation(&self) -> u64 {
+        self.gen
+    }
+
+    /// The pattern or piece that holds byte `off` (the hinted pattern first, then the pieces,
+    /// then the patterns that start close enough before `off`); `None` in a hole.
+    pub fn run_at(&self, off: u64) -> Option<Run> {
+        let of = |p: &Pattern| Run::new(p.start, p.len, p.stride, p.count, p.chunk, p.phys, p.pstride);
+        if let Some(p) = self.hint.get().and_then(|k| self.patterns.get(&k)) {
+            if !p.elems_in(off, off.saturating_add(1)).is_empty() {
+                return Some(of(p));
+            }
+        }
+        if let Some((&o, p)) = self.pieces.range(..=off).next_back() {
+            if o + p.len > off {
+                return Some(Run::new(o, p.len, p.len, 1, p.chunk, p.phys, p.len));
+            }
+        }
+        let near = (off.saturating_sub(self.max_span), 0)..(off.saturating_add(1), 0);
+        let (k, p) = self
+            .patterns
+            .range(near)
+            .find(|(_, p)| !p.elems_in(off, off.saturating_add(1)).is_empty())?;
+        self.hint.set(*k);
+        Some(of(p))
+    }
+
     /// `[off, end)` (not empty, within the size) as one data segment, when one element of the
     /// hinted pattern covers all of it (see [`Hint`]).
     fn hinted(&self, off: u64, end: u64) -> Option<Segment> {
@@ -668,6 +669,39 @@ mod tests {
     fn flatten(m: &ExtentMap) -> Vec<Option<(u32, u64)>> {
         let mut v = Vec::new();
         for seg in m.lookup(0, u64::MAX) {
+            match seg {
+                Segment::Hole { len } => v.extend(std::iter::repeat_n(None, len as usize)),
+                Segment::Data { len, chunk, phys } => v.extend((0..len).map(|i| Some((chunk, phys + i)))),
+            }
+        }
+        v
+    }
+
+    /// [`flatten`] as a sequential reader of `step` bytes a read sees it through [`Run`]s
+    /// (`index/read.rs`): from the run of the last read while it holds the range, else from the
+    /// run at the offset, else (a range across elements, or a hole) by a lookup.
+    fn flatten_by_runs(m: &ExtentMap, step: u64) -> Vec<Option<(u32, u64)>> {
+        let mut v = Vec::new();
+        let (mut off, mut run): (u64, Option<Run>) = (0, None);
+        while off < m.size() {
+            let len = step.min(m.size() - off);
+            let hit = run.and_then(|r| Some((r.chunk, r.locate(off, len)?)));
+            let hit = hit.or_else(|| {
+                run = m.run_at(off);
+                run.and_then(|r| Some((r.chunk, r.locate(off, len)?)))
+            });
+            match hit {
+                Some((chunk, phys)) => v.extend((0..len).map(|i| Some((chunk, phys + i)))),
+                None => v.extend(flatten_range(m, off, len)),
+            }
+            off += step;
+        }
+        v
+    }
+
+    fn flatten_range(m: &ExtentMap, off: u64, len: u64) -> Vec<Option<(u32, u64)>> {
+        let mut v = Vec::new();
+        for seg in m.lookup(off, len) {
             match seg {
                 Segment::Hole { len } => v.extend(std::iter::repeat_n(None, len as usize)),
                 Segment::Data { len, chunk, phys } => v.extend((0..len).map(|i| Some((chunk, phys + i)))),
@@ -849,6 +883,7 @@ mod tests {
                 let _ = m.lookup(seed % 200, 1 + n as u64 % 5);
                 let writer = i as u64 % 3;
                 let base = keys[i];
+                let gen = m.generation();
                 match items[i] {
                     Gen::W(o, l) => m.insert_write(o, l, i as u32, 1000 * i as u64, Key { ts: base, writer }),
                     Gen::T(sz) => m.insert_trunc(sz, Key { ts: base, writer }),
@@ -857,12 +892,15 @@ mod tests {
                         m.insert_pattern(Pattern { start, len, stride, count, chunk: i as u32, phys: 1000 * i as u64, pstride: len, writer, ts_first: base, ts_last: base + count - 1, ts: Some(ts.into()) });
                     }
                 }
+                // Every change moves the generation: a run taken before it is not used after it.
+                proptest::prop_assert!(m.generation() > gen);
             }
             if !m.is_stale() {
                 proptest::prop_assert_eq!(m.size() as usize, want.len());
                 proptest::prop_assert_eq!(flatten(&m), want.clone());
                 for step in [1, 3, 7] {
                     proptest::prop_assert_eq!(flatten_by(&m, step), want.clone(), "lookups of {} bytes", step);
+                    proptest::prop_assert_eq!(flatten_by_runs(&m, step), want.clone(), "runs, reads of {} bytes", step);
                 }
             }
         }
