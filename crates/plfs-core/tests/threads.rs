@@ -168,3 +168,53 @@ fn many_logs_are_read_on_several_threads() {
     }
     g.close().unwrap();
 }
+
+/// A write that returned is seen by every read this process starts after it, from any thread,
+/// also by the read that loads the merged index while writes go on: a writer keeps the merged
+/// index current only while one is loaded (`Shared::write`), and a load flushes what the writers
+/// buffered before it reads (issue 26). Many short rounds, so that loads meet writes at many
+/// points; one handle shared by both threads, as the threads of a program share a descriptor.
+#[test]
+fn a_returned_write_is_seen_by_a_later_read_in_another_thread() {
+    const REC: u64 = 512;
+    const N: u64 = 64;
+    let fx = Fixture::simple("thr-seen");
+    let p = fx.plfs();
+    for round in 0..150u64 {
+        let path = fx.path(&format!("f{round}"));
+        let f = Arc::new(p.open(&path, common::rw_create(), 0o644, 1).unwrap());
+        let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let w = {
+            let (f, done) = (f.clone(), done.clone());
+            std::thread::spawn(move || {
+                for i in 0..N {
+                    f.write(&pattern(round, i * REC, REC as usize), i * REC).unwrap();
+                    done.store(i + 1, Ordering::SeqCst);
+                }
+            })
+        };
+        let mut b = vec![0u8; REC as usize];
+        loop {
+            let d = done.load(Ordering::SeqCst);
+            if d == 0 {
+                std::thread::yield_now();
+                continue;
+            }
+            let i = d - 1;
+            let n = f.read(&mut b, i * REC).unwrap();
+            assert_eq!(
+                n, REC as usize,
+                "round {round}: record {i}, returned before the read, is short"
+            );
+            assert!(
+                b == pattern(round, i * REC, REC as usize),
+                "round {round}: record {i} differs"
+            );
+            if d == N {
+                break;
+            }
+        }
+        w.join().unwrap();
+        Arc::try_unwrap(f).ok().expect("one handle left").close().unwrap();
+    }
+}

@@ -548,6 +548,6 @@ fn fill_live(sh: &Shared, rep: &mut CompactReport) -> Result<()> {
 fn retire_now(sh: &Shared, pending: &[String]) -> Result<()> {
     let mut g = lock(&sh.index);
     let r = journal::delete_pending(&sh.c, pending);
-    *g = None;
+    sh.forget_index(&mut g);
     r.map(drop)
 }

@@ -14,6 +14,7 @@ use crate::sys::{File, TimeSpec};
 use rustix::io::Errno;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Per-process state of one container.
@@ -26,6 +27,9 @@ pub(crate) struct Shared {
     pub(super) writers: Mutex<HashMap<u64, Arc<Mutex<Writer>>>>,
     /// Merged index, loaded at the first read.
     pub(super) index: Mutex<Option<IndexState>>,
+    /// Set before a merged index is loaded into `index`, cleared when it is dropped: a write that
+    /// finds it clear has no merged index to keep current and takes no lock for it (`write`).
+    index_live: AtomicBool,
     /// Set when the file was unlinked while open here: its shadow directories and the name its
     /// container was renamed aside to, deleted at the last close.
     doomed: Mutex<Option<Doomed>>,
@@ -107,6 +111,7 @@ impl Shared {
             logical,
             writers: Mutex::new(HashMap::new()),
             index: Mutex::new(None),
+            index_live: AtomicBool::new(false),
             doomed: Mutex::new(None),
             auto: Default::default(),
             append_lock: Mutex::new(None),
@@ -137,6 +142,9 @@ impl Shared {
         let mut g = lock(&self.index);
         let stale = g.as_ref().is_some_and(IndexState::is_stale);
         if g.is_none() || refresh || stale {
+            // Before the flush: a write that then finds the flag clear has its record in a
+            // buffer that the flush below writes out, and the load reads (see `write`).
+            self.index_live.store(true, Ordering::SeqCst);
             self.flush_all()?;
             match g.as_mut() {
                 // A refresh that finds damage reloads from scratch, which checks it again.
@@ -167,7 +175,13 @@ impl Shared {
 
     /// Drops the merged index (after a wipe); the next read reloads it.
     pub(crate) fn reset_index(&self) {
-        *lock(&self.index) = None;
+        self.forget_index(&mut lock(&self.index));
+    }
+
+    /// Drops the merged index held under `g`, the lock of `index`.
+    pub(super) fn forget_index(&self, g: &mut Option<IndexState>) {
+        *g = None;
+        self.index_live.store(false, Ordering::SeqCst);
     }
 
     pub(crate) fn new_writer(&self, pid: u32) -> Arc<Mutex<Writer>> {
@@ -212,7 +226,7 @@ impl Shared {
         };
         // A write that fills the backend part-way (ENOSPC, EDQUOT, EFBIG) is a short write: the
         // bytes that landed are indexed and counted, as write(2) does; the next write fails.
-        let (phys, dir, buf) = {
+        let (phys, buf) = {
             let l = wg.logs.as_mut().expect("logs created");
             let at = l.data_off;
             let mut head = [0u8; format::DATA_HEADER_LEN + format::FRAME_LEN];
@@ -246,7 +260,7 @@ impl Shared {
             }
             let phys = at + format::FRAME_LEN as u64;
             l.data_off = phys + n as u64;
-            (phys, l.dir.clone(), &buf[..n])
+            (phys, &buf[..n])
         };
         let rec = WriteRecord {
             logical_off: off,
@@ -263,12 +277,18 @@ impl Shared {
         if wg.pending.len() >= self.c.mount.global.index_buffer_records as usize {
             wg.flush_index()?;
         }
-        let (id, pid, host) = (wg.id, wg.pid, wg.host.clone());
-        drop(wg);
-        // Keep this process's merged index current (insertion order does not matter).
-        if let Some(s) = lock(&self.index).as_mut() {
-            // The writer's logs were created with checksums when this process writes them.
-            s.note_write(dir, (id, pid, &host), &rec, self.data_crc());
+        // Keep this process's merged index current (insertion order does not matter). A writer
+        // that does not read has none: one flag, no lock. The flag is read after the record was
+        // buffered and before the writer's lock is let go, so a load that sets it later flushes
+        // this record first (`with_index`), and one that set it earlier is waited for below.
+        if self.index_live.load(Ordering::SeqCst) {
+            let dir = wg.logs.as_ref().expect("logs created").dir.clone();
+            let (id, pid, host) = (wg.id, wg.pid, wg.host.clone());
+            drop(wg);
+            if let Some(s) = lock(&self.index).as_mut() {
+                // The writer's logs were created with checksums when this process writes them.
+                s.note_write(dir, (id, pid, &host), &rec, self.data_crc());
+            }
         }
         Ok(buf.len())
     }
