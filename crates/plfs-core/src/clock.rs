@@ -74,17 +74,14 @@ fn splitmix(mut z: u64) -> u64 {
 }
 
 /// The host name used for hostdirs, shadow choice and log names: `$PLFS_HOSTNAME` if set, else
-/// the kernel's node name. Dots and slashes are kept out of the way of the name grammar.
-pub fn hostname() -> String {
+/// the kernel's node name. Dots and slashes are kept out of the way of the name grammar. Read once,
+/// at the first use in the process (a 1-N create asks for it at every refresh of its directory).
+pub fn hostname() -> &'static str {
     static HOST: OnceLock<String> = OnceLock::new();
-    if let Some(h) = std::env::var("PLFS_HOSTNAME").ok().filter(|h| !h.is_empty()) {
-        return sanitize_host(&h);
-    }
-    HOST.get_or_init(|| {
-        let u = rustix::system::uname();
-        sanitize_host(&u.nodename().to_string_lossy())
+    HOST.get_or_init(|| match std::env::var("PLFS_HOSTNAME").ok().filter(|h| !h.is_empty()) {
+        Some(h) => sanitize_host(&h),
+        None => sanitize_host(&rustix::system::uname().nodename().to_string_lossy()),
     })
-    .clone()
 }
 
 fn sanitize_host(h: &str) -> String {

@@ -287,6 +287,11 @@ impl Loc {
         self.rel.parent().unwrap_or(Path::new(""))
     }
 
+    /// The logical path of the parent directory ("/" for a name at the root of the namespace).
+    pub fn parent_logical(&self) -> &Path {
+        self.logical.parent().unwrap_or(Path::new("/"))
+    }
+
     /// The canonical backend that holds this name's container.
     pub fn home(&self) -> usize {
         self.mount.home_of(self.name().as_bytes())
@@ -318,7 +323,13 @@ impl Loc {
     /// change). A path through a file is `ENOTDIR`.
     pub fn find(&self) -> Result<Found> {
         let f = self.find_raw()?;
-        // A container is never inside another one; anything else may be a path through a file.
+        self.check_through(&f)?;
+        Ok(f)
+    }
+
+    /// `ENOTDIR` if what [`Loc::find_raw`] found lies on a path through a file: a container is
+    /// never inside another one; anything else may be (one `lstat` per ancestor, up to two).
+    pub fn check_through(&self, f: &Found) -> Result<()> {
         if !matches!(f.probe, Probe::Container | Probe::Legacy)
             && (self.inside_container(f.backend)? || self.inside_legacy(f.backend)?)
         {
@@ -327,10 +338,12 @@ impl Loc {
                 format!("{}: a path component is a file", self.logical.display()),
             ));
         }
-        Ok(f)
+        Ok(())
     }
 
-    fn find_raw(&self) -> Result<Found> {
+    /// [`Loc::find`] without [`Loc::check_through`], for a caller that knows the parent is a
+    /// directory by other means.
+    pub fn find_raw(&self) -> Result<Found> {
         let h = self.home();
         let (p, st) = probe_stable(&self.mount.canonical[h], &self.rel)?;
         if p == Probe::Dir && self.mount.canonical.len() > 1 && self.legacy_shadow(h, st)? {
@@ -432,7 +445,7 @@ impl Loc {
             mount: self.mount.clone(),
             idx: self.idx,
             rel: self.parent_rel().to_path_buf(),
-            logical: self.logical.parent().unwrap_or(Path::new("/")).to_path_buf(),
+            logical: self.parent_logical().to_path_buf(),
         }
     }
 

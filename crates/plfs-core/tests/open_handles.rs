@@ -97,7 +97,7 @@ fn rename_while_open_one_backend() {
 /// Three backends: the writer's host picks shadow backend `s`; the source's home is (or not) `s`,
 /// and so is the target's.
 fn rename_open_homes(tag: &str, from_home: bool, to_home: bool) {
-    let s = plfs_format::hash_str(&plfs_core::hostname()) % 3;
+    let s = plfs_format::hash_str(plfs_core::hostname()) % 3;
     let fx = fixture(tag, 3);
     let from = name_with_home(3, s, from_home, "src");
     let to = name_with_home(3, s, to_home, "dst");
@@ -128,7 +128,7 @@ fn rename_while_open_three_backends_other_to_other() {
 fn rename_closed_file_onto_the_writers_shadow_backend() {
     // The file was written where its logs went to the shadow backend's .plfs_shadow; the new
     // name's home is that backend.
-    let s = plfs_format::hash_str(&plfs_core::hostname()) % 3;
+    let s = plfs_format::hash_str(plfs_core::hostname()) % 3;
     let fx = fixture("ns-ren-shadow", 3);
     let (from, to) = (name_with_home(3, s, false, "src"), name_with_home(3, s, true, "dst"));
     let p = fx.plfs();

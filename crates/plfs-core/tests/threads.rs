@@ -215,6 +215,6 @@ fn a_returned_write_is_seen_by_a_later_read_in_another_thread() {
             }
         }
         w.join().unwrap();
-        Arc::try_unwrap(f).ok().expect("one handle left").close().unwrap();
+        Arc::try_unwrap(f).expect("one handle left").close().unwrap();
     }
 }

@@ -245,6 +245,12 @@ impl Config {
     /// (empty for the mount point itself). `logical` must be absolute; it is lexically normalised
     /// first (see [`normalize_path`]). None for relative paths and paths under no mount point.
     pub fn mount_for(&self, logical: &Path) -> Option<(&MountConfig, PathBuf)> {
+        self.place(logical).map(|(m, _, rel)| (m, rel))
+    }
+
+    /// [`Config::mount_for`], with the normalised logical path too (which is the mount point
+    /// joined with the relative path).
+    pub fn place(&self, logical: &Path) -> Option<(&MountConfig, PathBuf, PathBuf)> {
         let path = normalize_path(logical)?;
         let p = path.as_os_str().as_bytes();
         // Both normalised (mount points are, at load): a byte prefix ending at a separator is a
@@ -259,8 +265,8 @@ impl Config {
         }
         let (m, len) = best?;
         let rest = &p[len.min(p.len())..];
-        let rel = rest.strip_prefix(b"/").unwrap_or(rest);
-        Some((m, PathBuf::from(OsStr::from_bytes(rel))))
+        let rel = PathBuf::from(OsStr::from_bytes(rest.strip_prefix(b"/").unwrap_or(rest)));
+        Some((m, path, rel))
     }
 }
 

@@ -92,18 +92,18 @@ mod tests {
             .map(|s| (s.st_dev, s.st_ino))
             .unwrap();
         // This process holds no log; it is alive and older than "now".
-        match writer_liveness(me, &clock::hostname(), Some(clock::now_ns()), &[]) {
+        match writer_liveness(me, clock::hostname(), Some(clock::now_ns()), &[]) {
             Liveness::Live(_) => {}
             other => panic!("own process: {other:?}"),
         }
         // Opened long before this process started: the pid must have been reused.
-        match writer_liveness(me, &clock::hostname(), Some(1_000_000_000), &[exe]) {
+        match writer_liveness(me, clock::hostname(), Some(1_000_000_000), &[exe]) {
             Liveness::Dead(m) => assert!(m.contains("reused"), "{m}"),
             other => panic!("reused pid: {other:?}"),
         }
         // pid_max is at most 2^22: this pid cannot exist.
         assert!(matches!(
-            writer_liveness(u32::MAX - 1, &clock::hostname(), None, &[]),
+            writer_liveness(u32::MAX - 1, clock::hostname(), None, &[]),
             Liveness::Dead(_)
         ));
         assert!(matches!(

@@ -287,6 +287,11 @@ impl LegacyDirs {
         Ok(d)
     }
 
+    /// Whether logical directory `dir` is known (cached) to hold no PLFS 2.x 1-N store.
+    pub fn known_plain(&self, dir: &Path) -> bool {
+        matches!(self.table().get(dir), Some(None))
+    }
+
     /// The file at `loc`, if its directory is a PLFS 2.x 1-N directory holding one of that name.
     pub fn lookup(&self, loc: &Loc) -> Result<Option<Box<dyn Node>>> {
         let Some(name) = loc.name().to_str().filter(|_| !loc.is_root()) else {

@@ -21,7 +21,7 @@ use crate::mount::{Loc, Mount, Probe};
 use crate::sys::{self, RawStat, StatVfs, TimeSpec};
 use crate::types::{FileFormat, FileKind, OpenFlags, PackedUsage, Stat, Storage};
 use rustix::io::Errno;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -118,15 +118,21 @@ impl Plfs {
 
     /// Resolves a logical path (absolute; `.`/`..` resolved lexically) to its mount.
     pub fn resolve(&self, path: &Path) -> Result<Loc> {
-        let (m, rel) = self
+        let (m, logical, rel) = self
             .config
-            .mount_for(path)
+            .place(path)
             .ok_or_else(|| Error::errno(Errno::XDEV, format!("{}: not under a PLFS mount point", path.display())))?;
-        if let Some(bad) = rel.components().find(|c| is_reserved_name(c.as_os_str().as_bytes())) {
+        // Normalised: its components are what lies between the slashes.
+        if let Some(bad) = rel
+            .as_os_str()
+            .as_bytes()
+            .split(|&c| c == b'/')
+            .find(|c| is_reserved_name(c))
+        {
             return Err(Error::InvalidArgument(format!(
                 "{}: {:?} is a name reserved by PLFS",
                 path.display(),
-                bad.as_os_str()
+                OsStr::from_bytes(bad)
             )));
         }
         let idx = self
@@ -135,11 +141,6 @@ impl Plfs {
             .position(|(x, _)| x.cfg.mount_point == m.mount_point)
             .expect("mount resolved from this config");
         let mount = self.mounts[idx].0.clone();
-        let logical = if rel.as_os_str().is_empty() {
-            mount.cfg.mount_point.clone()
-        } else {
-            mount.cfg.mount_point.join(&rel)
-        };
         Ok(Loc {
             mount,
             idx,
@@ -163,8 +164,13 @@ impl Plfs {
     /// What the backends hold at `loc`; `None` when they hold nothing there.
     fn lookup_stored(&self, loc: &Loc) -> Result<Option<Entry>> {
         let f = loc.find()?;
+        Ok(self.stored_entry(loc, f))
+    }
+
+    /// The entry for what [`Loc::find`] found at `loc`; `None` when the backends hold nothing.
+    fn stored_entry(&self, loc: &Loc, f: crate::mount::Found) -> Option<Entry> {
         let b = f.backend;
-        Ok(match (f.probe, f.st) {
+        match (f.probe, f.st) {
             (Probe::Dir, Some(st)) => Some(Entry::Dir(b, st)),
             (Probe::Symlink, Some(st)) => Some(Entry::Symlink(b, st)),
             (Probe::Container, Some(st)) => Some(Entry::File(Box::new(ContainerNode::new(
@@ -176,7 +182,7 @@ impl Plfs {
             (Probe::Other, Some(st)) => Some(Entry::File(Box::new(PlainNode::new(loc.clone(), b, st)))),
             (Probe::Legacy, Some(_)) => Some(Entry::File(Box::new(ReadOnly(LegacyNode::new(loc.clone(), b))))),
             _ => None,
-        })
+        }
     }
 
     /// A file the layout keeps at `loc` where the backends hold nothing (1-N).
@@ -237,12 +243,19 @@ impl Plfs {
         if loc.is_root() {
             return Err(loc.err(Errno::ISDIR, "is a directory"));
         }
-        let entry = match self.lookup_stored(&loc)? {
+        let found = loc.find_raw()?;
+        // Nothing there: a layout that vouches for the parent (a 1-N directory whose store this
+        // process writes: no file on the path) creates at once, without the check of the path's
+        // ancestors (`Loc::check_through`, an `lstat` each) that anything else goes through.
+        if flags.create && found.probe == Probe::Missing {
+            if let Some(r) = self.layout(&loc).create_packed(&loc, mode, flags.excl) {
+                let (n, created) = r?;
+                return n.open(flags, pid, created);
+            }
+        }
+        loc.check_through(&found)?;
+        let entry = match self.stored_entry(&loc, found) {
             Some(e) => e,
-            None if flags.create => match self.create_or_lookup(&loc, mode, flags.excl)? {
-                Ok((n, created)) => return n.open(flags, pid, created),
-                Err(e) => e,
-            },
             None => self.lookup_kept(&loc)?,
         };
         match entry {

@@ -435,9 +435,9 @@ fn write_and_commit(sh: &Shared, plan: &Plan, pending: Vec<String>, opts: &Compa
     let mut new_dir: Option<Dir> = None;
     let mut copied = 0;
     if plan.live > 0 {
-        let (dir, close, bytes) = write_new_logs(c, plan, wc, &host, opts)?;
+        let (dir, close, bytes) = write_new_logs(c, plan, wc, host, opts)?;
         copied = bytes;
-        entries.push((cf::E_NEW_LOG, format::data_log_name(wc, clock::pid(), &host)));
+        entries.push((cf::E_NEW_LOG, format::data_log_name(wc, clock::pid(), host)));
         entries.push((cf::E_NEW_CLOSE, close.name()));
         new_dir = Some(dir);
     }

@@ -254,7 +254,7 @@ fn finish_leftovers(d: &SmallDir) -> Result<()> {
     let mount = &d.mount;
     // Leftovers of an interrupted compaction (we hold the lock: none is running).
     for b in &mount.canonical {
-        if let Some(store) = b.dir_opt(&d.store_rel())? {
+        if let Some(store) = b.dir_opt(d.store_rel())? {
             if let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? {
                 let j = Journal::decode(&store.sub(cf::JOURNAL_NAME), &f.read_from(0)?)?;
                 roll_forward(mount, &d.rel, &store, &j)?;
@@ -328,7 +328,7 @@ impl NewLog {
         let store = parent.open_dir(fmt::SMALL_DIR)?;
         let wc = clock::random_u64();
         let tmp = cf::tmp_log_name(wc);
-        let fin = fmt::log_name(wc, clock::pid(), &clock::hostname());
+        let fin = fmt::log_name(wc, clock::pid(), clock::hostname());
         Ok(NewLog { store, wc, tmp, fin })
     }
 
@@ -531,7 +531,7 @@ fn after_reserve_spent(d: &SmallDir) {
         Err(e) => crate::warn!("{}: freeing space after a full backend: {e}", d.logical().display()),
     }
     let store = d.mount.canonical[d.writer_backend()]
-        .dir_opt(&d.store_rel())
+        .dir_opt(d.store_rel())
         .ok()
         .flatten();
     if let Some(store) = store {

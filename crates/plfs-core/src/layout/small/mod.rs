@@ -34,6 +34,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// 1-N views kept cached beyond those in use.
@@ -43,6 +44,9 @@ const SMALL_CACHE: usize = 256;
 #[derive(Debug)]
 pub struct Small {
     views: Mutex<HashMap<PathBuf, Arc<SmallDir>>>,
+    /// The view asked for last: a process creating or reading file after file of one
+    /// directory finds it without building and hashing the directory's path.
+    last: Mutex<Option<Arc<SmallDir>>>,
     legacy: LegacyDirs,
     umask: u32,
 }
@@ -52,6 +56,7 @@ impl Small {
     pub fn new(umask: u32) -> Arc<Small> {
         Arc::new(Small {
             views: Mutex::new(HashMap::new()),
+            last: Mutex::new(None),
             legacy: LegacyDirs::default(),
             umask,
         })
@@ -59,6 +64,18 @@ impl Small {
 
     /// The view of directory `rel` of `loc`'s mount.
     fn view(&self, loc: &Loc, rel: &Path) -> Arc<SmallDir> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = last.as_ref() {
+            if Arc::ptr_eq(&d.mount, &loc.mount) && d.rel.as_os_str() == rel.as_os_str() {
+                return d.clone();
+            }
+        }
+        let d = self.view_of(loc, rel);
+        *last = Some(d.clone());
+        d
+    }
+
+    fn view_of(&self, loc: &Loc, rel: &Path) -> Arc<SmallDir> {
         let key = loc.mount.cfg.mount_point.join(rel);
         let mut t = self.views.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(d) = t.get(&key) {
@@ -109,8 +126,16 @@ impl Layout for Arc<Small> {
         }
         let mut legacy = None;
         let r = d.create_unless(&name, mode, excl, || {
-            // A file of a PLFS 2.x 1-N directory of that name (as `lookup_missing` finds).
+            // A file of a PLFS 2.x 1-N directory of that name (as `lookup_missing` finds); once
+            // the directory is known to hold no PLFS 2.x store, its view remembers (it is
+            // forgotten with the view, `forget`).
+            if d.no_legacy.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
             legacy = self.legacy.lookup(loc)?;
+            if legacy.is_none() && self.legacy.known_plain(loc.parent_logical()) {
+                d.no_legacy.store(true, Ordering::Relaxed);
+            }
             Ok(legacy.is_some())
         });
         Some(match r {
@@ -176,6 +201,7 @@ impl Layout for Arc<Small> {
     fn forget(&self, logical: &Path) {
         let mut t = self.views.lock().unwrap_or_else(|p| p.into_inner());
         t.retain(|k, _| !k.starts_with(logical));
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.legacy.forget(logical);
     }
 

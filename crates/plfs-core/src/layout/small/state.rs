@@ -170,13 +170,22 @@ pub(super) fn apply(g: &mut Inner, r: &Rec, writer: u64, log: usize) {
             name,
         } => {
             // The name is held by a live file: a create that raced with it (see `Inner::alias`).
-            if let Some(&held) = g.names.get(name).filter(|held| g.files.contains_key(held)) {
-                if held != *id {
-                    g.alias.insert(*id, held);
+            // One search of the names for both the test and the insert.
+            match g.names.entry(name.clone()) {
+                std::collections::btree_map::Entry::Occupied(e) if g.files.contains_key(e.get()) => {
+                    let held = *e.get();
+                    if held != *id {
+                        g.alias.insert(*id, held);
+                    }
+                    return;
                 }
-                return;
+                std::collections::btree_map::Entry::Occupied(mut e) => {
+                    e.insert(*id);
+                }
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(*id);
+                }
             }
-            g.names.insert(name.clone(), *id);
             let t = ns(*ts);
             g.files.insert(
                 *id,

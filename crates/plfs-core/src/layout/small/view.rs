@@ -13,7 +13,7 @@ use crate::mount::Mount;
 use crate::sys::{self, Access};
 use crate::types::{PackedUsage, Stat};
 use rustix::io::Errno;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Pending bytes after which a writer appends its buffer even before a close.
@@ -25,12 +25,16 @@ pub struct SmallDir {
     pub(super) mount: Arc<Mount>,
     /// The directory's path relative to the mount.
     pub(super) rel: PathBuf,
+    /// Its store's path relative to the mount (asked for at every refresh).
+    store: PathBuf,
     inner: Mutex<Inner>,
     umask: u32,
     /// This process's automatic compaction of the directory's logs.
     pub(super) auto: crate::layout::compaction::AutoState,
     /// This process spent the store's reserve (a namespace change on a full backend).
     pub(super) reserve_spent: std::sync::atomic::AtomicBool,
+    /// The directory was found to hold no PLFS 2.x 1-N store (`Small::create_packed`).
+    pub(super) no_legacy: std::sync::atomic::AtomicBool,
 }
 
 impl SmallDir {
@@ -38,11 +42,13 @@ impl SmallDir {
     pub fn new(mount: Arc<Mount>, rel: PathBuf, umask: u32) -> SmallDir {
         SmallDir {
             mount,
+            store: rel.join(SMALL_DIR),
             rel,
             inner: Mutex::new(Inner::default()),
             umask,
             auto: Default::default(),
             reserve_spent: Default::default(),
+            no_legacy: Default::default(),
         }
     }
 
@@ -50,8 +56,8 @@ impl SmallDir {
         lock(&self.inner)
     }
 
-    pub(super) fn store_rel(&self) -> PathBuf {
-        self.rel.join(SMALL_DIR)
+    pub(super) fn store_rel(&self) -> &Path {
+        &self.store
     }
 
     /// Display path of the store on this host's backend.
@@ -65,7 +71,7 @@ impl SmallDir {
     }
 
     pub(super) fn writer_backend(&self) -> usize {
-        (format::hash_str(&clock::hostname()) % self.mount.canonical.len() as u64) as usize
+        (format::hash_str(clock::hostname()) % self.mount.canonical.len() as u64) as usize
     }
 
     /// The stamp of each backend's store directory (0 where it does not exist), and whether a
@@ -78,7 +84,7 @@ impl SmallDir {
         let mut recent = false;
         for b in &self.mount.canonical {
             let root = b.root()?;
-            let st = root.stat_beneath_opt(&rel)?;
+            let st = root.stat_beneath_opt(rel)?;
             let stamp = st.map_or((0, 0), |s| (i128::from(sys::mtime_ns(&s)), s.st_ino));
             recent |= stamp.0 != 0 && (now - stamp.0).abs() < root.timestamp_window_ns();
             out.push(stamp);
@@ -131,7 +137,7 @@ impl SmallDir {
         let rel = self.store_rel();
         let mut out = Vec::new();
         for b in &self.mount.canonical {
-            let Some(dir) = b.dir_opt(&rel)? else { continue };
+            let Some(dir) = b.dir_opt(rel)? else { continue };
             for name in dir.list()? {
                 if name.to_str().is_some_and(|s| s.starts_with(fmt::LOG_PREFIX)) {
                     out.push(dir.sub(&name));
@@ -150,7 +156,7 @@ impl SmallDir {
         // listing that changed while the journal was read is taken again).
         let (mut stores, mut retired) = (Vec::new(), std::collections::HashSet::new());
         for b in &self.mount.canonical {
-            if let Some(dir) = b.dir_opt(&rel)? {
+            if let Some(dir) = b.dir_opt(rel)? {
                 let names = dir.list()?;
                 retired.extend(super::retired::retired(&dir)?);
                 if dir.list()? != names && tries < 8 {
@@ -255,7 +261,7 @@ impl SmallDir {
         }
         let id = clock::random_u64();
         let pid = clock::pid();
-        let name = fmt::log_name(id, pid, &clock::hostname());
+        let name = fmt::log_name(id, pid, clock::hostname());
         let h = LogHeader {
             magic: SMALL_MAGIC,
             writer_id: id,
@@ -578,7 +584,7 @@ impl SmallDir {
         }
         // The reserve is space the directory takes on its backends too.
         for b in &self.mount.canonical {
-            if let Some(store) = b.dir_opt(&self.store_rel())? {
+            if let Some(store) = b.dir_opt(self.store_rel())? {
                 if let Some(st) = store.stat_opt(fmt::RESERVE_NAME)? {
                     u.log_bytes += st.st_size.max(0) as u64;
                 }
