@@ -34,6 +34,13 @@ impl Dir {
     /// reads its descriptor in place (its description is its own, at the start); later ones read
     /// a new description (`openat(".")`), so no position is shared or left behind.
     pub fn list(&self) -> Result<Vec<OsString>> {
+        Ok(self.list_hinted()?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// [`Dir::list`], each name with whether its `d_type` says directory: a hint for a caller
+    /// that tries the likelier of two operations first (`remove.rs`), never taken as the type
+    /// (`DT_UNKNOWN` says no, and an entry may be replaced after the listing).
+    pub(super) fn list_hinted(&self) -> Result<Vec<(OsString, bool)>> {
         hit("sys::readdir", "readdir", &self.path)?;
         if self.unread.swap(false, Ordering::Relaxed) {
             return read_names(self.fd.as_fd(), &self.path);
@@ -63,8 +70,9 @@ impl Dir {
     }
 }
 
-/// The names of a directory read from `fd`'s position to its end.
-fn read_names(fd: BorrowedFd<'_>, path: &Path) -> Result<Vec<OsString>> {
+/// The names of a directory read from `fd`'s position to its end, each with whether its
+/// `d_type` says directory.
+fn read_names(fd: BorrowedFd<'_>, path: &Path) -> Result<Vec<(OsString, bool)>> {
     let mut buf: Vec<u8> = Vec::with_capacity(LIST_BUF);
     let mut dir = RawDir::new(fd, buf.spare_capacity_mut());
     let mut out = Vec::new();
@@ -72,7 +80,10 @@ fn read_names(fd: BorrowedFd<'_>, path: &Path) -> Result<Vec<OsString>> {
         let ent = ent.map_err(|e| Error::io(path, "readdir", e))?;
         let n = ent.file_name().to_bytes();
         if n != b"." && n != b".." {
-            out.push(OsString::from_vec(n.to_vec()));
+            out.push((
+                OsString::from_vec(n.to_vec()),
+                ent.file_type() == fs::FileType::Directory,
+            ));
         }
     }
     Ok(out)
