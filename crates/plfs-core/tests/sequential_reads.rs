@@ -78,6 +78,19 @@ fn a_sequential_reader_sees_every_change_at_its_next_read() {
         );
     }
     read_records(&r, 0, N * REC, &model, "second pass");
+    // Reads of three records each span elements (no run holds them), then single records again.
+    let mut b = vec![0u8; 3 * REC as usize];
+    let mut off = 0;
+    loop {
+        let n = r.read(&mut b, off).unwrap();
+        let end = (off as usize + 3 * REC as usize).min(model.len());
+        assert_eq!(&b[..n], &model[off as usize..end], "three records at {off}");
+        if n == 0 {
+            break;
+        }
+        off += n as u64;
+    }
+    read_records(&r, 0, N * REC, &model, "third pass");
     r.close().unwrap();
 }
 

@@ -33,6 +33,11 @@ impl Run {
         }
     }
 
+    /// The length of each element.
+    pub fn elem_len(&self) -> u64 {
+        self.len
+    }
+
     /// Where `[off, off + len)` lies in the data log, if one element holds all of it. An element
     /// is exact (nothing else in the map overlaps it: the invariants in `extent`), so this is what a
     /// lookup would answer.

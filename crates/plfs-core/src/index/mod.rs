@@ -95,6 +95,8 @@ pub struct IndexState {
     run: Option<(u64, Run, Arc<File>)>,
     /// Where the last read ended (a read that starts there is sequential).
     next_read: u64,
+    /// The element length of the run found last (`u64::MAX` before the first).
+    run_elem_len: u64,
 }
 
 /// Logs read per thread of a refresh (fewer are read on the calling thread).
@@ -129,6 +131,7 @@ impl IndexState {
             sums: Sums::default(),
             run: None,
             next_read: 0,
+            run_elem_len: u64::MAX,
         }
     }
 

@@ -31,8 +31,9 @@ impl IndexState {
     ///
     /// The element is copied out of the map with the map's generation ([`Run`]), so a sequential
     /// reader costs arithmetic until the map changes (a refresh that found something, a write or
-    /// truncate of this process). Only a read that starts where the last one ended looks for a
-    /// new element: a random reader makes one look-up per read, as before.
+    /// truncate of this process). Only a read that starts where the last one ended, and is no
+    /// longer than the elements found last, looks for a new element: a random reader, or one
+    /// whose reads span elements, makes one look-up per read, as before.
     pub(crate) fn plan_read(&mut self, off: u64, len: u64, plan: &mut ReadPlan) -> Result<Option<(Arc<File>, u64)>> {
         let sequential = off == self.next_read;
         self.next_read = off.saturating_add(len);
@@ -42,9 +43,12 @@ impl IndexState {
                 return Ok(Some((f.clone(), phys)));
             }
         }
-        if sequential {
+        // Reads longer than the elements last found (1 MiB reads of a file of 4 KiB records)
+        // span elements: no run can hold them, and none is looked for.
+        if sequential && len <= self.run_elem_len {
             self.run = None;
             if let Some(run) = self.map.run_at(off).filter(|r| !self.sums.carried_by(r.chunk)) {
+                self.run_elem_len = run.elem_len();
                 let f = self.data_fd(run.chunk)?;
                 self.run = Some((gen, run, f.clone()));
                 if let Some(phys) = run.locate(off, len) {
