@@ -8,7 +8,7 @@ CARGO ?= cargo
 PYTHON ?= python3
 RELEASE_DIR := target/release
 
-.PHONY: all build demo test test-rust test-battery test-python test-glusterfs check fmt install uninstall bench deps clean
+.PHONY: all build demo test test-rust test-battery test-python test-glusterfs test-moosefs check fmt install uninstall bench deps clean
 
 all: build
 
@@ -29,11 +29,17 @@ test: deps build
 	$(PYTHON) -m pytest tests/battery -q -p no:cacheprovider
 	$(MAKE) test-python
 	$(MAKE) test-glusterfs
+	$(MAKE) test-moosefs
 
 # The concurrency, crash, repair and real-tool tests again with the backends on a live 3-brick
 # GlusterFS volume started (and stopped) on this machine: needs root, /dev/fuse, netns.
 test-glusterfs: build
 	scripts/test-glusterfs.sh
+
+# The multi-process, crash and repair tests and plfs advise's check again on a live MooseFS
+# (master and 3 chunkservers) started (and stopped) on this machine: needs root, /dev/fuse, netns.
+test-moosefs: build
+	scripts/test-moosefs.sh
 
 test-rust:
 	$(CARGO) test --release --workspace

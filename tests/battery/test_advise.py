@@ -2,7 +2,7 @@
 short measurement on local disk and on the GlusterFS volume").
 
 Everything runs in a fresh directory under $PLFS_TEST_ROOT (a directory on the GlusterFS volume
-in scripts/test-glusterfs.sh, /tmp in make test-battery). For each cell of MATRIX (W writers,
+in scripts/test-glusterfs.sh, on MooseFS in scripts/test-moosefs.sh, /tmp in make test-battery). For each cell of MATRIX (W writers,
 R-byte records), bench/advise_check.py's own `check_cell` runs REPS repetitions, alternated:
 `plfs advise PROBE --quick --json --writers W --record R --per-writer 32M` (in the first
 PREDICTIONS repetitions), then pio (bench/src, built by bench/Makefile) writing one shared file N-1
