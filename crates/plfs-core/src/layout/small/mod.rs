@@ -40,13 +40,19 @@ use std::sync::{Arc, Mutex};
 /// 1-N views kept cached beyond those in use.
 const SMALL_CACHE: usize = 256;
 
+/// This process's directory views, by logical directory, and the one asked for last (a process
+/// creating or reading file after file of one directory finds it without building and hashing the
+/// directory's path). One lock for both, so that `forget` leaves no forgotten view behind.
+#[derive(Debug, Default)]
+struct Views {
+    map: HashMap<PathBuf, Arc<SmallDir>>,
+    last: Option<Arc<SmallDir>>,
+}
+
 /// The 1-N layout: this process's directory views (and the PLFS 2.x 1-N directories it reads).
 #[derive(Debug)]
 pub struct Small {
-    views: Mutex<HashMap<PathBuf, Arc<SmallDir>>>,
-    /// The view asked for last: a process creating or reading file after file of one
-    /// directory finds it without building and hashing the directory's path.
-    last: Mutex<Option<Arc<SmallDir>>>,
+    views: Mutex<Views>,
     legacy: LegacyDirs,
     umask: u32,
 }
@@ -55,37 +61,37 @@ impl Small {
     /// The layout.
     pub fn new(umask: u32) -> Arc<Small> {
         Arc::new(Small {
-            views: Mutex::new(HashMap::new()),
-            last: Mutex::new(None),
+            views: Mutex::new(Views::default()),
             legacy: LegacyDirs::default(),
             umask,
         })
     }
 
+    fn views(&self) -> std::sync::MutexGuard<'_, Views> {
+        self.views.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The view of directory `rel` of `loc`'s mount.
     fn view(&self, loc: &Loc, rel: &Path) -> Arc<SmallDir> {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(d) = last.as_ref() {
+        let mut v = self.views();
+        if let Some(d) = v.last.as_ref() {
             if Arc::ptr_eq(&d.mount, &loc.mount) && d.rel.as_os_str() == rel.as_os_str() {
                 return d.clone();
             }
         }
-        let d = self.view_of(loc, rel);
-        *last = Some(d.clone());
-        d
-    }
-
-    fn view_of(&self, loc: &Loc, rel: &Path) -> Arc<SmallDir> {
         let key = loc.mount.cfg.mount_point.join(rel);
-        let mut t = self.views.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(d) = t.get(&key) {
-            return d.clone();
-        }
-        if t.len() >= SMALL_CACHE {
-            t.retain(|_, d| Arc::strong_count(d) > 1);
-        }
-        let d = Arc::new(SmallDir::new(loc.mount.clone(), rel.to_path_buf(), self.umask));
-        t.insert(key, d.clone());
+        let d = match v.map.get(&key) {
+            Some(d) => d.clone(),
+            None => {
+                if v.map.len() >= SMALL_CACHE {
+                    v.map.retain(|_, d| Arc::strong_count(d) > 1);
+                }
+                let d = Arc::new(SmallDir::new(loc.mount.clone(), rel.to_path_buf(), self.umask));
+                v.map.insert(key, d.clone());
+                d
+            }
+        };
+        v.last = Some(d.clone());
         d
     }
 
@@ -199,16 +205,18 @@ impl Layout for Arc<Small> {
     }
 
     fn forget(&self, logical: &Path) {
-        let mut t = self.views.lock().unwrap_or_else(|p| p.into_inner());
-        t.retain(|k, _| !k.starts_with(logical));
-        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let mut v = self.views();
+        v.map.retain(|k, _| !k.starts_with(logical));
+        v.last = None;
+        drop(v);
         self.legacy.forget(logical);
     }
 
     fn flush_under(&self, logical: &Path) -> Result<()> {
         let views: Vec<Arc<SmallDir>> = {
-            let t = self.views.lock().unwrap_or_else(|p| p.into_inner());
-            t.iter()
+            let v = self.views();
+            v.map
+                .iter()
                 .filter(|(k, _)| k.starts_with(logical))
                 .map(|(_, d)| d.clone())
                 .collect()
