@@ -284,13 +284,7 @@ impl ExtentMap {
             self.pattern_end = self.patterns.values().map(Pattern::end).max().unwrap_or(0);
         }
         for i in 0..p.count {
-            let key = match p.key(i) {
-                Some(key) => key,
-                None => {
-                    self.stale = true;
-                    p.last_key()
-                }
-            };
+            let key = self.key_or_stale(&p, i);
             self.insert_piece(p.elem(i), p.len, p.chunk, p.phys + i * p.pstride, key);
         }
     }
@@ -355,15 +349,18 @@ impl ExtentMap {
 
     fn insert_expanded(&mut self, p: Pattern) {
         for i in 0..p.count {
-            let key = match p.key(i) {
-                Some(key) => key,
-                None => {
-                    self.stale = true;
-                    p.last_key()
-                }
-            };
+            let key = self.key_or_stale(&p, i);
             self.insert_write(p.elem(i), p.len, p.chunk, p.phys + i * p.pstride, key);
         }
+    }
+
+    /// The key of element `i` of `p`; where [`ExtentMap::compact`] dropped the per-element
+    /// timestamps, the pattern's last key, and the map is then stale.
+    fn key_or_stale(&mut self, p: &Pattern, i: u64) -> Key {
+        p.key(i).unwrap_or_else(|| {
+            self.stale = true;
+            p.last_key()
+        })
     }
 
     fn insert_piece(&mut self, off: u64, len: u64, chunk: u32, phys: u64, key: Key) {
