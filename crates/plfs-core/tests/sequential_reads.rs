@@ -13,15 +13,21 @@ use std::fs::OpenOptions;
 const REC: u64 = 64;
 const N: u64 = 100;
 
-/// Reads `[from, to)` record by record through `f` into `model`'s comparison.
+/// Reads `[from, to)` record by record through `f`, checking each read against `model`.
 #[track_caller]
 fn read_records(f: &plfs_core::OpenFile, from: u64, to: u64, model: &[u8], what: &str) {
-    let mut b = [0u8; REC as usize];
+    read_by(f, REC, from, to, model, what)
+}
+
+/// Reads `[from, to)` through `f` in reads of `step` bytes, checking each against `model`.
+#[track_caller]
+fn read_by(f: &plfs_core::OpenFile, step: u64, from: u64, to: u64, model: &[u8], what: &str) {
+    let mut b = vec![0u8; step as usize];
     let mut off = from;
     while off < to {
         let n = f.read(&mut b, off).unwrap();
-        let want = &model[off as usize..(off + REC).min(model.len() as u64) as usize];
-        assert_eq!(&b[..n], want, "{what}: record at {off}");
+        let want = &model[off as usize..(off + step).min(model.len() as u64) as usize];
+        assert_eq!(&b[..n], want, "{what}: read at {off}");
         if n == 0 {
             break;
         }
@@ -79,17 +85,7 @@ fn a_sequential_reader_sees_every_change_at_its_next_read() {
     }
     read_records(&r, 0, N * REC, &model, "second pass");
     // Reads of three records each span elements (no run holds them), then single records again.
-    let mut b = vec![0u8; 3 * REC as usize];
-    let mut off = 0;
-    loop {
-        let n = r.read(&mut b, off).unwrap();
-        let end = (off as usize + 3 * REC as usize).min(model.len());
-        assert_eq!(&b[..n], &model[off as usize..end], "three records at {off}");
-        if n == 0 {
-            break;
-        }
-        off += n as u64;
-    }
+    read_by(&r, 3 * REC, 0, N * REC, &model, "three records a read");
     read_records(&r, 0, N * REC, &model, "third pass");
     r.close().unwrap();
 }
