@@ -34,20 +34,25 @@ impl Dir {
     /// reads its descriptor in place (its description is its own, at the start); later ones read
     /// a new description (`openat(".")`), so no position is shared or left behind.
     pub fn list(&self) -> Result<Vec<OsString>> {
-        Ok(self.list_hinted()?.into_iter().map(|(n, _)| n).collect())
+        self.read_listing(|name, _| name)
     }
 
     /// [`Dir::list`], each name with whether its `d_type` says directory: a hint for a caller
     /// that tries the likelier of two operations first (`remove.rs`), never taken as the type
     /// (`DT_UNKNOWN` says no, and an entry may be replaced after the listing).
     pub(super) fn list_hinted(&self) -> Result<Vec<(OsString, bool)>> {
+        self.read_listing(|name, dir| (name, dir))
+    }
+
+    /// The listing, each entry (its name, and whether `d_type` says directory) made into a `T`.
+    fn read_listing<T>(&self, each: impl Fn(OsString, bool) -> T) -> Result<Vec<T>> {
         hit("sys::readdir", "readdir", &self.path)?;
         if self.unread.swap(false, Ordering::Relaxed) {
-            return read_names(self.fd.as_fd(), &self.path);
+            return read_names(self.fd.as_fd(), &self.path, each);
         }
         let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
             .map_err(|e| Error::io(&self.path, "opendir", e))?;
-        read_names(fd.as_fd(), &self.path)
+        read_names(fd.as_fd(), &self.path, each)
     }
 
     /// How long (ns, either way, against this machine's clock) after a directory's mtime an
@@ -70,9 +75,9 @@ impl Dir {
     }
 }
 
-/// The names of a directory read from `fd`'s position to its end, each with whether its
-/// `d_type` says directory.
-fn read_names(fd: BorrowedFd<'_>, path: &Path) -> Result<Vec<(OsString, bool)>> {
+/// The entries of a directory read from `fd`'s position to its end, each (its name, and whether
+/// its `d_type` says directory) made into a `T` by `each`.
+fn read_names<T>(fd: BorrowedFd<'_>, path: &Path, each: impl Fn(OsString, bool) -> T) -> Result<Vec<T>> {
     let mut buf: Vec<u8> = Vec::with_capacity(LIST_BUF);
     let mut dir = RawDir::new(fd, buf.spare_capacity_mut());
     let mut out = Vec::new();
@@ -80,7 +85,7 @@ fn read_names(fd: BorrowedFd<'_>, path: &Path) -> Result<Vec<(OsString, bool)>> 
         let ent = ent.map_err(|e| Error::io(path, "readdir", e))?;
         let n = ent.file_name().to_bytes();
         if n != b"." && n != b".." {
-            out.push((
+            out.push(each(
                 OsString::from_vec(n.to_vec()),
                 ent.file_type() == fs::FileType::Directory,
             ));
