@@ -164,6 +164,11 @@ pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
     if !maybe_ours(fd) {
         return None;
     }
+    registered(fd)
+}
+
+/// [`lookup`] of a descriptor that [`maybe_ours`] let through.
+fn registered(fd: i32) -> Option<Arc<Entry>> {
     let gen = GEN.load(Ordering::Acquire);
     let (entry, trusted) = {
         let t = table();
@@ -190,13 +195,14 @@ pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
     }
 }
 
-/// Our entry for `fd`, if it is a PLFS descriptor (the test every descriptor call makes).
+/// Our entry for `fd`, if it is a PLFS descriptor (the test every descriptor call makes: the
+/// cheap [`maybe_ours`] here, inline, then the table, once).
 #[inline]
 pub fn ours(fd: i32) -> Option<Arc<Entry>> {
     if !maybe_ours(fd) {
         return None;
     }
-    lookup(fd)
+    registered(fd)
 }
 
 /// The entry registered for a placeholder key (used by adoption to share dups).
