@@ -36,7 +36,7 @@ test: deps build
 test-glusterfs: build
 	scripts/test-glusterfs.sh
 
-# The multi-process, crash and repair tests and plfs advise's check again on a live MooseFS
+# The multi-process and repair tests and plfs advise's check again on a live MooseFS
 # (master and 3 chunkservers) started (and stopped) on this machine: needs root, /dev/fuse, netns.
 test-moosefs: build
 	scripts/test-moosefs.sh
