@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The tests whose answer depends on the distributed file system, again with their backends on a
 # live MooseFS (master + 3 chunkservers + one mfsmount, goal 1; scripts/moosefs.sh): processes
-# that write and read one file, fsck, the 1-N visibility rule (its timestamp window on a
-# file system whose clock is a server's), sequential reads, and `plfs advise`'s prediction against
-# pio plain and through ldplfs on it (issue 24: the third file system it is validated on, beside
-# local disk and GlusterFS).
+# that write and read one file, writers killed at random points, fsck, the 1-N visibility rule
+# (its timestamp window on a file system whose clock is a server's), sequential reads, and
+# `plfs advise`'s prediction against pio plain and through ldplfs on it (issue 24: the third
+# file system it is validated on, beside local disk and GlusterFS).
 #
 #   scripts/test-moosefs.sh            (make test-moosefs; part of make test)
 #
@@ -35,12 +35,10 @@ export PLFS_TEST_ROOT=$ROOT
 echo "test-moosefs: backends under $ROOT (MooseFS, mount $PLFS_MOOSEFS_MOUNT)" >&2
 
 # `--workspace` keeps the features of make build's, so nothing is compiled again. tests/crash.rs
-# is left out here: on MooseFS its random SIGKILL trials fail now and then (a reader during the
-# writes finds an index record whose checksum does not match; once, after the kill, a writer's
-# region that no prefix of its writes explains), which is an open defect, not a flaky test:
-# docs/backends.md, "MooseFS". It runs on local disk and on the GlusterFS volume.
+# and multiprocess_live's fresh readers are the tests that found MooseFS's stale page cache
+# (docs/backends.md, "MooseFS").
 cargo test --release --workspace \
-    --test backends --test multiprocess --test multiprocess_live --test fsck \
+    --test backends --test multiprocess --test multiprocess_live --test crash --test fsck \
     --test small_visibility --test sequential_reads --test threads
 
 python3 -m pytest tests/battery/test_advise.py -q -p no:cacheprovider

@@ -176,6 +176,63 @@ fn reader_refreshes_while_a_writer_appends() {
     eprintln!("reader saw {} distinct sizes while the writer ran", sizes.len());
 }
 
+/// A fresh reader (a new instance each time, as another process would be) never sees bytes a
+/// writer has not yet written where a visible record says data is: the writer appends small
+/// records as fast as it can, each indexed at once, while the reader reads the whole file again
+/// and again. On MooseFS this read zeros from the kernel's page cache, kept from a read that
+/// ended inside a page the writer appended to later, until logs were read with `O_DIRECT` there
+/// (docs/backends.md, "MooseFS").
+#[test]
+fn fresh_readers_never_see_unwritten_bytes_under_records() {
+    let fx = Fixture::new(
+        "mp-fresh",
+        1,
+        0,
+        GlobalParams {
+            index_buffer_records: 1,
+            ..GlobalParams::default()
+        },
+    );
+    let (recsize, nrecs) = (48u64, 30_000u64);
+    let path = fx.path("fresh");
+    fx.plfs()
+        .open(&path, common::wo_create(), 0o644, 1)
+        .unwrap()
+        .close()
+        .unwrap();
+    let mut args = appender_args(&fx, "fresh", recsize, nrecs, 0, false);
+    args.retain(|(k, _)| *k != "PAUSE_US");
+    args.push(("PAUSE_US", "0".into()));
+    let mut child = child_command(ENTRY, "appender", &args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (mut reads, mut last) = (0u64, 0usize);
+    loop {
+        let done = child.try_wait().unwrap().is_some();
+        let got = common::read_fresh(&fx, &path).unwrap();
+        assert_eq!(got.len() as u64 % recsize, 0, "a whole number of records");
+        if let Some(at) = common::first_diff(&got, &common::pattern(SEED, 0, got.len())) {
+            panic!(
+                "read {reads}: byte {at} of the {} visible differs from what was written (read: {:02x?})",
+                got.len(),
+                &got[at..(at + 16).min(got.len())]
+            );
+        }
+        assert!(got.len() >= last, "the visible size never shrinks");
+        (reads, last) = (reads + 1, got.len());
+        if done {
+            break;
+        }
+        assert!(Instant::now() < deadline, "writer did not finish");
+    }
+    assert_eq!(last as u64, recsize * nrecs);
+    assert_child_ok(&child.wait_with_output().unwrap(), "appender");
+    eprintln!("{reads} fresh reads while the writer ran");
+}
+
 #[test]
 fn killed_writer_keeps_what_it_synced() {
     // The writer syncs after 30 records, writes 20 more (their index records stay in its buffer),

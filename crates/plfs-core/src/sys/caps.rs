@@ -18,6 +18,7 @@ pub struct Caps {
     fsync_dir: AtomicU8,
     locks: AtomicU8,
     local_clock: AtomicU8,
+    direct_reads: AtomicU8,
 }
 
 /// Features `$PLFS_CAPS_DISABLE` (a comma-separated list of `noreplace`, `exchange`,
@@ -43,6 +44,7 @@ impl Default for Caps {
             fsync_dir: init("fsync_dir"),
             locks: init("locks"),
             local_clock: init("local_clock"),
+            direct_reads: AtomicU8::new(0),
         }
     }
 }
@@ -54,6 +56,19 @@ fn usable(a: &AtomicU8) -> bool {
 fn learn(a: &AtomicU8, yes: bool) -> bool {
     a.store(if yes { YES } else { NO }, Ordering::Relaxed);
     true
+}
+
+/// The cached answer of `a`, found by `find` at the first call.
+fn learn_once(a: &AtomicU8, find: impl FnOnce() -> bool) -> bool {
+    match a.load(Ordering::Relaxed) {
+        YES => true,
+        NO => false,
+        _ => {
+            let yes = find();
+            learn(a, yes);
+            yes
+        }
+    }
 }
 
 impl Caps {
@@ -104,15 +119,26 @@ impl Caps {
     /// Whether the backend's timestamps come from this machine's kernel clock (a local file
     /// system): `learn` finds out at the first call.
     pub fn local_clock(&self, learn_it: impl FnOnce() -> bool) -> bool {
-        match self.local_clock.load(Ordering::Relaxed) {
-            YES => true,
-            NO => false,
-            _ => {
-                let yes = learn_it();
-                learn(&self.local_clock, yes);
-                yes
+        learn_once(&self.local_clock, learn_it)
+    }
+
+    /// Whether files are opened for reading with `O_DIRECT`, because the backend's page cache
+    /// can show a reader zeros where another process has already written (MooseFS,
+    /// `super::coherence`): `stale` finds out at the first call.
+    pub fn direct_reads(&self, stale: impl FnOnce() -> bool) -> bool {
+        learn_once(&self.direct_reads, || {
+            let yes = stale();
+            if yes {
+                crate::debug!("backend's page cache can go stale under other processes' writes: reading with O_DIRECT");
             }
-        }
+            yes
+        })
+    }
+
+    /// Records that an `O_DIRECT` open was refused: files are read through the cache.
+    pub fn refuse_direct_reads(&self) {
+        crate::debug!("backend refuses O_DIRECT: reading through the page cache");
+        learn(&self.direct_reads, false);
     }
 
     /// Records whether fsync of a directory works.

@@ -390,8 +390,21 @@ impl Dir {
         component(&self.path, name)?;
         let p = self.sub(name);
         hit("sys::open", "open", &p)?;
-        let flags = access.flags() | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let fd = fresh(|| fs::openat(&self.fd, name, flags, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
+        let mut flags = access.flags() | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+        // A file only read is read past the page cache where that cache can be stale
+        // (`super::coherence`); a backend that refuses `O_DIRECT` is learned once.
+        let direct = access == Access::Read && self.caps.direct_reads(|| super::coherence::stale_page_cache(self.fd()));
+        if direct {
+            flags |= OFlags::DIRECT;
+        }
+        let fd = match fresh(|| fs::openat(&self.fd, name, flags, Mode::empty())) {
+            Err(Errno::INVAL) if direct => {
+                self.caps.refuse_direct_reads();
+                fresh(|| fs::openat(&self.fd, name, flags - OFlags::DIRECT, Mode::empty()))
+            }
+            r => r,
+        }
+        .map_err(|e| Error::io(&p, "open", e))?;
         let st = fs::fstat(&fd).map_err(|e| Error::io(&p, "fstat", e))?;
         if !is_file(&st) {
             return Err(Error::corrupt(&p, "not a regular file"));

@@ -21,6 +21,7 @@
 
 mod attrs;
 pub mod caps;
+mod coherence;
 mod dir;
 pub mod failpoint;
 mod file;

@@ -136,8 +136,19 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
     out.push(item(
         "d_type in readdir",
         dtype,
-        "not relied on (entries are always stat'ed)",
-        "not relied on (entries are always stat'ed)",
+        "a hint: deleting a container opens its directories without trying unlink first",
+        "deleting a container unlinks each entry first, and empties a directory when that fails",
+    ));
+    // Not tried by writing (a stale page shows only under a race): known from the mount.
+    out.push(item(
+        "a page cache kept current by other processes' writes",
+        if super::coherence::stale_page_cache(fd) {
+            Err(Errno::NOTSUP)
+        } else {
+            Ok(())
+        },
+        "logs are read through the page cache",
+        "MooseFS: files only read are opened O_DIRECT (a cached page could show zeros where another process wrote)",
     ));
     // Timestamp resolution: two files created a few microseconds apart.
     let f = d
