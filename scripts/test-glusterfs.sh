@@ -23,6 +23,13 @@ trap 'rm -rf "$ROOT" || true' EXIT
 mkdir -p "$ROOT"
 chmod 755 "$ROOT"
 export PLFS_TEST_ROOT=$ROOT
+# The same directory through the second client (glusterfs.sh mounts two unless told otherwise):
+# tests that read on another client than the writer's use it (Fixture::plfs_other_client).
+if [ -n "${PLFS_GLUSTER_MOUNT2:-}" ]; then
+    export PLFS_TEST_ROOT2=$PLFS_GLUSTER_MOUNT2/plfs-tests.$$
+else
+    echo "test-glusterfs: no second client (PLFS_GLUSTER_CLIENTS=1): cross-client reads are not tested" >&2
+fi
 echo "test-glusterfs: backends under $ROOT (GlusterFS volume, client $PLFS_GLUSTER_MOUNT)" >&2
 
 # The core's tests of concurrency, crashes, repair and compaction, on the volume. `--workspace`

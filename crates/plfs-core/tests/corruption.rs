@@ -301,6 +301,35 @@ fn data_log_shorter_than_the_index_says() {
     assert_eio(&dump(&fx), &data);
 }
 
+/// In the log of a writer that has not closed, a record whose data is not in the data log yet
+/// is a write not visible here yet, not damage: a reader on another GlusterFS client sees the
+/// index record before the data when the writer's client sends them in that order. The reader
+/// gets the writes before it (the later ones too once the data is there); fsck still names the
+/// records as damage, since for a writer that is gone they are writes lost.
+#[test]
+fn data_log_behind_the_index_of_a_writer_still_open_is_not_damage() {
+    let fx = setup("c-behind");
+    let data = fx.log_of_pid("f", "data", W1);
+    let whole = std::fs::read(&data).unwrap();
+    writer_died(&fx, W1);
+    set_len(&data, data_at(4) + 50); // write 4 (bytes 400..500) is cut in the middle
+    let d = dump(&fx);
+    let mut want = expected(4, 5);
+    want.resize(1500, 0);
+    assert_data(&d, &want);
+    let plfs = fx.plfs();
+    let rep = plfs_core::fsck::fsck(&plfs, &fx.path("f"), &plfs_core::fsck::Options::default()).unwrap();
+    assert_eq!(
+        rep.of(plfs_core::fsck::Kind::RecordPastDataEnd).len(),
+        1,
+        "fsck: {:#?}",
+        rep.findings
+    );
+    // The data arrives: every write is read.
+    std::fs::write(&data, &whole).unwrap();
+    assert_data(&dump(&fx), &expected(10, 5));
+}
+
 fn checksums() -> GlobalParams {
     GlobalParams {
         data_checksums: true,

@@ -90,18 +90,13 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
         body_start = format::INDEX_HEADER_LEN;
         tail.flags = Some(h.flags);
     }
-    let dec = format::decode_records(&buf[body_start..]);
-    let consumed = start + (body_start + dec.valid_len) as u64;
+    let body = &buf[body_start..];
+    let mut dec = format::decode_records(body);
+    let mut consumed = start + (body_start + dec.valid_len) as u64;
     let data_name = format::data_log_name(f.info.writer_id, f.info.pid, &f.info.host);
     let gap = format::frame_gap(tail.flags.unwrap_or(0));
-    // Where the new records end in the data log.
-    let end = dec
-        .records
-        .iter()
-        .map(|r| r.physical_off.saturating_add(r.length))
-        .chain(dec.patterns.iter().map(|p| p.physical_end(gap)))
-        .max()
-        .unwrap_or(0);
+    let end = records_end(&dec, gap);
+    let prior_end = tail.end;
     tail.end = tail.end.max(end);
     let framed = gap > 0 && open;
     // The data log's size bounds the new records; with none, and no frames to look for, it is
@@ -137,6 +132,18 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
             data_len = end;
         }
     }
+    // A writer still writing can have a record visible before the data it points at: on
+    // GlusterFS a reader on another client sees what the writer's client has sent to the bricks,
+    // and its write-behind sends the two logs' writes in no set order. Such a record is not
+    // damage but a write not yet visible here: the records from the first one past the data
+    // log's end are left for a later refresh (as a torn tail is). In a writer that closed, or on
+    // a second look that still finds it, it is damage (`merge_log`, `IndexState::load`).
+    if open && end > data_len {
+        let cut = visible_prefix(body, dec.valid_len, gap, data_len);
+        dec = format::decode_records(&body[..cut]);
+        consumed = start + (body_start + cut) as u64;
+        tail.end = prior_end.max(records_end(&dec, gap));
+    }
     let mut recovered = Vec::new();
     if framed {
         let from = if tail.end == 0 {
@@ -153,6 +160,31 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
         tail,
         recovered,
     })
+}
+
+/// Where the records of `dec` end in their data log (0: none).
+fn records_end(dec: &format::DecodedRecords, gap: u64) -> u64 {
+    dec.records
+        .iter()
+        .map(|r| r.physical_off.saturating_add(r.length))
+        .chain(dec.patterns.iter().map(|p| p.physical_end(gap)))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Bytes of `body` (whose first `valid` bytes are whole records) before the first record whose
+/// data ends past `data_len`.
+fn visible_prefix(body: &[u8], valid: usize, gap: u64, data_len: u64) -> usize {
+    let mut pos = 0;
+    while pos + 4 <= valid {
+        let total = format::REC_FRAME_OVERHEAD + u16::from_le_bytes([body[pos + 2], body[pos + 3]]) as usize;
+        let one = format::decode_records(&body[pos..(pos + total).min(valid)]);
+        if records_end(&one, gap) > data_len {
+            break;
+        }
+        pos += total;
+    }
+    pos.min(valid)
 }
 
 /// Reads the frames of a framed data log from offset `from` (where a frame starts) up to `len`,

@@ -142,6 +142,23 @@ impl Fixture {
         fx
     }
 
+    /// A fresh PLFS instance that reaches the backends through another client of the file
+    /// system when `PLFS_TEST_ROOT2` names [`test_root`] as seen through a second mount (the
+    /// GlusterFS tests set it), else the same as [`Fixture::plfs`].
+    pub fn plfs_other_client(&self) -> Plfs {
+        let mut config = self.config.clone();
+        if let Some(root2) = std::env::var_os("PLFS_TEST_ROOT2").filter(|r| !r.is_empty()) {
+            for b in &mut config.mounts[0].backends {
+                let rel = b
+                    .location
+                    .strip_prefix(test_root())
+                    .expect("backend under the test root");
+                b.location = PathBuf::from(&root2).join(rel);
+            }
+        }
+        Plfs::new(config).expect("Plfs::new")
+    }
+
     /// One backend with both roles and default parameters.
     pub fn simple(tag: &str) -> Fixture {
         Fixture::new(tag, 1, 0, GlobalParams::default())
