@@ -38,6 +38,12 @@ impl Run {
         self.len
     }
 
+    /// Where the last element ends in the data log: every byte of the log before it was written
+    /// before that element was (a data log is appended in order), so it is all there to read.
+    pub fn phys_end(&self) -> u64 {
+        self.phys + self.count.saturating_sub(1) * self.pstride + self.len
+    }
+
     /// Where `[off, off + len)` lies in the data log, if one element holds all of it. An element
     /// is exact (nothing else in the map overlaps it: the invariants in `extent`), so this is what a
     /// lookup would answer.

@@ -26,21 +26,27 @@ pub(crate) struct ReadPlan {
 impl IndexState {
     /// The plan of a read of `len` (> 0) bytes at logical offset `off`: one `pread` of a data log
     /// at an offset when one element of the pattern (or one piece) that served the last
-    /// sequential read holds all of it, and no data checksum needs checking there; else `plan`
-    /// (empty) is filled ([`IndexState::plan_read_all`]) and `None` returned.
+    /// sequential read holds all of it, and no data checksum needs checking there (returned
+    /// with where that pattern's last element ends in the log, [`Run::phys_end`]); else `plan`
+    /// (`None`) is set to the full plan ([`IndexState::plan_read_all`]) and `None` returned.
     ///
     /// The element is copied out of the map with the map's generation ([`Run`]), so a sequential
     /// reader costs arithmetic until the map changes (a refresh that found something, a write or
     /// truncate of this process). Only a read that starts where the last one ended, and is no
     /// longer than the elements found last, looks for a new element: a random reader, or one
     /// whose reads span elements, makes one look-up per read, as before.
-    pub(crate) fn plan_read(&mut self, off: u64, len: u64, plan: &mut ReadPlan) -> Result<Option<(Arc<File>, u64)>> {
+    pub(crate) fn plan_read(
+        &mut self,
+        off: u64,
+        len: u64,
+        plan: &mut Option<ReadPlan>,
+    ) -> Result<Option<(Arc<File>, u64, u64)>> {
         let sequential = off == self.next_read;
         self.next_read = off.saturating_add(len);
         let gen = self.map.generation();
         if let Some((g, run, f)) = &self.run {
             if let (true, Some(phys)) = (*g == gen, run.locate(off, len)) {
-                return Ok(Some((f.clone(), phys)));
+                return Ok(Some((f.clone(), phys, run.phys_end())));
             }
         }
         // Reads longer than the elements last found (1 MiB reads of a file of 4 KiB records)
@@ -52,11 +58,11 @@ impl IndexState {
                 let f = self.data_fd(run.chunk)?;
                 self.run = Some((gen, run, f.clone()));
                 if let Some(phys) = run.locate(off, len) {
-                    return Ok(Some((f, phys)));
+                    return Ok(Some((f, phys, run.phys_end())));
                 }
             }
         }
-        self.plan_read_all(off, len, plan)?;
+        self.plan_read_all(off, len, plan.insert(ReadPlan::default()))?;
         Ok(None)
     }
 

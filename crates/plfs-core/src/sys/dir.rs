@@ -393,13 +393,15 @@ impl Dir {
         let mut flags = access.flags() | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
         // A file only read is read past the page cache where that cache can be stale
         // (`super::coherence`); a backend that refuses `O_DIRECT` is learned once.
-        let direct = access == Access::Read && self.caps.direct_reads(|| super::coherence::stale_page_cache(self.fd()));
+        let mut direct =
+            access == Access::Read && self.caps.direct_reads(|| super::coherence::stale_page_cache(self.fd()));
         if direct {
             flags |= OFlags::DIRECT;
         }
         let fd = match fresh(|| fs::openat(&self.fd, name, flags, Mode::empty())) {
             Err(Errno::INVAL) if direct => {
                 self.caps.refuse_direct_reads();
+                direct = false;
                 fresh(|| fs::openat(&self.fd, name, flags - OFlags::DIRECT, Mode::empty()))
             }
             r => r,
@@ -409,7 +411,9 @@ impl Dir {
         if !is_file(&st) {
             return Err(Error::corrupt(&p, "not a regular file"));
         }
-        Ok((File::new(fd, p), st.st_size.max(0) as u64))
+        let mut f = File::new(fd, p);
+        f.direct = direct;
+        Ok((f, st.st_size.max(0) as u64))
     }
 
     /// [`Dir::open_file`], `Ok(None)` when nothing is there.

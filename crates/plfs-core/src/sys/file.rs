@@ -14,11 +14,23 @@ use std::path::{Path, PathBuf};
 pub struct File {
     fd: OwnedFd,
     path: PathBuf,
+    /// Opened `O_DIRECT` (reads past a page cache that can be stale, `super::coherence`).
+    pub(super) direct: bool,
 }
 
 impl File {
     pub(super) fn new(fd: OwnedFd, path: PathBuf) -> File {
-        File { fd, path }
+        File {
+            fd,
+            path,
+            direct: false,
+        }
+    }
+
+    /// Whether reads go past the page cache (`O_DIRECT`): each one is a round trip to the file
+    /// system, with no readahead of the kernel's.
+    pub fn is_direct(&self) -> bool {
+        self.direct
     }
 
     /// Opens a plain file by absolute backend path without following a final link, with the

@@ -1,6 +1,7 @@
 //! N-1 (`workload: shared_file | n-1`): a logical file is a container directory in which every
 //! writer appends to its own data log and index log; readers merge the index logs.
 
+mod ahead;
 mod auto;
 pub(crate) mod compact;
 pub(crate) mod journal;

@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     /// The container's marker, opened at the first append: appends of every process take an
     /// exclusive flock on it (the mutex serializes this process's threads, which share it).
     append_lock: Mutex<Option<File>>,
+    /// The read-ahead window of sequential reads of data logs read past the page cache.
+    ahead: Mutex<super::ahead::Ahead>,
 }
 
 /// What an unlink of an open file leaves to the last close.
@@ -115,6 +117,7 @@ impl Shared {
             doomed: Mutex::new(None),
             auto: Default::default(),
             append_lock: Mutex::new(None),
+            ahead: Mutex::default(),
         }
     }
 
@@ -421,14 +424,22 @@ impl Shared {
         if buf.is_empty() {
             return Ok(0);
         }
-        let mut plan = ReadPlan::default();
+        // No plan is made (or dropped) for a read the fast path answers.
+        let mut planned = None;
         let len = buf.len() as u64;
-        if let Some((f, phys)) = self.with_index(false, |s| s.plan_read(off, len, &mut plan))? {
-            if f.pread_full(buf, phys)? == buf.len() {
+        if let Some((f, phys, end)) = self.with_index(false, |s| s.plan_read(off, len, &mut planned))? {
+            let whole = if f.is_direct() {
+                lock(&self.ahead).read(&f, buf, phys, end)?
+            } else {
+                f.pread_full(buf, phys)? == buf.len()
+            };
+            if whole {
                 return Ok(buf.len());
             }
-            self.with_index(false, |s| s.plan_read_all(off, len, &mut plan))?;
+            let plan = planned.insert(ReadPlan::default());
+            self.with_index(false, |s| s.plan_read_all(off, len, plan))?;
         }
+        let plan = planned.unwrap_or_default();
         let n = plan.run(buf, &self.logical)?;
         if plan.checks_writes() {
             if let Some(s) = lock(&self.index).as_mut() {
