@@ -2,6 +2,8 @@
 readable and writable through the descriptors that have it open, `fstat` reports st_nlink 0, and
 close succeeds; once the last descriptor is closed, its data is gone from the backend."""
 
+import os
+import sys
 import time
 
 import pytest
@@ -191,3 +193,37 @@ def test_forked_child_keeps_an_unlinked_file(fs, touch):
         assert md5_plain(got) == md5_plain(src)
     left = _settled(fs, "*")
     assert left == [], left
+
+
+def test_attribute_calls_on_a_descriptor_reach_its_file_after_rename_and_unlink(fs):
+    """fchmod, fchown and futimens change the file a descriptor has open, as on a local file
+    system: after the name moved (a program writing a temporary file, renaming it into place,
+    then setting its mode and times) and after the name is gone. They went by the name the file
+    was opened with, and failed with ENOENT (or changed whatever had that name now)."""
+    code = f"""
+import os
+d = {str(fs.mount)!r}
+fd = os.open(d + "/tmp", os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b"x" * 5000)
+os.rename(d + "/tmp", d + "/done")
+with open(d + "/tmp", "wb") as other:   # a new file under the old name, never to be touched
+    other.write(b"y")
+os.fchmod(fd, 0o600)
+os.fchown(fd, -1, os.getegid())
+os.utime(fd, ns=(1_000_000_007, 2_000_000_009))
+for name in ("done", "tmp"):
+    st = os.stat(d + "/" + name)
+    print(name, oct(st.st_mode & 0o7777), st.st_mtime_ns, st.st_size)
+os.unlink(d + "/done")
+os.fchmod(fd, 0o640)
+os.utime(fd, ns=(3_000_000_011, 4_000_000_013))
+st = os.fstat(fd)
+print("unlinked", oct(st.st_mode & 0o7777), st.st_mtime_ns, st.st_size, st.st_nlink)
+os.close(fd)
+"""
+    out = fs.run([sys.executable, "-c", code]).stdout.decode().splitlines()
+    tmp_mode = oct(0o644 & ~os.umask(os.umask(0)))
+    assert out[0] == "done 0o600 2000000009 5000", out
+    assert out[1].split()[0:2] == ["tmp", tmp_mode] and out[1].split()[3] == "1", out
+    assert out[1].split()[2] != "2000000009", out
+    assert out[2] == "unlinked 0o640 4000000013 5000 0", out

@@ -363,6 +363,22 @@ impl Container {
         self.dir.set_times(format::MARKER_NAME, atime, mtime)
     }
 
+    /// chmod of the logical file: the marker holds its mode; the container, its directories and
+    /// logs follow it ([`Container::follow_mode`]).
+    pub fn set_mode(&self, mode: u32) -> Result<()> {
+        self.dir.chmod(format::MARKER_NAME, mode & 0o7777)?;
+        self.dir.chmod_self(container_dir_mode(mode))?;
+        self.follow_mode(mode)
+    }
+
+    /// chown of the logical file (`u32::MAX` leaves an id unchanged): the marker, the container
+    /// and what follows its owner ([`Container::follow_owner`]).
+    pub fn set_owner(&self, uid: u32, gid: u32) -> Result<()> {
+        self.dir.chown(format::MARKER_NAME, uid, gid)?;
+        self.dir.chown_self(uid, gid)?;
+        self.follow_owner(uid, gid)
+    }
+
     /// The directory where a writer on `host` keeps its logs, and whether it is inside the
     /// container. Created if `create`. Writers whose shadow backend is this container's canonical
     /// backend use the container itself; others use `<shadow>/.plfs_shadow/<cid>/`.

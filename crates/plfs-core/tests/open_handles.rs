@@ -5,7 +5,8 @@
 mod common;
 
 use common::{assert_bytes_eq, assert_errno, get, pattern, put, rw_create, Fixture};
-use plfs_core::config::GlobalParams;
+use plfs_core::config::{GlobalParams, Workload};
+use plfs_core::TimeSpec;
 use rustix::io::Errno;
 
 fn fixture(tag: &str, backends: usize) -> Fixture {
@@ -222,4 +223,48 @@ fn reader_keeps_reading_an_unlinked_file() {
         "after unlink, through the open handle",
     );
     r.close().unwrap();
+}
+
+/// fchmod, fchown and futimens through an open file (`Plfs::fchmod` and its kin) change that
+/// file after a rename and after an unlink, never the file that took its old name: they went
+/// by the name the file was opened with, which changed the new file's mode and times.
+#[test]
+fn attribute_changes_through_an_open_file_follow_the_file() {
+    for (w, tag) in [(Workload::SharedFile, "n1"), (Workload::FilePerProc, "nn")] {
+        let mut fx = fixture(&format!("fattr-{tag}"), 1);
+        fx.config.mounts[0].workload = w;
+        let p = fx.plfs();
+        let (a, b) = (fx.path("a"), fx.path("b"));
+        let f = p.open(&a, rw_create(), 0o644, 7).unwrap();
+        f.write(b"first", 0).unwrap();
+        p.rename(&a, &b).unwrap();
+        put(&p, &a, b"other");
+        p.fchmod(&f, 0o600).unwrap();
+        p.fchown(&f, u32::MAX, rustix::process::getegid().as_raw()).unwrap();
+        p.futimens(&f, TimeSpec::At(1, 7), TimeSpec::At(2, 9)).unwrap();
+        let moved = p.stat(&b).unwrap();
+        assert_eq!(
+            (moved.mode & 0o7777, moved.mtime_ns),
+            (0o600, 2_000_000_009),
+            "{tag}: the renamed file"
+        );
+        let other = p.stat(&a).unwrap();
+        assert_eq!(
+            other.mode & 0o7777,
+            0o644 & !plfs_core::umask(),
+            "{tag}: the file with the old name"
+        );
+        assert_ne!(other.mtime_ns, 2_000_000_009, "{tag}: the file with the old name");
+        p.unlink(&b).unwrap();
+        p.fchmod(&f, 0o640).unwrap();
+        p.futimens(&f, TimeSpec::Omit, TimeSpec::At(4, 13)).unwrap();
+        let st = p.fstat(&f).unwrap();
+        assert_eq!(
+            (st.mode & 0o7777, st.mtime_ns, st.size),
+            (0o640, 4_000_000_013, 5),
+            "{tag}: unlinked"
+        );
+        f.close().unwrap();
+        assert_eq!(get(&p, &a), b"other", "{tag}");
+    }
 }

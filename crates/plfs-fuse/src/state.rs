@@ -324,27 +324,45 @@ impl PlfsFs {
         fh: Option<FileHandle>,
     ) -> R<Stat> {
         let e = |e: plfs_core::Error| errno(&e);
-        let h = fh.and_then(|fh| self.handle(fh).ok());
+        let mut h = fh.and_then(|fh| self.handle(fh).ok());
         let logical = match self.rel(ino) {
             Ok(rel) => Some(self.logical(&rel)),
-            Err(_) if h.is_some() => None, // unlinked: only its handle remains
-            Err(err) => return Err(err),
+            // Unlinked: only its handles remain, and attributes change through one of them.
+            Err(err) => {
+                h = h.or_else(|| self.handle_of(ino.0));
+                if h.is_none() {
+                    return Err(err);
+                }
+                None
+            }
         };
         let path = || logical.as_deref().ok_or(Errno::ENOENT);
+        // The file itself: by its name, or through a handle once it has none.
+        let unnamed = match (&logical, &h) {
+            (None, Some(h)) => Some(&h.file),
+            _ => None,
+        };
         if let Some(m) = mode {
-            let kill = (size.is_some() || uid.is_some() || gid.is_some()) && self.only_kills(path()?, m)?;
+            let kill = (size.is_some() || uid.is_some() || gid.is_some()) && self.only_kills(&logical, &h, m)?;
             if kill {
                 ident::act_as_daemon()?;
             } else {
                 self.as_caller(req)?;
             }
-            self.plfs.chmod(path()?, m).map_err(e)?;
+            match unnamed {
+                Some(f) => self.plfs.fchmod(f, m),
+                None => self.plfs.chmod(path()?, m),
+            }
+            .map_err(e)?;
         }
         if uid.is_some() || gid.is_some() {
             self.as_caller(req)?;
-            self.plfs
-                .chown(path()?, uid.unwrap_or(u32::MAX), gid.unwrap_or(u32::MAX))
-                .map_err(e)?;
+            let (u, g) = (uid.unwrap_or(u32::MAX), gid.unwrap_or(u32::MAX));
+            match unnamed {
+                Some(f) => self.plfs.fchown(f, u, g),
+                None => self.plfs.chown(path()?, u, g),
+            }
+            .map_err(e)?;
         }
         if let Some(sz) = size {
             let _g = lock(&self.trunc_close);
@@ -361,18 +379,26 @@ impl PlfsFs {
         }
         if atime.is_some() || mtime.is_some() {
             self.as_caller(req)?;
-            self.plfs
-                .utimens(path()?, attr::time_spec(atime), attr::time_spec(mtime))
-                .map_err(e)?;
+            let (a, m) = (attr::time_spec(atime), attr::time_spec(mtime));
+            match unnamed {
+                Some(f) => self.plfs.futimens(f, a, m),
+                None => self.plfs.utimens(path()?, a, m),
+            }
+            .map_err(e)?;
         }
         self.getattr_inner(req, ino, fh)
     }
 
-    /// True if `new` is the current mode of `path` with some set-user-ID/set-group-ID bits
-    /// cleared and nothing else changed.
-    fn only_kills(&self, path: &Path, new: u32) -> R<bool> {
+    /// True if `new` is the current mode of the file (at `path`, else through `h`) with some
+    /// set-user-ID/set-group-ID bits cleared and nothing else changed.
+    fn only_kills(&self, path: &Option<PathBuf>, h: &Option<Arc<Handle>>, new: u32) -> R<bool> {
         ident::act_as_daemon()?;
-        let cur = self.plfs.stat(path).map_err(|e| errno(&e))?.mode & 0o7777;
+        let st = match (path, h) {
+            (Some(p), _) => self.plfs.stat(p),
+            (None, Some(h)) => self.plfs.fstat(&h.file),
+            (None, None) => return Err(Errno::ENOENT),
+        };
+        let cur = st.map_err(|e| errno(&e))?.mode & 0o7777;
         let diff = (new & 0o7777) ^ cur;
         Ok(diff != 0 && diff & !(libc::S_ISUID | libc::S_ISGID) == 0 && new & diff == 0)
     }

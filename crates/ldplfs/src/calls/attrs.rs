@@ -3,6 +3,7 @@
 
 use crate::calls::ns::path_call;
 use crate::fd::conf;
+use crate::fd::entry::{file_of, Entry, Kind};
 use crate::fd::paths::{classify_c, follow, Followed, Target};
 use crate::fd::table::ours;
 use crate::file::init::enter;
@@ -25,6 +26,23 @@ fn target(p: PathBuf, nofollow: bool) -> Res<PathBuf> {
         Followed::Plfs(p, _) => Ok(p),
         Followed::Real(_) => Err(Errno(libc::EXDEV)),
     }
+}
+
+/// An attribute change of descriptor `e`: a regular file's through the file it has open (a
+/// rename or an unlink since does not matter, as on a local file system; no look-up), a
+/// directory's by its path.
+fn on_fd(
+    e: &Entry,
+    file: impl FnOnce(&plfs_core::Plfs, &plfs_core::OpenFile) -> plfs_core::Result<()>,
+    path: impl FnOnce(PathBuf) -> Res<c_int>,
+) -> Res<c_int> {
+    if e.kind != Kind::File {
+        return path(e.path.clone());
+    }
+    let plfs = plfs()?;
+    let mut st = e.lock();
+    file(plfs, file_of(e, &mut st)?)?;
+    Ok(0)
 }
 
 fn chmod_p(p: PathBuf, mode: mode_t, nofollow: bool) -> Res<c_int> {
@@ -71,7 +89,7 @@ pub unsafe extern "C" fn fchownat(dirfd: c_int, path: *const c_char, uid: uid_t,
         let empty = !path.is_null() && unsafe { *path } == 0;
         if empty && flags & libc::AT_EMPTY_PATH != 0 {
             if let Some(e) = ours(dirfd) {
-                return run(|| chown_p(e.path.clone(), uid, gid, true));
+                return run(|| on_fd(&e, |p, f| p.fchown(f, uid, gid), |p| chown_p(p, uid, gid, true)));
             }
         }
         // SAFETY: the caller's C string.
@@ -91,7 +109,7 @@ pub unsafe extern "C" fn fchownat(dirfd: c_int, path: *const c_char, uid: uid_t,
 pub extern "C" fn fchmod(fd: c_int, mode: mode_t) -> c_int {
     if let Some(_busy) = enter() {
         if let Some(e) = ours(fd) {
-            return run(|| chmod_p(e.path.clone(), mode, true));
+            return run(|| on_fd(&e, |p, f| p.fchmod(f, mode), |p| chmod_p(p, mode, true)));
         }
     }
     crate::real!(fchmod(fd, mode): fn(c_int, mode_t) -> c_int)
@@ -102,7 +120,7 @@ pub extern "C" fn fchmod(fd: c_int, mode: mode_t) -> c_int {
 pub extern "C" fn fchown(fd: c_int, uid: uid_t, gid: gid_t) -> c_int {
     if let Some(_busy) = enter() {
         if let Some(e) = ours(fd) {
-            return run(|| chown_p(e.path.clone(), uid, gid, true));
+            return run(|| on_fd(&e, |p, f| p.fchown(f, uid, gid), |p| chown_p(p, uid, gid, true)));
         }
     }
     crate::real!(fchown(fd, uid, gid): fn(c_int, uid_t, gid_t) -> c_int)
@@ -126,13 +144,18 @@ fn utimens_p(p: PathBuf, t: *const libc::timespec, nofollow: bool) -> Res<c_int>
     Ok(0)
 }
 
+fn utimens_fd(e: &Entry, t: *const libc::timespec) -> Res<c_int> {
+    let (a, m) = (ts_of(t, 0), ts_of(t, 1));
+    on_fd(e, |p, f| p.futimens(f, a, m), |p| utimens_p(p, t, true))
+}
+
 /// utimensat(2).
 #[no_mangle]
 pub unsafe extern "C" fn utimensat(dirfd: c_int, path: *const c_char, t: *const libc::timespec, flags: c_int) -> c_int {
     if let Some(_busy) = enter() {
         if path.is_null() {
             if let Some(e) = ours(dirfd) {
-                return run(|| utimens_p(e.path.clone(), t, true));
+                return run(|| utimens_fd(&e, t));
             }
         } else {
             // SAFETY: the caller's C string.
@@ -153,7 +176,7 @@ pub unsafe extern "C" fn utimensat(dirfd: c_int, path: *const c_char, t: *const 
 pub extern "C" fn futimens(fd: c_int, t: *const libc::timespec) -> c_int {
     if let Some(_busy) = enter() {
         if let Some(e) = ours(fd) {
-            return run(|| utimens_p(e.path.clone(), t, true));
+            return run(|| utimens_fd(&e, t));
         }
     }
     crate::real!(futimens(fd, t): fn(c_int, *const libc::timespec) -> c_int)
@@ -206,11 +229,7 @@ pub extern "C" fn futimes(fd: c_int, tv: *const libc::timeval) -> c_int {
         if let Some(e) = ours(fd) {
             return run(|| {
                 let ts = tv_to_ts(tv);
-                utimens_p(
-                    e.path.clone(),
-                    ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()),
-                    true,
-                )
+                utimens_fd(&e, ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()))
             });
         }
     }

@@ -165,6 +165,20 @@ pub trait Handle: Send + Sync + std::fmt::Debug {
     fn setxattr(&self, _key: &[u8], _value: &[u8]) -> Result<()> {
         Err(Error::Unsupported(String::new()))
     }
+    /// fchmod: the mode of the file this handle has open, wherever it was renamed or unlinked
+    /// to since. `None` where the handle holds nothing to change it through (the caller goes
+    /// by the path instead).
+    fn chmod(&self, _mode: u32) -> Option<Result<()>> {
+        None
+    }
+    /// fchown (`u32::MAX` leaves an id unchanged), as [`Handle::chmod`].
+    fn chown(&self, _uid: u32, _gid: u32) -> Option<Result<()>> {
+        None
+    }
+    /// futimens, as [`Handle::chmod`].
+    fn utimens(&self, _atime: TimeSpec, _mtime: TimeSpec) -> Option<Result<()>> {
+        None
+    }
 }
 
 /// An open logical file. Dropping it closes it (errors are then only logged: call
@@ -286,6 +300,21 @@ impl OpenFile {
     /// stat of the open file (sees this process's unflushed writes).
     pub fn stat(&self) -> Result<Stat> {
         self.handle.stat()
+    }
+
+    /// chmod through this open file ([`Handle::chmod`]); `None` where it must go by path.
+    pub(crate) fn chmod_open(&self, mode: u32) -> Option<Result<()>> {
+        self.handle.chmod(mode)
+    }
+
+    /// chown through this open file ([`Handle::chown`]); `None` where it must go by path.
+    pub(crate) fn chown_open(&self, uid: u32, gid: u32) -> Option<Result<()>> {
+        self.handle.chown(uid, gid)
+    }
+
+    /// utimens through this open file ([`Handle::utimens`]); `None` where it must go by path.
+    pub(crate) fn utimens_open(&self, atime: TimeSpec, mtime: TimeSpec) -> Option<Result<()>> {
+        self.handle.utimens(atime, mtime)
     }
 
     /// Statistics of this process's merged index (loading it if needed): plain pieces, compressed

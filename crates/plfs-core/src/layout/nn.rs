@@ -202,4 +202,16 @@ impl Handle for PlainHandle {
     fn backend_path(&self) -> PathBuf {
         self.0.path().to_path_buf()
     }
+
+    fn chmod(&self, mode: u32) -> Option<Result<()>> {
+        Some(self.0.chmod(mode & 0o7777))
+    }
+
+    fn chown(&self, uid: u32, gid: u32) -> Option<Result<()>> {
+        Some(self.0.chown(uid, gid))
+    }
+
+    fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Option<Result<()>> {
+        Some(self.0.set_times(atime, mtime))
+    }
 }

@@ -289,6 +289,24 @@ impl Plfs {
         f.stat()
     }
 
+    /// chmod of an open file (fchmod): the file it has open, even if it was renamed or unlinked
+    /// since (as on a local file system), at the cost of no look-up. Files whose layout keeps no
+    /// handle to change them through (1-N, PLFS 2.x) go by the path they were opened with.
+    pub fn fchmod(&self, f: &OpenFile, mode: u32) -> Result<()> {
+        f.chmod_open(mode).unwrap_or_else(|| self.chmod(f.path(), mode))
+    }
+
+    /// chown of an open file (fchown; `u32::MAX` leaves an id unchanged), as [`Plfs::fchmod`].
+    pub fn fchown(&self, f: &OpenFile, uid: u32, gid: u32) -> Result<()> {
+        f.chown_open(uid, gid).unwrap_or_else(|| self.chown(f.path(), uid, gid))
+    }
+
+    /// Sets the times of an open file (futimens), as [`Plfs::fchmod`].
+    pub fn futimens(&self, f: &OpenFile, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        f.utimens_open(atime, mtime)
+            .unwrap_or_else(|| self.utimens(f.path(), atime, mtime))
+    }
+
     /// Truncates a file by path.
     pub fn truncate(&self, path: &Path, size: u64) -> Result<()> {
         let loc = self.resolve(path)?;

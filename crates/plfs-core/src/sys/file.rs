@@ -270,6 +270,12 @@ impl File {
         fs::fchmod(&self.fd, fs::Mode::from_raw_mode(mode)).map_err(|e| Error::io(&self.path, "chmod", e))
     }
 
+    /// futimens.
+    pub fn set_times(&self, atime: super::TimeSpec, mtime: super::TimeSpec) -> Result<()> {
+        hit("sys::setattr", "utimensat", &self.path)?;
+        fs::futimens(&self.fd, &super::timestamps(atime, mtime)).map_err(|e| Error::io(&self.path, "utimensat", e))
+    }
+
     /// fchown (`u32::MAX` leaves an id unchanged).
     pub fn chown(&self, uid: u32, gid: u32) -> Result<()> {
         hit("sys::setattr", "chown", &self.path)?;

@@ -399,19 +399,11 @@ impl Node for ContainerNode {
     }
 
     fn chmod(&self, mode: u32) -> Result<()> {
-        self.with_c(|c| {
-            c.dir.chmod(format::MARKER_NAME, mode & 0o7777)?;
-            c.dir.chmod_self(container::container_dir_mode(mode))?;
-            c.follow_mode(mode)
-        })
+        self.with_c(|c| c.set_mode(mode))
     }
 
     fn chown(&self, uid: u32, gid: u32) -> Result<()> {
-        self.with_c(|c| {
-            c.dir.chown(format::MARKER_NAME, uid, gid)?;
-            c.dir.chown_self(uid, gid)?;
-            c.follow_owner(uid, gid)
-        })
+        self.with_c(|c| c.set_owner(uid, gid))
     }
 
     fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
@@ -633,5 +625,22 @@ impl Handle for ContainerHandle {
 
     fn index_stats(&self) -> Result<IndexStats> {
         self.shared.with_index(false, |s| Ok(s.stats()))
+    }
+
+    fn chmod(&self, mode: u32) -> Option<Result<()>> {
+        Some(self.shared.c.set_mode(mode))
+    }
+
+    fn chown(&self, uid: u32, gid: u32) -> Option<Result<()>> {
+        Some(self.shared.c.set_owner(uid, gid))
+    }
+
+    fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Option<Result<()>> {
+        let r = self.shared.c.set_times(atime, mtime);
+        // As ContainerNode::utimens: the writers' closes leave an mtime that was set.
+        if r.is_ok() && !matches!(mtime, TimeSpec::Omit) {
+            self.shared.mtime_was_set();
+        }
+        Some(r)
     }
 }
