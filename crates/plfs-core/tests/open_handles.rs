@@ -268,3 +268,60 @@ fn attribute_changes_through_an_open_file_follow_the_file() {
         assert_eq!(get(&p, &a), b"other", "{tag}");
     }
 }
+
+/// Modes of the backend objects under `name`'s container: the hostdirs and every log.
+fn log_modes(fx: &Fixture, name: &str) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let c = fx.container_dir(name);
+    let mut out = Vec::new();
+    for d in common::subdirs_with_prefix(&c, "hostdir.") {
+        out.push((
+            "hostdir".to_string(),
+            d.metadata().unwrap().permissions().mode() & 0o7777,
+        ));
+    }
+    for l in fx.logs(name, "data.").into_iter().chain(fx.logs(name, "index.")) {
+        let kind = l
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .split('.')
+            .next()
+            .unwrap()
+            .to_string();
+        out.push((kind, l.metadata().unwrap().permissions().mode() & 0o7777));
+    }
+    out
+}
+
+/// Logs made after a chmod have its mode: a file made private through its open file before its
+/// first write (`open(0644)`, `fchmod(0600)`, `write`), and a chmod by another process while this
+/// one has the file open. A writer took the mode read when the file was opened, so those logs
+/// (and the hostdir) were readable by every user.
+#[test]
+fn logs_made_after_a_chmod_have_its_mode() {
+    let fx = fixture("chmod-then-write", 1);
+    let p = fx.plfs();
+    let a = fx.path("a");
+    let f = p.open(&a, rw_create(), 0o644, 7).unwrap();
+    p.fchmod(&f, 0o600).unwrap();
+    f.write(b"secret", 0).unwrap();
+    let want = [("hostdir", 0o711), ("data", 0o600), ("index", 0o600)];
+    let got = log_modes(&fx, "a");
+    assert_eq!(got.len(), 3, "{got:?}");
+    for (kind, mode) in &got {
+        let w = want.iter().find(|(k, _)| k == kind).unwrap().1;
+        assert_eq!(*mode, w, "{kind} after fchmod 0600 and the first write: {got:?}");
+    }
+    // Another process makes it group-readable; this one's next writer (pid 8) makes its logs.
+    fx.plfs().chmod(&a, 0o640).unwrap();
+    f.write_as(b"-more", 6, 8).unwrap();
+    f.close().unwrap();
+    let got = log_modes(&fx, "a");
+    assert_eq!(got.len(), 5, "{got:?}");
+    for (kind, mode) in &got {
+        let w = if kind == "hostdir" { 0o751 } else { 0o640 };
+        assert_eq!(*mode, w, "{kind} after another process's chmod 0640: {got:?}");
+    }
+    assert_eq!(get(&p, &a), b"secret-more");
+}

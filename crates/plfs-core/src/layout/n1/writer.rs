@@ -124,6 +124,7 @@ impl Writer {
                 return Err(e);
             }
         };
+        follow_later_chmod(c, &dir, &data, &index, mode)?;
         self.logs = Some(WriterLogs {
             dir: Arc::new(dir),
             data,
@@ -179,4 +180,31 @@ impl Writer {
         self.pending.clear();
         Ok(())
     }
+}
+
+/// Gives logs just made with the mode `made_with` (the file's when the container was opened) the
+/// file's mode now, if a chmod came in between: by this process through its open file, or by
+/// another while this one had the file open. The chmod gave every log it found the new mode
+/// (`Container::follow_mode`, after changing the marker), so looking at the marker once the logs
+/// exist leaves no gap: either the chmod's walk found these logs, or this look finds its mode.
+/// Their directory follows too (a hostdir this writer may have made); one made by another user
+/// is left as it is, as a chmod leaves it.
+fn follow_later_chmod(c: &Container, dir: &Dir, data: &File, index: &File, made_with: u32) -> Result<()> {
+    let now = match c.marker_stat() {
+        Ok(st) => st.st_mode,
+        Err(e) => {
+            crate::debug!("{e}: the logs keep the mode the file had when it was opened");
+            return Ok(());
+        }
+    };
+    let mode = container::log_mode(now);
+    if mode == made_with {
+        return Ok(());
+    }
+    data.chmod(mode)?;
+    index.chmod(mode)?;
+    if let Err(e) = dir.chmod_self(container::container_dir_mode(now)) {
+        crate::debug!("{e}: its hostdir keeps the mode it had");
+    }
+    Ok(())
 }
