@@ -249,13 +249,18 @@ impl Container {
         };
         let publish = || -> Result<sys::RawStat> {
             m.pwrite_all(&marker.encode(), 0)?;
-            // The marker's mode is the logical mode; set it exactly (creation applies the umask).
-            m.chmod(mode & 0o7777)?;
             if let Some((u, g)) = owner {
                 m.chown(u, g)?;
                 t.chown_self(u, g)?;
             }
-            let st = m.stat()?;
+            // The marker's mode is the logical mode, exactly: creation applied the umask (and may
+            // have dropped the set-group-ID bit), a chown may drop the set-ID bits. Looked at
+            // first, so that the common create, whose mode came out right, makes no chmod.
+            let mut st = m.stat()?;
+            if st.st_mode & 0o7777 != mode & 0o7777 {
+                m.chmod(mode & 0o7777)?;
+                st = m.stat()?;
+            }
             t.chmod_self(dmode)?;
             Ok(st)
         };
