@@ -177,14 +177,16 @@ fn copy_to(sh: &Shared, from: Side<'_>, src: &Path, tmp: &Path, m: &Meta) -> Res
         sh.progress.inc(n as u64);
     }
     r.close(src)?;
-    w.close(dst)?;
-    // The umask applied at create: set the exact source mode, unless create gave it already.
+    // The umask applied at create: set the exact source mode, unless create gave it already;
+    // with `-p` the times too, last. Both through the open file (no look-up by name), before its
+    // close, which leaves the times as set.
     if m.mode & 0o200 == 0 || m.mode & !0o777 != 0 || m.mode & plfs_core::umask() != 0 {
-        sh.to.chmod(dst, m.mode)?;
+        sh.to.set_mode_open(&w, m.mode, dst)?;
     }
     if sh.preserve {
-        sh.to.set_times(dst, m.atime_ns, m.mtime_ns)?;
+        sh.to.set_times_open(&w, m.atime_ns, m.mtime_ns, dst)?;
     }
+    w.close(dst)?;
     Ok(off)
 }
 

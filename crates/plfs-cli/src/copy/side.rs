@@ -206,25 +206,38 @@ impl<'a> Side<'a> {
 
     /// Sets the access and modification times of a file or directory (`cp -p`).
     pub(super) fn set_times(&self, p: &Path, atime_ns: i64, mtime_ns: i64) -> Result<()> {
-        let split = |ns: i64| (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
         match self {
-            Side::Plain => {
-                let at = |ns: i64| {
-                    let (s, n) = split(ns);
-                    std::time::UNIX_EPOCH + std::time::Duration::new(s.max(0) as u64, n as u32)
-                };
-                let times = std::fs::FileTimes::new()
-                    .set_accessed(at(atime_ns))
-                    .set_modified(at(mtime_ns));
-                std::fs::File::open(p)
-                    .and_then(|f| f.set_times(times))
-                    .at("cannot set the times of", p)
-            }
-            Side::Plfs(plfs) => {
-                let ((a, an), (m, mn)) = (split(atime_ns), split(mtime_ns));
-                plfs.utimens(p, plfs_core::TimeSpec::At(a, an), plfs_core::TimeSpec::At(m, mn))
-                    .at("cannot set the times of", p)
-            }
+            Side::Plain => std::fs::File::open(p)
+                .and_then(|f| f.set_times(file_times(atime_ns, mtime_ns)))
+                .at("cannot set the times of", p),
+            Side::Plfs(plfs) => plfs
+                .utimens(p, time_spec(atime_ns), time_spec(mtime_ns))
+                .at("cannot set the times of", p),
+        }
+    }
+
+    /// Sets the mode of the file `w` has open (at `p`), without a look-up by name.
+    pub(super) fn set_mode_open(&self, w: &Writer, mode: u32, p: &Path) -> Result<()> {
+        match (self, w) {
+            (_, Writer::Plain(f)) => f
+                .set_permissions(std::fs::Permissions::from_mode(mode))
+                .at("cannot set the mode of", p),
+            (Side::Plfs(plfs), Writer::Plfs(f)) => plfs.fchmod(f, mode).at("cannot set the mode of", p),
+            (Side::Plain, Writer::Plfs(_)) => Err(mixed(p)),
+        }
+    }
+
+    /// Sets the times of the file `w` has open (at `p`), without a look-up by name: before its
+    /// close, which then leaves them as set.
+    pub(super) fn set_times_open(&self, w: &Writer, atime_ns: i64, mtime_ns: i64, p: &Path) -> Result<()> {
+        match (self, w) {
+            (_, Writer::Plain(f)) => f
+                .set_times(file_times(atime_ns, mtime_ns))
+                .at("cannot set the times of", p),
+            (Side::Plfs(plfs), Writer::Plfs(f)) => plfs
+                .futimens(f, time_spec(atime_ns), time_spec(mtime_ns))
+                .at("cannot set the times of", p),
+            (Side::Plain, Writer::Plfs(_)) => Err(mixed(p)),
         }
     }
 
@@ -290,6 +303,37 @@ impl<'a> Side<'a> {
             }
         }
     }
+}
+
+/// A PLFS file in the hands of the plain side: a mistake of this program, told as an error.
+fn mixed(p: &Path) -> anyhow::Error {
+    Failure::new(
+        p,
+        22,
+        format!("{}: a PLFS file handled as a plain one (a bug)", p.display()),
+    )
+    .into()
+}
+
+/// Nanoseconds since the epoch as whole seconds and nanoseconds (both signed, the second in
+/// 0..1e9).
+fn split_ns(ns: i64) -> (i64, i64) {
+    (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000))
+}
+
+fn time_spec(ns: i64) -> plfs_core::TimeSpec {
+    let (s, n) = split_ns(ns);
+    plfs_core::TimeSpec::At(s, n)
+}
+
+fn file_times(atime_ns: i64, mtime_ns: i64) -> std::fs::FileTimes {
+    let at = |ns: i64| {
+        let (s, n) = split_ns(ns);
+        std::time::UNIX_EPOCH + std::time::Duration::new(s.max(0) as u64, n as u32)
+    };
+    std::fs::FileTimes::new()
+        .set_accessed(at(atime_ns))
+        .set_modified(at(mtime_ns))
 }
 
 impl Reader {
