@@ -66,3 +66,37 @@ fn a_lone_writer_lists_only_meta_and_sees_every_other_writer_at_once() {
     assert_eq!(&b[..6], b"aaaaae");
     f.close().unwrap();
 }
+
+/// A writer that wrote before this process loaded the file's index, then asks for its size again
+/// and again without writing (a program that writes a file, then `fstat`s it): its writes are
+/// all in its logs by then, so it is this process's own too, and each size lists only `meta/`.
+/// It listed every directory and opened the writer's logs at every size, since only a write
+/// made after the load made the writer known.
+#[test]
+fn sizes_after_writes_made_before_the_load_list_only_meta() {
+    let fx = Fixture::simple("own-before-load");
+    let path = fx.path("f");
+    let listed = call_counter(&fx, "sys::readdir");
+    let (p1, p2) = (fx.plfs(), fx.plfs());
+    let f1 = p1.open(&path, rw_create(), 0o644, 1).unwrap();
+    for k in 0..10u64 {
+        f1.write(b"w", k).unwrap();
+    }
+    assert_eq!(f1.size().unwrap(), 10); // loads the index
+    assert_eq!(f1.size().unwrap(), 10); // reads everything once more, knowing the writer
+    for _ in 0..5 {
+        let before = listed();
+        assert_eq!(f1.size().unwrap(), 10);
+        assert_eq!(
+            listed() - before,
+            1,
+            "listings for one size of a file only this process wrote"
+        );
+    }
+    // Another process's write is still seen at once.
+    let f2 = p2.open(&path, rw_create(), 0o644, 2).unwrap();
+    f2.write(b"xy", 10).unwrap();
+    assert_eq!(f1.size().unwrap(), 12);
+    f2.close().unwrap();
+    f1.close().unwrap();
+}

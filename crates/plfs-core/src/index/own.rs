@@ -41,6 +41,18 @@ impl IndexState {
         }
     }
 
+    /// Takes writers `ids` of this process as its own (all their records are in their index
+    /// logs, which the next refresh reads if it has not): as [`IndexState::note_write`] does for
+    /// a writer new to the map, the next refresh reads everything once more.
+    pub(crate) fn adopt_own(&mut self, ids: &[u64]) -> &mut IndexState {
+        if ids.iter().any(|id| !self.own.contains(id)) {
+            self.own_writers_here();
+            self.own.extend(ids);
+            self.quiet_sig = None;
+        }
+        self
+    }
+
     /// Forgets the writers noted by another process (the parent this one was forked from).
     pub(super) fn own_writers_here(&mut self) {
         let pid = crate::clock::pid();

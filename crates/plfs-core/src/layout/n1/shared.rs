@@ -132,11 +132,23 @@ impl Shared {
 
     /// Appends every writer's buffered index records to its index log.
     pub(crate) fn flush_all(&self) -> Result<()> {
+        self.flush_own().map(drop)
+    }
+
+    /// [`Shared::flush_all`], returning the ids of the writers with logs that this process made
+    /// (not a forked parent's): every write of theirs is in their index logs now.
+    fn flush_own(&self) -> Result<Vec<u64>> {
         let ws: Vec<_> = lock(&self.writers).values().cloned().collect();
+        let mut own = Vec::new();
+        let mut me = None;
         for w in ws {
-            lock(&w).flush_index()?;
+            let mut w = lock(&w);
+            w.flush_index()?;
+            if w.logs.is_some() && w.maker == *me.get_or_insert_with(crate::clock::pid) {
+                own.push(w.id);
+            }
         }
-        Ok(())
+        Ok(own)
     }
 
     /// Runs `f` on the merged index, loading or refreshing it first (`refresh`) after flushing
@@ -148,10 +160,13 @@ impl Shared {
             // Before the flush: a write that then finds the flag clear has its record in a
             // buffer that the flush below writes out, and the load reads (see `write`).
             self.index_live.store(true, Ordering::SeqCst);
-            self.flush_all()?;
+            // This process's writers' records are all in their logs now, and its later writes
+            // reach the map from the write path: their open droppings need not send every
+            // refresh through every hostdir (a file written, then fstat'ed again and again).
+            let own = self.flush_own()?;
             match g.as_mut() {
                 // A refresh that finds damage reloads from scratch, which checks it again.
-                Some(s) if !stale => match s.refresh(&self.c) {
+                Some(s) if !stale => match s.adopt_own(&own).refresh(&self.c) {
                     Ok(()) => {}
                     Err(e @ Error::Corruption { .. }) => {
                         crate::debug!("{e}: reloading the index to check");
@@ -159,7 +174,11 @@ impl Shared {
                     }
                     Err(e) => return Err(e),
                 },
-                _ => *g = Some(IndexState::load(&self.c, &self.logical)?),
+                _ => {
+                    let mut s = IndexState::load(&self.c, &self.logical)?;
+                    s.adopt_own(&own);
+                    *g = Some(s);
+                }
             }
             // Drop pattern timestamps unless this process writes the file too (its own writes
             // could overlap a pattern and would then need them).

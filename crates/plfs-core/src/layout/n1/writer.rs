@@ -26,6 +26,8 @@ pub(crate) struct Writer {
     pub(crate) mtime_ns: u64,
     /// Whether its open record is in `meta/` (written at the first write).
     pub(crate) announced: bool,
+    /// The process that made its logs (0 before): a forked child's copy of it is not its own.
+    pub(crate) maker: u32,
     pub(crate) closed: bool,
 }
 
@@ -59,6 +61,7 @@ impl Writer {
             bytes: 0,
             mtime_ns: 0,
             announced: false,
+            maker: 0,
             closed: false,
         }
     }
@@ -125,6 +128,7 @@ impl Writer {
             }
         };
         follow_later_chmod(c, &dir, &data, &index, mode)?;
+        self.maker = clock::pid();
         self.logs = Some(WriterLogs {
             dir: Arc::new(dir),
             data,
