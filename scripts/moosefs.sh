@@ -3,6 +3,8 @@
 # same scheme as scripts/glusterfs.sh, whose header explains the private network namespace.
 #
 #   scripts/moosefs.sh start|stop|status|env
+#   scripts/moosefs.sh run CMD [ARG...]   (starts it if none runs, runs CMD with `env`'s variables,
+#                                          stops what it started however CMD ends)
 #
 # Needs root and /dev/fuse; installs moosefs-master, moosefs-chunkserver and moosefs-client when
 # missing. All state (metadata, chunk directories, configuration, logs, the mount point, the
@@ -14,14 +16,18 @@
 # chunk, spread over the 3 chunkservers: distributed, not replicated, like the GlusterFS volume).
 # The mfs tools (mfssettrashtime, mfsgetgoal, ...) talk to the master directly: run them through
 # `nsenter --net=$PLFS_MOOSEFS_DIR/netns`.
-#   PLFS_MOOSEFS_DIR, PLFS_MOOSEFS_IP (default 10.77.0.2), PLFS_MOOSEFS_TIMEOUT (default 60 s)
+#   PLFS_MOOSEFS_DIR, PLFS_MOOSEFS_IP (default 10.77.0.2), PLFS_MOOSEFS_TIMEOUT (default 60 s),
+#   PLFS_MOOSEFS_CLIENTS: mfsmounts made by start, 1 or 2 (default 2: mnt and mnt2, two client
+#   sessions with their own caches, as two compute nodes would have; as scripts/glusterfs.sh)
 set -euo pipefail
 
 DIR=${PLFS_MOOSEFS_DIR:-/var/tmp/plfs-moosefs}
 IP=${PLFS_MOOSEFS_IP:-10.77.0.2}
 TIMEOUT=${PLFS_MOOSEFS_TIMEOUT:-60}
+CLIENTS=${PLFS_MOOSEFS_CLIENTS:-2}
 NETNS=$DIR/netns
 MNT=$DIR/mnt
+MNT2=$DIR/mnt2
 LOG=$DIR/log
 ETC=$DIR/etc
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -73,16 +79,29 @@ count_comm() {
 
 is_mounted() { awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo; }
 
+# Whether the client mounted at $1 (default the first) writes and reads back a file.
 mount_answers() {
-    is_mounted "$MNT" || return 1
-    local f=$MNT/.moosefs-sh-probe.$$ out
+    local m=${1:-$MNT}
+    is_mounted "$m" || return 1
+    local f=$m/.moosefs-sh-probe.$$ out
     out=$(timeout 10 sh -c 'echo plfs-moosefs-probe > "$1" && cat "$1"' _ "$f" 2>/dev/null) || return 1
     timeout 10 rm -f "$f" || return 1
     [ "$out" = plfs-moosefs-probe ]
 }
 
+# Whether the second client is mounted and answers (and the first sees what it wrote).
+second_answers() {
+    mount_answers "$MNT2" || return 1
+    local f=.moosefs-sh-probe2.$$ out
+    echo two >"$MNT2/$f" || return 1
+    out=$(cat "$MNT/$f" 2>/dev/null)
+    rm -f "$MNT2/$f"
+    [ "$out" = two ]
+}
+
 all_up() {
-    [ "$(count_comm mfsmaster)" -ge 1 ] && [ "$(count_comm mfschunkserver)" -eq $CHUNKSERVERS ] && mount_answers
+    [ "$(count_comm mfsmaster)" -ge 1 ] && [ "$(count_comm mfschunkserver)" -eq $CHUNKSERVERS ] && mount_answers &&
+        { [ "$CLIENTS" = 1 ] || second_answers; }
 }
 
 log_tail() {
@@ -130,8 +149,9 @@ do_start() {
         do_stop
     fi
     case "$DIR" in /* ) ;; *) die "PLFS_MOOSEFS_DIR must be an absolute path: $DIR" ;; esac
+    case "$CLIENTS" in 1 | 2) ;; *) die "PLFS_MOOSEFS_CLIENTS must be 1 or 2" ;; esac
     local t0=$SECONDS i
-    rm -rf "$DIR/master" "$DIR"/cs* "$ETC" "$MNT"
+    rm -rf "$DIR/master" "$DIR"/cs* "$ETC" "$MNT" "$MNT2"
     [ -d "$LOG" ] && rm -rf "$LOG.old" && mv "$LOG" "$LOG.old"
     mkdir -p "$DIR/master" "$ETC" "$LOG" "$MNT"
     cp /var/lib/mfs/metadata.mfs.empty "$DIR/master/metadata.mfs"
@@ -183,14 +203,25 @@ do_start() {
     wait_for "the mount answering" mount_answers
     nsenter --net="$NETNS" mfssettrashtime -r 0 "$MNT" >>"$LOG/setup.log" 2>&1 || fail_start "mfssettrashtime failed"
     nsenter --net="$NETNS" mfssetgoal -r 1 "$MNT" >>"$LOG/setup.log" 2>&1 || fail_start "mfssetgoal failed"
-    say "started MooseFS (master + $CHUNKSERVERS chunkservers) at $IP in $((SECONDS - t0)) s; mount $MNT"
+    local mounts=$MNT
+    if [ "$CLIENTS" = 2 ]; then
+        mkdir -p "$MNT2"
+        nsenter --net="$NETNS" mfsmount "$MNT2" -H "$IP" -P 9421 </dev/null >"$LOG/mount2.log" 2>&1 ||
+            fail_start "the second mfsmount failed"
+        wait_for "the second mount answering" second_answers
+        mounts="$MNT $MNT2"
+    fi
+    say "started MooseFS (master + $CHUNKSERVERS chunkservers) at $IP in $((SECONDS - t0)) s; mounts $mounts"
 }
 
 do_stop() {
     require_root
-    if is_mounted "$MNT"; then
-        umount "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
-    fi
+    local m
+    for m in "$MNT" "$MNT2"; do
+        if is_mounted "$m"; then
+            umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+        fi
+    done
     local pids t=0
     pids=$(netns_pids)
     if [ -n "$pids" ]; then
@@ -208,13 +239,17 @@ do_stop() {
             sleep 0.5
         fi
     fi
-    is_mounted "$MNT" && umount -l "$MNT" 2>/dev/null
+    for m in "$MNT" "$MNT2"; do
+        is_mounted "$m" && umount -l "$m" 2>/dev/null
+    done
     if [ -e "$NETNS" ]; then
         [ -n "$(netns_inode)" ] && { umount "$NETNS" 2>/dev/null || umount -l "$NETNS" || true; }
         rm -f "$NETNS"
     fi
     rm -rf "$DIR/master" "$DIR"/cs* "$ETC"
-    [ -d "$MNT" ] && rmdir "$MNT" 2>/dev/null
+    for m in "$MNT" "$MNT2"; do
+        [ -d "$m" ] && rmdir "$m" 2>/dev/null
+    done
     return 0
 }
 
@@ -226,6 +261,9 @@ do_status() {
     echo "master: $((m > 0 ? 1 : 0)) running"
     echo "chunkservers: $c of $CHUNKSERVERS running"
     if mount_answers; then echo "client: $MNT answers"; else echo "client: $MNT does not answer"; fi
+    if is_mounted "$MNT2"; then
+        if second_answers; then echo "client: $MNT2 answers"; else echo "client: $MNT2 does not answer"; fi
+    fi
     ((m >= 1)) && up=$((up + 1)) || down=$((down + 1))
     ((c == CHUNKSERVERS)) && up=$((up + 1)) || down=$((down + 1))
     mount_answers && up=$((up + 1)) || down=$((down + 1))
@@ -236,15 +274,36 @@ do_env() {
     echo "export PLFS_MOOSEFS_DIR='$DIR'"
     echo "export PLFS_MOOSEFS_SERVER='$IP'"
     echo "export PLFS_MOOSEFS_MOUNT='$MNT'"
+    if is_mounted "$MNT2"; then
+        echo "export PLFS_MOOSEFS_MOUNT2='$MNT2'"
+    fi
+}
+
+# `run CMD...`: what make bench-moosefs uses. A file system started here is stopped when CMD
+# ends, however it ends; one that was running is left running.
+do_run() {
+    local rc=0
+    if ! all_up; then
+        trap 'rc=$?; do_stop || rc=1; exit $rc' EXIT
+        do_start
+    fi
+    eval "$(do_env)"
+    "$@" || rc=$?
+    return $rc
 }
 
 case "${1:-}" in
 start) do_start ;;
+run)
+    shift
+    (($# > 0)) || die "usage: $0 run CMD [ARG...]"
+    do_run "$@"
+    ;;
 stop) do_stop ;;
 status) do_status ;;
 env) do_env ;;
 *)
-    echo "usage: $0 start|stop|status|env" >&2
+    echo "usage: $0 start|stop|status|env|run CMD [ARG...]" >&2
     exit 2
     ;;
 esac

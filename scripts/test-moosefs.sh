@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The tests whose answer depends on the distributed file system, again with their backends on a
-# live MooseFS (master + 3 chunkservers + one mfsmount, goal 1; scripts/moosefs.sh): processes
-# that write and read one file, writers killed at random points, fsck, the 1-N visibility rule
-# (its timestamp window on a file system whose clock is a server's), sequential reads, and
+# live MooseFS (master + 3 chunkservers + two mfsmounts, goal 1; scripts/moosefs.sh): processes
+# that write and read one file (also a reader on the second client), writers killed at random
+# points, fsck, the 1-N visibility rule (its timestamp window on a file system whose clock is a
+# server's), sequential reads, and
 # `plfs advise`'s prediction against pio plain and through ldplfs on it (issue 24: the third
 # file system it is validated on, beside local disk and GlusterFS).
 #
@@ -32,6 +33,13 @@ trap cleanup EXIT
 mkdir -p "$ROOT"
 chmod 755 "$ROOT"
 export PLFS_TEST_ROOT=$ROOT
+# The same directory through the second client (moosefs.sh mounts two unless told otherwise):
+# tests that read on another client than the writer's use it (Fixture::plfs_other_client).
+if [ -n "${PLFS_MOOSEFS_MOUNT2:-}" ]; then
+    export PLFS_TEST_ROOT2=$PLFS_MOOSEFS_MOUNT2/plfs-tests.$$
+else
+    echo "test-moosefs: no second client (PLFS_MOOSEFS_CLIENTS=1): cross-client reads are not tested" >&2
+fi
 echo "test-moosefs: backends under $ROOT (MooseFS, mount $PLFS_MOOSEFS_MOUNT)" >&2
 
 # `--workspace` keeps the features of make build's, so nothing is compiled again. tests/crash.rs

@@ -181,7 +181,7 @@ fn reader_refreshes_while_a_writer_appends() {
 /// appends small records as fast as it can, each indexed at once, while the reader reads the
 /// whole file again and again. On MooseFS this read zeros from the kernel's page cache, kept
 /// from a read that ended inside a page the writer appended to later, until logs were read with
-/// `O_DIRECT` there. With `PLFS_TEST_ROOT2` (the GlusterFS tests) the reader is on another
+/// `O_DIRECT` there. With `PLFS_TEST_ROOT2` (the GlusterFS and MooseFS tests) the reader is on another
 /// client, which could see a record before its data and failed with EIO until such a record
 /// was taken as not visible yet (docs/design.md, "Visibility rules").
 #[test]

@@ -144,7 +144,7 @@ impl Fixture {
 
     /// A fresh PLFS instance that reaches the backends through another client of the file
     /// system when `PLFS_TEST_ROOT2` names [`test_root`] as seen through a second mount (the
-    /// GlusterFS tests set it), else the same as [`Fixture::plfs`].
+    /// GlusterFS and MooseFS tests set it), else the same as [`Fixture::plfs`].
     pub fn plfs_other_client(&self) -> Plfs {
         let mut config = self.config.clone();
         if let Some(root2) = std::env::var_os("PLFS_TEST_ROOT2").filter(|r| !r.is_empty()) {
