@@ -100,7 +100,7 @@ bench: build
 	bench/install-deps.sh
 	$(MAKE) -C bench quick
 
-.PHONY: bench-full bench-glusterfs
+.PHONY: bench-full bench-glusterfs bench-moosefs
 bench-full: build
 	bench/install-deps.sh
 	$(MAKE) -C bench full
@@ -110,6 +110,13 @@ bench-glusterfs: build
 	bench/install-deps.sh
 	$(MAKE) -C bench programs
 	scripts/bench-glusterfs.sh --bin $(CURDIR)/target/bench --release $(CURDIR)/$(RELEASE_DIR)
+
+# The same on a live MooseFS (master, 3 chunkservers, two client mounts; started and stopped
+# here), with the master's operation counts where GlusterFS has its bricks'.
+bench-moosefs: build
+	bench/install-deps.sh
+	$(MAKE) -C bench programs
+	scripts/bench-moosefs.sh --bin $(CURDIR)/target/bench --release $(CURDIR)/$(RELEASE_DIR)
 
 clean:
 	$(CARGO) clean

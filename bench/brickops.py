@@ -109,6 +109,29 @@ def measure(d, env):
     return out
 
 
+class Workspace:
+    """Plain files and a plfs backend side by side in a new directory of the file system `vol`, an
+    N-1 mount point for the backend, and the environments to run the phases in (plain, and
+    through `lib`)."""
+
+    def __init__(self, vol, lib, tag):
+        self.work = tempfile.mkdtemp(prefix=f"{tag}.", dir=vol)
+        self.plain = os.path.join(self.work, "plain")
+        backend = os.path.join(self.work, "backend")
+        os.mkdir(self.plain)
+        os.mkdir(backend)
+        self.local = tempfile.mkdtemp(prefix=f"{tag}-rc.")
+        rc = os.path.join(self.local, "plfsrc")
+        self.mnt = os.path.join(self.local, "mnt")
+        with open(rc, "w") as f:
+            f.write(f"- mount_point: {self.mnt}\n  backends:\n    - location: {backend}\n")
+        self.env_plain = dict(os.environ)
+        self.env_plfs = dict(os.environ, LD_PRELOAD=lib, PLFSRC=rc)
+
+    def remove(self):
+        subprocess.run(["rm", "-rf", self.work, self.local], check=True)
+
+
 def main():
     args = [a for a in sys.argv[1:] if a not in ("--json", "--check")]
     lib = os.path.abspath(args[0] if args else os.path.join(ROOT, "target/release/libldplfs.so"))
@@ -117,20 +140,9 @@ def main():
         raise SystemExit("brickops: no volume (run under scripts/glusterfs.sh run)")
     # Fails when profiling is already on, which is as good.
     gluster("volume", "profile", os.environ.get("PLFS_GLUSTER_VOLUME", "plfs"), "start", check=False)
-    work = tempfile.mkdtemp(prefix="brickops.", dir=vol)
-    plain = os.path.join(work, "plain")
-    backend = os.path.join(work, "backend")
-    os.mkdir(plain)
-    os.mkdir(backend)
-    local = tempfile.mkdtemp(prefix="brickops-rc.")
-    rc = os.path.join(local, "plfsrc")
-    mnt = os.path.join(local, "mnt")
-    with open(rc, "w") as f:
-        f.write(f"- mount_point: {mnt}\n  backends:\n    - location: {backend}\n")
-    env_plain = dict(os.environ)
-    env_plfs = dict(os.environ, LD_PRELOAD=lib, PLFSRC=rc)
-    res = {"files": FILES, "plain": measure(plain, env_plain), "plfs": measure(mnt, env_plfs)}
-    subprocess.run(["rm", "-rf", work, local], check=True)
+    ws = Workspace(vol, lib, "brickops")
+    res = {"files": FILES, "plain": measure(ws.plain, ws.env_plain), "plfs": measure(ws.mnt, ws.env_plfs)}
+    ws.remove()
     if "--json" in sys.argv:
         print(json.dumps(res, indent=1))
     else:

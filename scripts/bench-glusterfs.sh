@@ -14,15 +14,12 @@
 set -euo pipefail
 self=$(realpath "$0")
 cd "$(dirname "$self")/.."
+# shellcheck source=scripts/bench-dfs-common.sh
+. scripts/bench-dfs-common.sh
 if [ -z "${PLFS_GLUSTER_MOUNT:-}" ]; then
     exec scripts/glusterfs.sh run "$self" "$@"
 fi
-WORK=$PLFS_GLUSTER_MOUNT/plfs-bench.$$
-trap 'rm -rf "$WORK" || true' EXIT
-mkdir -p "$WORK"
-chmod 755 "$WORK"
-${PYTHON:-python3} bench/run.py --profile glusterfs --only bandwidth,meta --tmpdir "$WORK" "$@"
-# The newest results folder is the one run.py just made.
+sections glusterfs "$PLFS_GLUSTER_MOUNT" "$@"
 out=$(ls -d bench/results/*-glusterfs 2>/dev/null | sort | tail -1)
 ${PYTHON:-python3} bench/brickops.py --json > "$out/brickops.json"
 ${PYTHON:-python3} - "$out/brickops.json" <<'PY'
@@ -34,19 +31,4 @@ print(f"{'phase':8} {'plain':>7} {'plfs':>7}  budget")
 for ph in ["create", "stat", "read", "unlink", "open4"]:
     print(f"{ph:8} {r['plain'][ph]['per_file']:7} {r['plfs'][ph]['per_file']:7}  {budget[ph]}")
 PY
-${PYTHON:-python3} bench/writer_counts.py "$PLFS_GLUSTER_MOUNT" --json > "$out/writer_counts.json"
-${PYTHON:-python3} - "$out/writer_counts.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(f"system calls per write, {r['writers']} N-1 writers of {r['record']} B through ldplfs (budget: 1 pwrite, nothing else)")
-for c, v in r["syscalls_per_write"].items():
-    print(f"  {c:16} {v}")
-m = r["peak_rss_mib"]
-print(f"peak RSS of a writer of {r['small_writes']} 64-byte writes: plfs {m['plfs']} MiB, plain {m['plain']} MiB (budget: plfs <= 24 MiB)")
-PY
-if [ -n "${PLFS_GLUSTER_MOUNT2:-}" ]; then
-    echo "issue 22's bandwidth protocol (bench/n1_protocol.py; medians of 3, 104 MB a run)"
-    ${PYTHON:-python3} bench/n1_protocol.py --mnt "$PLFS_GLUSTER_MOUNT" --mnt2 "$PLFS_GLUSTER_MOUNT2" | tee "$out/n1_protocol.txt"
-else
-    echo "n1_protocol: skipped, the volume has one client mount (PLFS_GLUSTER_CLIENTS=1)" >&2
-fi
+writer_and_protocol "$PLFS_GLUSTER_MOUNT" "${PLFS_GLUSTER_MOUNT2:-}" "$out" "the volume (PLFS_GLUSTER_CLIENTS=1)"
