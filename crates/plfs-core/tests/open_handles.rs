@@ -256,6 +256,20 @@ fn attribute_changes_through_an_open_file_follow_the_file() {
         );
         assert_ne!(other.mtime_ns, 2_000_000_009, "{tag}: the file with the old name");
         p.unlink(&b).unwrap();
+        // An N-N file is a plain file of the backend: unlinked, it takes a mode only where the
+        // backend's own files do (GlusterFS refuses with ESTALE). A container is still there.
+        let refused = (w == Workload::FilePerProc)
+            .then(|| plain_fchmod_after_unlink(fx.dir.path()))
+            .flatten();
+        if let Some(errno) = refused {
+            assert_eq!(
+                p.fchmod(&f, 0o640).unwrap_err().raw_errno(),
+                errno,
+                "{tag}: as the backend"
+            );
+            f.close().unwrap();
+            continue;
+        }
         p.fchmod(&f, 0o640).unwrap();
         p.futimens(&f, TimeSpec::Omit, TimeSpec::At(4, 13)).unwrap();
         let st = p.fstat(&f).unwrap();
@@ -267,6 +281,18 @@ fn attribute_changes_through_an_open_file_follow_the_file() {
         f.close().unwrap();
         assert_eq!(get(&p, &a), b"other", "{tag}");
     }
+}
+
+/// The errno with which the backend under `dir` refuses fchmod of a plain file that was unlinked
+/// while open, or `None` if it allows it (as a local file system does).
+fn plain_fchmod_after_unlink(dir: &std::path::Path) -> Option<i32> {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("plain-unlinked");
+    let f = std::fs::File::create(&p).unwrap();
+    std::fs::remove_file(&p).unwrap();
+    f.set_permissions(std::fs::Permissions::from_mode(0o640))
+        .err()
+        .map(|e| e.raw_os_error().unwrap())
 }
 
 /// Modes of the backend objects under `name`'s container: the hostdirs and every log.
