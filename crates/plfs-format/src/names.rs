@@ -236,17 +236,24 @@ pub fn fast_size_with(droppings: &[MetaDropping], own: impl Fn(u64) -> Option<(u
 mod tests {
     use super::*;
 
-    #[test]
-    fn fast_size_rules() {
-        let close = |o, c, eof| MetaDropping::Close {
+    /// Writer 1's close dropping: opened at `o`, closed at `c`, its writes ending at `eof`.
+    fn close(o: u64, c: u64, eof: u64) -> MetaDropping {
+        MetaDropping::Close {
             writer_id: 1,
             open_ts: o,
             close_ts: c,
             eof,
             bytes: eof,
             mtime_ns: c,
-        };
-        let trunc = |ts, size| MetaDropping::Trunc { ts, size, writer_id: 2 };
+        }
+    }
+
+    fn trunc(ts: u64, size: u64) -> MetaDropping {
+        MetaDropping::Trunc { ts, size, writer_id: 2 }
+    }
+
+    #[test]
+    fn fast_size_rules() {
         assert_eq!(fast_size(&[]), Some((0, 0)));
         assert_eq!(fast_size(&[close(1, 2, 10), close(3, 4, 30)]), Some((30, 4)));
         assert_eq!(fast_size(&[close(1, 2, 10), trunc(5, 3)]), Some((3, 5)));
@@ -264,20 +271,11 @@ mod tests {
 
     #[test]
     fn fast_size_with_own_writers() {
-        let close = |o, c, eof| MetaDropping::Close {
-            writer_id: 1,
-            open_ts: o,
-            close_ts: c,
-            eof,
-            bytes: eof,
-            mtime_ns: c,
-        };
         let open = |writer_id| MetaDropping::Open {
             writer_id,
             pid: 1,
             host: "h".into(),
         };
-        let trunc = |ts, size| MetaDropping::Trunc { ts, size, writer_id: 2 };
         // Writer 7 is this process's, opened at 8 with 50 bytes written; 9 is another's.
         let own = |w| (w == 7).then_some((8, 50));
         assert_eq!(fast_size_with(&[close(1, 2, 10), open(7)], own), Some((50, 2)));
