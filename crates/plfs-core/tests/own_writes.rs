@@ -8,7 +8,6 @@
 mod common;
 
 use common::{call_counter, rw_create, Fixture};
-use plfs_core::OpenFlags;
 
 #[test]
 fn a_lone_writer_lists_only_meta_and_sees_every_other_writer_at_once() {
@@ -100,48 +99,4 @@ fn sizes_after_writes_made_before_the_load_list_only_meta() {
     assert_eq!(f1.size().unwrap(), 12);
     f2.close().unwrap();
     f1.close().unwrap();
-}
-
-/// An append onto a file that no other process has open takes the end of file from `meta/`'s
-/// droppings: one listing, no index log read (a `>>` onto a checkpoint written by many processes
-/// read every index log before). With another process's writer open, or after a truncate that
-/// this process's writer straddles, the index decides, as before; the bytes land in order.
-#[test]
-fn appends_onto_a_closed_file_take_the_end_from_the_droppings() {
-    let fx = Fixture::simple("append-droppings");
-    let path = fx.path("log");
-    for k in 0..4u8 {
-        let p = fx.plfs();
-        let f = p.open(&path, rw_create(), 0o644, u32::from(k)).unwrap();
-        f.write(&[b'a' + k; 10], 10 * u64::from(k)).unwrap();
-        f.close().unwrap();
-    }
-    let listed = call_counter(&fx, "sys::readdir");
-    let append = OpenFlags {
-        write: true,
-        append: true,
-        ..Default::default()
-    };
-    let (p1, p2) = (fx.plfs(), fx.plfs());
-    let f1 = p1.open(&path, append, 0, 11).unwrap();
-    let before = listed();
-    assert_eq!(f1.append(b"1111").unwrap(), (40, 4));
-    assert_eq!(listed() - before, 1, "listings for an append onto a closed file");
-    let before = listed();
-    assert_eq!(f1.append(b"11").unwrap(), (44, 2));
-    assert_eq!(listed() - before, 1, "listings for this process's next append");
-    // Another process appends while this one's writer is open: its index decides.
-    let f2 = p2.open(&path, append, 0, 12).unwrap();
-    assert_eq!(f2.append(b"2222").unwrap(), (46, 4));
-    assert_eq!(f1.append(b"1").unwrap(), (50, 1));
-    f2.close().unwrap();
-    // A truncate while this process's writer is open: the droppings cannot tell, the index does.
-    let p3 = fx.plfs();
-    let f3 = p3.open(&path, append, 0, 13).unwrap();
-    assert_eq!(f3.append(b"33").unwrap(), (51, 2));
-    p3.truncate(&path, 20).unwrap();
-    assert_eq!(f3.append(b"3").unwrap(), (20, 1));
-    f3.close().unwrap();
-    f1.close().unwrap();
-    assert_eq!(common::get(&fx.plfs(), &path), b"aaaaaaaaaabbbbbbbbbb3");
 }

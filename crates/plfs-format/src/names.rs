@@ -178,19 +178,10 @@ pub fn hash_str(s: &str) -> u64 {
 /// truncate), or when a size in a name is beyond any file size (`off_t`): names are not trusted,
 /// the index decides.
 pub fn fast_size(droppings: &[MetaDropping]) -> Option<(u64, u64)> {
-    fast_size_with(droppings, |_| None)
-}
-
-/// [`fast_size`] for a process that has writers of its own open: `own(writer_id)` gives the open
-/// timestamp and the end of file of such a writer (what its close dropping will say), and its
-/// open dropping then counts as that close dropping would, not as an unknown writer. The size
-/// only: the mtime of a writer still open is not known yet.
-pub fn fast_size_with(droppings: &[MetaDropping], own: impl Fn(u64) -> Option<(u64, u64)>) -> Option<(u64, u64)> {
     const MAX: u64 = i64::MAX as u64;
     let mut last_trunc: Option<(u64, u64)> = None;
     for d in droppings {
         match d {
-            MetaDropping::Open { writer_id, .. } if own(*writer_id).is_some() => {}
             MetaDropping::Open { .. } => return None,
             MetaDropping::Trunc { size, .. } | MetaDropping::Close { eof: size, .. } if *size > MAX => return None,
             MetaDropping::Trunc { ts, size, .. } => {
@@ -221,13 +212,6 @@ pub fn fast_size_with(droppings: &[MetaDropping], own: impl Fn(u64) -> Option<(u
             size = size.max(*eof);
             mtime = mtime.max(*mtime_ns);
         }
-        if let MetaDropping::Open { writer_id, .. } = d {
-            let (open_ts, eof) = own(*writer_id)?;
-            if open_ts < tts {
-                return None; // opened before the last truncate: only the index can tell
-            }
-            size = size.max(eof);
-        }
     }
     Some((size, mtime))
 }
@@ -236,24 +220,17 @@ pub fn fast_size_with(droppings: &[MetaDropping], own: impl Fn(u64) -> Option<(u
 mod tests {
     use super::*;
 
-    /// Writer 1's close dropping: opened at `o`, closed at `c`, its writes ending at `eof`.
-    fn close(o: u64, c: u64, eof: u64) -> MetaDropping {
-        MetaDropping::Close {
+    #[test]
+    fn fast_size_rules() {
+        let close = |o, c, eof| MetaDropping::Close {
             writer_id: 1,
             open_ts: o,
             close_ts: c,
             eof,
             bytes: eof,
             mtime_ns: c,
-        }
-    }
-
-    fn trunc(ts: u64, size: u64) -> MetaDropping {
-        MetaDropping::Trunc { ts, size, writer_id: 2 }
-    }
-
-    #[test]
-    fn fast_size_rules() {
+        };
+        let trunc = |ts, size| MetaDropping::Trunc { ts, size, writer_id: 2 };
         assert_eq!(fast_size(&[]), Some((0, 0)));
         assert_eq!(fast_size(&[close(1, 2, 10), close(3, 4, 30)]), Some((30, 4)));
         assert_eq!(fast_size(&[close(1, 2, 10), trunc(5, 3)]), Some((3, 5)));
@@ -267,24 +244,5 @@ mod tests {
             }]),
             None
         );
-    }
-
-    #[test]
-    fn fast_size_with_own_writers() {
-        let open = |writer_id| MetaDropping::Open {
-            writer_id,
-            pid: 1,
-            host: "h".into(),
-        };
-        // Writer 7 is this process's, opened at 8 with 50 bytes written; 9 is another's.
-        let own = |w| (w == 7).then_some((8, 50));
-        assert_eq!(fast_size_with(&[close(1, 2, 10), open(7)], own), Some((50, 2)));
-        assert_eq!(fast_size_with(&[close(1, 2, 90), open(7)], own), Some((90, 2)));
-        assert_eq!(fast_size_with(&[close(1, 2, 10), open(7), open(9)], own), None);
-        // Opened after the last truncate: counts; opened before it: only the index can tell.
-        assert_eq!(fast_size_with(&[trunc(5, 3), open(7)], own), Some((50, 5)));
-        assert_eq!(fast_size_with(&[trunc(9, 3), open(7)], own), None);
-        // Without own writers, the same as fast_size.
-        assert_eq!(fast_size_with(&[open(7)], |_| None), None);
     }
 }

@@ -334,37 +334,12 @@ impl Shared {
         let marker = g.as_ref().expect("opened");
         let locked = marker.lock_exclusive()?;
         let r = self
-            .end_from_droppings()
-            .transpose()
-            .unwrap_or_else(|| self.with_index(true, |s| Ok(s.size())))
+            .with_index(true, |s| Ok(s.size()))
             .and_then(|off| Ok((off, self.write(w, buf, off)?)));
         if locked {
             let _ = marker.unlock();
         }
         r
-    }
-
-    /// The end of file for an append (under the appenders' lock) from the droppings alone, while
-    /// this process has no merged index loaded: every other writer has closed, so its close
-    /// dropping says where its writes end, and this process's own writers know theirs
-    /// (`format::fast_size_with`). `None` when the droppings cannot tell (another process has a
-    /// writer open, a session straddles a truncate): the merged index decides. So `>>` onto a
-    /// closed file written by a thousand processes lists `meta/` instead of reading every index
-    /// log, and a process's later appends keep to that (its own writer's open dropping counts).
-    fn end_from_droppings(&self) -> Result<Option<u64>> {
-        if lock(&self.index).is_some() {
-            return Ok(None);
-        }
-        let meta = self.c.list_meta()?;
-        let me = crate::clock::pid();
-        let own: HashMap<u64, (u64, u64)> = lock(&self.writers)
-            .values()
-            .filter_map(|w| {
-                let w = lock(w);
-                (w.logs.is_some() && w.maker == me).then_some((w.id, (w.open_ts, w.eof)))
-            })
-            .collect();
-        Ok(format::fast_size_with(&meta, |id| own.get(&id).copied()).map(|(size, _)| size))
     }
 
     /// The file's mtime was set (utimens): this process's writers forget the time of their
