@@ -2,7 +2,7 @@
 """Issue 22's bandwidth protocol on a live two-client volume: plfs (ldplfs, default settings)
 against plain N-1 (the floor) and plain N-N (the ceiling), with `pio` under MPICH.
 
-    python3 bench/n1_protocol.py --mnt MNT --mnt2 MNT2 [--reps 3] [--mb 104] [--json]
+    python3 bench/n1_protocol.py --mnt MNT --mnt2 MNT2 [--reps 3] [--mb 104] [--json] [--lib LIB]
 
 For each mode (POSIX, MPI-IO independent), process count (2, 4) and record size (47008 B,
 1 MiB), every repetition writes one file by each method in turn (alternated, so that a slow
@@ -62,8 +62,8 @@ def run_case(a, mode, np, record, rep, wdir, rdir, rc_w, rc_r):
         tag = f"{name}-{mode}-{np}-{record}-{rep}"
         if env is None:
             wpath, rpath = f"{MOUNT_POINT}/{tag}", f"{MOUNT_POINT}/{tag}"
-            wenv = {"LD_PRELOAD": LIB, "PLFSRC": rc_w}
-            renv = {"LD_PRELOAD": LIB, "PLFSRC": rc_r}
+            wenv = {"LD_PRELOAD": a.lib, "PLFSRC": rc_w}
+            renv = {"LD_PRELOAD": a.lib, "PLFSRC": rc_r}
         else:
             wpath, rpath = os.path.join(wdir, tag), os.path.join(rdir, tag)
             wenv, renv = {}, {}
@@ -84,6 +84,7 @@ def main():
     ap.add_argument("--nprocs", default="2,4")
     ap.add_argument("--records", default="47008,1048576")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--lib", default=LIB, help="the libldplfs.so to measure (default: the release build's)")
     a = ap.parse_args()
     work = f"plfs-protocol.{os.getpid()}"
     wdir, rdir = os.path.join(a.mnt, work), os.path.join(a.mnt2, work)

@@ -14,7 +14,20 @@ sections() {
     ${PYTHON:-python3} bench/run.py --profile "$profile" --only bandwidth,meta --tmpdir "$WORK" "$@"
 }
 
-# `writer_and_protocol MOUNT MOUNT2 OUT NAME`: the system calls per write of 4 N-1 writers and the
+# `preload_lib [RUN.PY ARGS...]`: the libldplfs.so the run measures: in the directory given by
+# `--release DIR`, else the release build's.
+preload_lib() {
+    local dir=target/release
+    while (($# > 0)); do
+        if [ "$1" = --release ] && (($# > 1)); then
+            dir=$2
+        fi
+        shift
+    done
+    realpath "$dir/libldplfs.so"
+}
+
+# `writer_and_protocol MOUNT MOUNT2 OUT NAME` (through $LIB): the system calls per write of 4 N-1 writers and the
 # peak RSS of a writer of 1,000,000 64-byte writes (bench/writer_counts.py) with the work area on
 # MOUNT, printed and saved as OUT/writer_counts.json; then issue 22's bandwidth protocol
 # (bench/n1_protocol.py, read back through MOUNT2, the same file system's second client), printed
@@ -22,7 +35,7 @@ sections() {
 # file system in that message.
 writer_and_protocol() {
     local mnt=$1 mnt2=$2 out=$3 name=$4
-    ${PYTHON:-python3} bench/writer_counts.py "$mnt" --json >"$out/writer_counts.json"
+    ${PYTHON:-python3} bench/writer_counts.py "$mnt" --json --lib "$LIB" >"$out/writer_counts.json"
     ${PYTHON:-python3} - "$out/writer_counts.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -34,7 +47,7 @@ print(f"peak RSS of a writer of {r['small_writes']} 64-byte writes: plfs {m['plf
 PY
     if [ -n "$mnt2" ]; then
         echo "issue 22's bandwidth protocol (bench/n1_protocol.py; medians of 3, 104 MB a run)"
-        ${PYTHON:-python3} bench/n1_protocol.py --mnt "$mnt" --mnt2 "$mnt2" | tee "$out/n1_protocol.txt"
+        ${PYTHON:-python3} bench/n1_protocol.py --mnt "$mnt" --mnt2 "$mnt2" --lib "$LIB" | tee "$out/n1_protocol.txt"
     else
         echo "n1_protocol: skipped, $name has one client mount" >&2
     fi

@@ -21,7 +21,8 @@ if [ -z "${PLFS_GLUSTER_MOUNT:-}" ]; then
 fi
 sections glusterfs "$PLFS_GLUSTER_MOUNT" "$@"
 out=$(ls -d bench/results/*-glusterfs 2>/dev/null | sort | tail -1)
-${PYTHON:-python3} bench/brickops.py --json > "$out/brickops.json"
+LIB=$(preload_lib "$@")
+${PYTHON:-python3} bench/brickops.py --json "$LIB" > "$out/brickops.json"
 ${PYTHON:-python3} - "$out/brickops.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

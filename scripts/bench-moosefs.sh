@@ -23,7 +23,8 @@ fi
 command -v mfscli >/dev/null || scripts/install-deps.sh moosefs-cli
 sections moosefs "$PLFS_MOOSEFS_MOUNT" "$@"
 out=$(ls -d bench/results/*-moosefs 2>/dev/null | sort | tail -1)
-${PYTHON:-python3} bench/mfsops.py --json > "$out/mfsops.json"
+LIB=$(preload_lib "$@")
+${PYTHON:-python3} bench/mfsops.py --json "$LIB" > "$out/mfsops.json"
 ${PYTHON:-python3} - "$out/mfsops.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
