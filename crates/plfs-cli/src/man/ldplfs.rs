@@ -65,6 +65,9 @@ pub fn page() -> Page {
          POSIX AIO calls. The full list of symbols is in crates/ldplfs/README.md.",
     );
     p.p(
+        "fchmod, fchown, futimens, futimes and utimensat of a descriptor change the file it has open, also after          the file was renamed or unlinked, as on a local file system (for a 1-N file, and a file written by PLFS          2.x, they go by the name it was opened with).",
+    );
+    p.p(
         "copy_file_range on a PLFS descriptor fails with EXDEV, sendfile, splice and tee with EINVAL, FICLONE with \
          EOPNOTSUPP, so tools fall back to read and write. mmap with MAP_PRIVATE gives a private copy; MAP_SHARED \
          maps a per-node copy in /dev/shm shared by every process of the node that maps the file, written back at \
