@@ -109,7 +109,8 @@ pub fn page() -> Page {
     );
     p.p(
         "Locks and shared mappings are shared between the processes of one node and one user, not across nodes. \
-         O_APPEND writes from several processes go to the end of the file as each process knows it. Hard links are \
+         O_APPEND writes of several processes land whole, one after another, at the end of the file (on a backend \
+         without flock, only those of one process are ordered). Hard links are \
          not supported (EPERM); extended attributes give ENOTSUP. A process made by glibc's clone() wrapper shares \
          descriptors without their positions being written back first.",
     );
