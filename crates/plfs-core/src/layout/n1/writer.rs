@@ -127,7 +127,11 @@ impl Writer {
                 return Err(e);
             }
         };
-        follow_later_chmod(c, &dir, &data, &index, mode)?;
+        if let Err(e) = follow_later_chmod(c, &dir, &data, &index, mode) {
+            let _ = dir.unlink_opt(&index_name);
+            let _ = dir.unlink_opt(&data_name);
+            return Err(e);
+        }
         self.maker = clock::pid();
         self.logs = Some(WriterLogs {
             dir: Arc::new(dir),
