@@ -13,7 +13,8 @@ mount; the counter of that mount is read before and after each phase and the dif
 by the files. getattr and lookup move with mfsmount's attribute and entry caches, as LOOKUP and
 STAT do on GlusterFS; the rest is what plfs asks of the master.
 
-Run with MooseFS up (scripts/moosefs.sh run python3 bench/mfsops.py [--json] [LIB]); needs mfscli
+Run with MooseFS up (scripts/moosefs.sh run python3 bench/mfsops.py [--json] [--save FILE.json]
+[LIB]: --save writes the JSON to FILE and prints the table); needs mfscli
 (package moosefs-cli, installed by make bench-moosefs).
 """
 import json
@@ -74,7 +75,13 @@ def measure(mount, d, env):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--json"]
+    args = sys.argv[1:]
+    save = None
+    if "--save" in args:
+        i = args.index("--save")
+        save = args[i + 1]
+        del args[i:i + 2]
+    args = [a for a in args if a != "--json"]
     lib = os.path.abspath(args[0] if args else os.path.join(ROOT, "target/release/libldplfs.so"))
     mount = os.environ.get("PLFS_MOOSEFS_MOUNT")
     if not mount:
@@ -83,6 +90,9 @@ def main():
     res = {"files": FILES, "plain": measure(mount, ws.plain, ws.env_plain),
            "plfs": measure(mount, ws.mnt, ws.env_plfs)}
     ws.remove()
+    if save:
+        with open(save, "w") as f:
+            json.dump(res, f, indent=1)
     if "--json" in sys.argv:
         print(json.dumps(res, indent=1))
     else:

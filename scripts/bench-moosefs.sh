@@ -24,14 +24,5 @@ command -v mfscli >/dev/null || scripts/install-deps.sh moosefs-cli
 sections moosefs "$PLFS_MOOSEFS_MOUNT" "$@"
 out=$(ls -d bench/results/*-moosefs 2>/dev/null | sort | tail -1)
 LIB=$(preload_lib "$@")
-${PYTHON:-python3} bench/mfsops.py --json "$LIB" > "$out/mfsops.json"
-${PYTHON:-python3} - "$out/mfsops.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(f"MooseFS master operations per file ({r['files']} files a phase; getattr and lookup move with the client's caches)")
-print(f"{'phase':8} {'plain':>7} {'plfs':>7}  plfs by operation")
-for ph in ["create", "stat", "read", "unlink", "open4"]:
-    top = ", ".join(f"{k} {v}" for k, v in r["plfs"][ph]["by_op"].items())
-    print(f"{ph:8} {r['plain'][ph]['per_file']:7} {r['plfs'][ph]['per_file']:7}  {top}")
-PY
+${PYTHON:-python3} bench/mfsops.py --save "$out/mfsops.json" "$LIB"
 writer_and_protocol "$PLFS_MOOSEFS_MOUNT" "${PLFS_MOOSEFS_MOUNT2:-}" "$out" "MooseFS (PLFS_MOOSEFS_CLIENTS=1)"
