@@ -324,45 +324,32 @@ impl PlfsFs {
         fh: Option<FileHandle>,
     ) -> R<Stat> {
         let e = |e: plfs_core::Error| errno(&e);
-        let mut h = fh.and_then(|fh| self.handle(fh).ok());
-        let logical = match self.rel(ino) {
-            Ok(rel) => Some(self.logical(&rel)),
+        let h = fh.and_then(|fh| self.handle(fh).ok());
+        let (logical, h) = match self.rel(ino) {
+            Ok(rel) => (Some(self.logical(&rel)), h),
             // Unlinked: only its handles remain, and attributes change through one of them.
-            Err(err) => {
-                h = h.or_else(|| self.handle_of(ino.0));
-                if h.is_none() {
-                    return Err(err);
-                }
-                None
-            }
+            Err(err) => (None, Some(h.or_else(|| self.handle_of(ino.0)).ok_or(err)?)),
         };
         let path = || logical.as_deref().ok_or(Errno::ENOENT);
-        // The file itself: by its name, or through a handle once it has none.
-        let unnamed = match (&logical, &h) {
-            (None, Some(h)) => Some(&h.file),
-            _ => None,
+        let subject = match (&logical, &h) {
+            (Some(p), _) => Subject::Named(p),
+            (None, Some(h)) => Subject::Unnamed(&h.file),
+            (None, None) => return Err(Errno::ENOENT),
         };
         if let Some(m) = mode {
-            let kill = (size.is_some() || uid.is_some() || gid.is_some()) && self.only_kills(&logical, &h, m)?;
+            let kill = (size.is_some() || uid.is_some() || gid.is_some()) && self.only_kills(&subject, m)?;
             if kill {
                 ident::act_as_daemon()?;
             } else {
                 self.as_caller(req)?;
             }
-            match unnamed {
-                Some(f) => self.plfs.fchmod(f, m),
-                None => self.plfs.chmod(path()?, m),
-            }
-            .map_err(e)?;
+            subject.chmod(&self.plfs, m).map_err(e)?;
         }
         if uid.is_some() || gid.is_some() {
             self.as_caller(req)?;
-            let (u, g) = (uid.unwrap_or(u32::MAX), gid.unwrap_or(u32::MAX));
-            match unnamed {
-                Some(f) => self.plfs.fchown(f, u, g),
-                None => self.plfs.chown(path()?, u, g),
-            }
-            .map_err(e)?;
+            subject
+                .chown(&self.plfs, uid.unwrap_or(u32::MAX), gid.unwrap_or(u32::MAX))
+                .map_err(e)?;
         }
         if let Some(sz) = size {
             let _g = lock(&self.trunc_close);
@@ -379,26 +366,18 @@ impl PlfsFs {
         }
         if atime.is_some() || mtime.is_some() {
             self.as_caller(req)?;
-            let (a, m) = (attr::time_spec(atime), attr::time_spec(mtime));
-            match unnamed {
-                Some(f) => self.plfs.futimens(f, a, m),
-                None => self.plfs.utimens(path()?, a, m),
-            }
-            .map_err(e)?;
+            subject
+                .utimens(&self.plfs, attr::time_spec(atime), attr::time_spec(mtime))
+                .map_err(e)?;
         }
         self.getattr_inner(req, ino, fh)
     }
 
-    /// True if `new` is the current mode of the file (at `path`, else through `h`) with some
-    /// set-user-ID/set-group-ID bits cleared and nothing else changed.
-    fn only_kills(&self, path: &Option<PathBuf>, h: &Option<Arc<Handle>>, new: u32) -> R<bool> {
+    /// True if `new` is the current mode of the file with some set-user-ID/set-group-ID bits
+    /// cleared and nothing else changed.
+    fn only_kills(&self, subject: &Subject<'_>, new: u32) -> R<bool> {
         ident::act_as_daemon()?;
-        let st = match (path, h) {
-            (Some(p), _) => self.plfs.stat(p),
-            (None, Some(h)) => self.plfs.fstat(&h.file),
-            (None, None) => return Err(Errno::ENOENT),
-        };
-        let cur = st.map_err(|e| errno(&e))?.mode & 0o7777;
+        let cur = subject.stat(&self.plfs).map_err(|e| errno(&e))?.mode & 0o7777;
         let diff = (new & 0o7777) ^ cur;
         Ok(diff != 0 && diff & !(libc::S_ISUID | libc::S_ISGID) == 0 && new & diff == 0)
     }
@@ -479,6 +458,43 @@ impl PlfsFs {
     /// Number of open file handles.
     pub fn open_handles(&self) -> usize {
         lock(&self.handles).len()
+    }
+}
+
+/// The file a SETATTR changes: by its name, or, once it has none (unlinked), through a handle
+/// that has it open.
+enum Subject<'a> {
+    Named(&'a Path),
+    Unnamed(&'a OpenFile),
+}
+
+impl Subject<'_> {
+    fn stat(&self, plfs: &Plfs) -> plfs_core::Result<Stat> {
+        match self {
+            Subject::Named(p) => plfs.stat(p),
+            Subject::Unnamed(f) => plfs.fstat(f),
+        }
+    }
+
+    fn chmod(&self, plfs: &Plfs, mode: u32) -> plfs_core::Result<()> {
+        match self {
+            Subject::Named(p) => plfs.chmod(p, mode),
+            Subject::Unnamed(f) => plfs.fchmod(f, mode),
+        }
+    }
+
+    fn chown(&self, plfs: &Plfs, uid: u32, gid: u32) -> plfs_core::Result<()> {
+        match self {
+            Subject::Named(p) => plfs.chown(p, uid, gid),
+            Subject::Unnamed(f) => plfs.fchown(f, uid, gid),
+        }
+    }
+
+    fn utimens(&self, plfs: &Plfs, atime: plfs_core::TimeSpec, mtime: plfs_core::TimeSpec) -> plfs_core::Result<()> {
+        match self {
+            Subject::Named(p) => plfs.utimens(p, atime, mtime),
+            Subject::Unnamed(f) => plfs.futimens(f, atime, mtime),
+        }
     }
 }
 
