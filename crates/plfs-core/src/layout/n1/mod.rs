@@ -408,13 +408,8 @@ impl Node for ContainerNode {
 
     fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
         self.with_c(|c| c.set_times(atime, mtime))?;
-        // An mtime set while this process writes the file stays: its writers' closes must not
-        // raise it back to the time of their last write (tar x, cp -p and os.utime(fd) set times
-        // before close; issue 25, item 4). A later write moves it on, as on a plain file.
-        if !matches!(mtime, TimeSpec::Omit) {
-            if let Some(sh) = self.reg.get((self.st.st_dev, self.st.st_ino)) {
-                sh.mtime_was_set();
-            }
+        if let Some(sh) = self.reg.get((self.st.st_dev, self.st.st_ino)) {
+            sh.times_were_set(mtime);
         }
         Ok(())
     }
@@ -636,11 +631,11 @@ impl Handle for ContainerHandle {
     }
 
     fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Option<Result<()>> {
-        let r = self.shared.c.set_times(atime, mtime);
-        // As ContainerNode::utimens: the writers' closes leave an mtime that was set.
-        if r.is_ok() && !matches!(mtime, TimeSpec::Omit) {
-            self.shared.mtime_was_set();
-        }
-        Some(r)
+        Some(
+            self.shared
+                .c
+                .set_times(atime, mtime)
+                .map(|()| self.shared.times_were_set(mtime)),
+        )
     }
 }

@@ -342,9 +342,14 @@ impl Shared {
         r
     }
 
-    /// The file's mtime was set (utimens): this process's writers forget the time of their
-    /// last write, so that their closes leave the mtime as set.
-    pub(crate) fn mtime_was_set(&self) {
+    /// The file's times were set (utimens, by path or through a handle) to `mtime`. An mtime set
+    /// while this process writes the file stays: its writers forget the time of their last
+    /// write, so that their closes do not raise it back (tar x, cp -p and os.utime(fd) set times
+    /// before close; issue 25, item 4). A later write moves it on, as on a plain file.
+    pub(crate) fn times_were_set(&self, mtime: TimeSpec) {
+        if matches!(mtime, TimeSpec::Omit) {
+            return;
+        }
         for w in lock(&self.writers).values() {
             lock(w).mtime_ns = 0;
         }
