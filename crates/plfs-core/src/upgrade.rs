@@ -356,7 +356,7 @@ pub fn upgrade_small_dir(
     let mut mine = vec![0u8; CHUNK as usize];
     let pid = std::process::id();
     // Private views: this process's own would show the old files, which they now replace.
-    let layout = Small::new(0);
+    let layout = Small::new(crate::sys::Umask::Given(0));
     for (name, st) in names.iter().zip(stats) {
         let floc = Loc {
             mount: dir.mount.clone(),
@@ -394,7 +394,7 @@ pub fn upgrade_small_dir(
         node.chown(st.access.st_uid, st.access.st_gid)?;
         node.utimens(TimeSpec::Omit, at(st.mtime_ns))?;
         // Verify through a fresh view of the logs.
-        let fresh = Small::new(0);
+        let fresh = Small::new(crate::sys::Umask::Given(0));
         let r = fresh
             .lookup_missing(&floc)?
             .ok_or_else(|| floc.not_found())?

@@ -15,12 +15,12 @@ use std::path::PathBuf;
 /// The N-N layout: a create makes a plain file.
 #[derive(Debug)]
 pub struct NN {
-    umask: u32,
+    umask: crate::sys::Umask,
 }
 
 impl NN {
     /// The layout.
-    pub fn new(umask: u32) -> NN {
+    pub fn new(umask: crate::sys::Umask) -> NN {
         NN { umask }
     }
 }
@@ -29,7 +29,7 @@ impl Layout for NN {
     fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)> {
         let b = loc.home();
         let parent = loc.parent_dir(b)?;
-        let created = match parent.create_file(loc.name(), mode & !self.umask & 0o7777, Create::Excl) {
+        let created = match parent.create_file(loc.name(), mode & !self.umask.get() & 0o7777, Create::Excl) {
             Ok(_) => true,
             Err(Error::Io {
                 errno: Errno::EXIST, ..

@@ -64,7 +64,7 @@ impl Plfs {
     /// Builds an instance from a configuration. Backends of the zero-config default are created;
     /// configured backends must exist (`plfs check-config --mkdir` creates them).
     pub fn new(config: Config) -> Result<Plfs> {
-        Self::with_umask(config, sys::umask())
+        Self::build(config, sys::Umask::OfProcess)
     }
 
     /// [`Plfs::new`], with the umask applied to the modes of the files and directories it
@@ -72,6 +72,10 @@ impl Plfs {
     /// already applied the caller's umask (with the daemon's own, a umask of 022 read before the
     /// daemon cleared its umask turned a caller's 0666 under umask 002 into 0644; issue 25).
     pub fn with_umask(config: Config, umask: u32) -> Result<Plfs> {
+        Self::build(config, sys::Umask::Given(umask))
+    }
+
+    fn build(config: Config, umask: sys::Umask) -> Result<Plfs> {
         let reg = Arc::new(Registry::default());
         let mut mounts = Vec::new();
         for m in &config.mounts {

@@ -60,6 +60,27 @@ pub fn umask() -> u32 {
     *UMASK.get_or_init(umask_now)
 }
 
+/// The umask a layout applies to the modes it creates with: the process's, read at the first
+/// create that needs it (a process that only reads, stats or removes never pays the four system
+/// calls of reading it), or one given (a FUSE daemon's 0: the kernel applied the caller's).
+#[derive(Debug, Clone, Copy)]
+pub enum Umask {
+    /// The process's ([`umask`]).
+    OfProcess,
+    /// This one.
+    Given(u32),
+}
+
+impl Umask {
+    /// The mask.
+    pub fn get(self) -> u32 {
+        match self {
+            Umask::OfProcess => umask(),
+            Umask::Given(m) => m,
+        }
+    }
+}
+
 /// The process's file mode creation mask now, read from /proc/self/status without changing it
 /// (0o022 if unknown).
 pub fn umask_now() -> u32 {

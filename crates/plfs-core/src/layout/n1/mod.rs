@@ -81,12 +81,12 @@ impl Registry {
 #[derive(Debug)]
 pub struct N1 {
     pub(crate) reg: Arc<Registry>,
-    umask: u32,
+    umask: crate::sys::Umask,
 }
 
 impl N1 {
     /// The layout, sharing the process's table of open containers.
-    pub fn new(reg: Arc<Registry>, umask: u32) -> N1 {
+    pub fn new(reg: Arc<Registry>, umask: crate::sys::Umask) -> N1 {
         N1 { reg, umask }
     }
 }
@@ -130,7 +130,7 @@ impl Layout for N1 {
     fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)> {
         let b = loc.home();
         let parent = loc.parent_dir(b)?;
-        let mode = mode & !self.umask & 0o7777;
+        let mode = mode & !self.umask.get() & 0o7777;
         let (c, made) = match Container::create(&loc.mount, b, &parent, loc.name(), mode, None)? {
             Some(c) => (c, true),
             // Lost a race: what won must be a file. With O_EXCL, a file another process is

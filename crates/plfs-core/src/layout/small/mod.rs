@@ -54,12 +54,12 @@ struct Views {
 pub struct Small {
     views: Mutex<Views>,
     legacy: LegacyDirs,
-    umask: u32,
+    umask: crate::sys::Umask,
 }
 
 impl Small {
     /// The layout.
-    pub fn new(umask: u32) -> Arc<Small> {
+    pub fn new(umask: crate::sys::Umask) -> Arc<Small> {
         Arc::new(Small {
             views: Mutex::new(Views::default()),
             legacy: LegacyDirs::default(),

@@ -28,7 +28,7 @@ pub struct SmallDir {
     /// Its store's path relative to the mount (asked for at every refresh).
     store: PathBuf,
     inner: Mutex<Inner>,
-    umask: u32,
+    umask: crate::sys::Umask,
     /// This process's automatic compaction of the directory's logs.
     pub(super) auto: crate::layout::compaction::AutoState,
     /// This process spent the store's reserve (a namespace change on a full backend).
@@ -39,7 +39,7 @@ pub struct SmallDir {
 
 impl SmallDir {
     /// The view of directory `rel` of `mount`.
-    pub fn new(mount: Arc<Mount>, rel: PathBuf, umask: u32) -> SmallDir {
+    pub fn new(mount: Arc<Mount>, rel: PathBuf, umask: crate::sys::Umask) -> SmallDir {
         SmallDir {
             mount,
             store: rel.join(SMALL_DIR),
@@ -424,7 +424,7 @@ impl SmallDir {
         let id = new_file_id();
         let ts = clock::next_ts();
         let (uid, gid) = effective_ids();
-        let mode = mode & !self.umask & 0o7777;
+        let mode = mode & !self.umask.get() & 0o7777;
         let mut fixed = le(&[ts, id]);
         for v in [mode, uid, gid] {
             fixed.extend_from_slice(&v.to_le_bytes());
