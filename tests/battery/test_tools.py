@@ -1,7 +1,9 @@
 """Real coreutils, tar and bash on PLFS files; every result is checked with md5sum against the
 same operation on a plain file."""
 
+import errno
 import os
+import sys
 from pathlib import Path
 
 from conftest import make_data, md5_plain
@@ -136,6 +138,31 @@ def test_rm_rm_r_mv_mkdir_p(fs):
     # mv across the mount boundary copies.
     fs.sh(f"cp {s} {fs.plain}/mv.bin && mv {fs.plain}/mv.bin {m}/in && mv {m}/in {fs.plain}/out")
     assert md5_plain(fs.plain / "out") == md5_plain(s)
+
+
+def test_mv_n_and_renameat2_noreplace_never_replace(fs):
+    """`mv -n` (coreutils 9 calls renameat2 with RENAME_NOREPLACE) and that call itself: a name
+    that exists is refused with EEXIST and both files keep their bytes; a free name is taken."""
+    m = fs.mount
+    a, b = src(fs, "a.bin", 50_000, seed=3), src(fs, "b.bin", 20_000, seed=4)
+    fs.sh(f"cp {a} {m}/a && cp {b} {m}/b && mkdir {m}/d")
+    fs.sh(f"mv -n {m}/a {m}/b")
+    assert fs.md5(m / "a") == md5_plain(a)
+    assert fs.md5(m / "b") == md5_plain(b)
+    code = (
+        "import ctypes, os, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def rn(x, y):\n"
+        "    r = libc.renameat2(-100, x.encode(), -100, y.encode(), 1)\n"
+        "    return 0 if r == 0 else ctypes.get_errno()\n"
+        "m = sys.argv[1]\n"
+        "print(rn(m + '/a', m + '/b'), rn(m + '/a', m + '/d'), rn(m + '/d', m + '/b'), rn(m + '/a', m + '/c'))\n"
+    )
+    out = fs.run([sys.executable, "-c", code, m]).stdout.decode().split()
+    assert out == [str(errno.EEXIST)] * 3 + ["0"], out
+    assert fs.md5(m / "c") == md5_plain(a)
+    assert fs.md5(m / "b") == md5_plain(b)
+    assert fs.sh(f"ls {m}").split() == ["b", "c", "d"]
 
 
 def test_bash_redirections_and_pipeline(fs):

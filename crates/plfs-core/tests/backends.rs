@@ -50,6 +50,25 @@ fn child_entry() {
                 }
             }
         }
+        // Writes a file of its own for every name and publishes it there without replacing
+        // (as `plfs cp` does); reports the names it won, and removes the files that lost.
+        "publisher" => {
+            let id = arg_u64("ID");
+            for i in 0..arg_u64("N") {
+                let tmp = dir.join(format!("pub.{id}.{i}"));
+                let f = p.open(&tmp, excl(), 0o644, id as u32).unwrap();
+                f.write(format!("won by {id}").as_bytes(), 0).unwrap();
+                f.close().unwrap();
+                match p.rename_noreplace(&tmp, &dir.join(format!("f{i}"))) {
+                    Ok(()) => println!("{CHILD_TAG} won {i}"),
+                    Err(e) => {
+                        assert_eq!(e.raw_errno(), 17, "EEXIST expected: {e}");
+                        assert!(p.stat(&tmp).is_ok(), "a refused rename leaves its source");
+                        p.unlink(&tmp).unwrap();
+                    }
+                }
+            }
+        }
         // Writes version k to a fresh name and renames it over the target, k = 1..=N.
         "renamer" => {
             let target = dir.join("target");
@@ -176,6 +195,54 @@ fn concurrent_creators_agree_on_one_container() {
 #[test]
 fn concurrent_creators_agree_without_renameat2_flags() {
     creators_agree("noreplace,exchange,fsync_dir");
+}
+
+/// Four processes publish a file of their own under each of N names with a no-replace rename:
+/// every name is won exactly once and holds its winner's bytes, and nothing else is left.
+fn publishers_agree(disable: &str) {
+    let fx = fixture(&format!("be-publish-{}", disable.replace(',', "-")));
+    let n = 40u64;
+    let kids: Vec<_> = (0..4)
+        .map(|id| {
+            child(
+                &fx,
+                "publisher",
+                disable,
+                &[("ID", id.to_string()), ("N", n.to_string())],
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let mut winner = vec![Vec::new(); n as usize];
+    for (id, k) in kids.into_iter().enumerate() {
+        let out = k.wait_with_output().unwrap();
+        assert_child_ok(&out, "publisher");
+        for i in child_lines(&out, "won") {
+            winner[i.parse::<usize>().unwrap()].push(id);
+        }
+    }
+    let p = fx.plfs();
+    for (i, w) in winner.iter().enumerate() {
+        assert_eq!(w.len(), 1, "f{i} must be won exactly once: {winner:?}");
+        let got = common::get(&p, &fx.path(&format!("d/f{i}")));
+        assert_eq!(got, format!("won by {}", w[0]).into_bytes(), "f{i}");
+    }
+    let names = p.readdir(&fx.path("d")).unwrap();
+    assert_eq!(names.len(), n as usize, "only the published names stay: {names:?}");
+    assert_eq!(debris(&fx), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn concurrent_no_replace_renames_publish_each_name_once() {
+    publishers_agree("");
+}
+
+#[test]
+fn concurrent_no_replace_renames_publish_each_name_once_without_renameat2_flags() {
+    publishers_agree("noreplace,exchange");
 }
 
 /// One process renames N versions over `target` while another reads it: every read is a whole

@@ -223,6 +223,68 @@ fn renames(fx: &Fixture) {
     assert_bytes_eq(&get(&p, &cur), &a, "renamed onto itself");
 }
 
+/// `rename_noreplace` moves what it is given only to a free name, and refuses every kind of
+/// target with `EEXIST`, leaving both sides as they were.
+fn renames_without_replacing(fx: &Fixture) {
+    let p = fx.plfs();
+    let a = pattern(3, 0, 4000);
+    let b = pattern(4, 0, 2000);
+    put(&p, &fx.path("a"), &a);
+    put(&p, &fx.path("b"), &b);
+    p.mkdir(&fx.path("dir"), 0o755).unwrap();
+    p.mkdir(&fx.path("dir2"), 0o755).unwrap();
+    p.symlink(Path::new("a"), &fx.path("l")).unwrap();
+    for (from, to) in [
+        ("a", "b"),
+        ("a", "dir"),
+        ("a", "l"),
+        ("dir", "dir2"),
+        ("dir", "b"),
+        ("l", "b"),
+    ] {
+        assert_errno(
+            p.rename_noreplace(&fx.path(from), &fx.path(to)),
+            Errno::EXIST,
+            &format!("{from} onto {to}"),
+        );
+    }
+    assert_bytes_eq(&get(&fx.plfs(), &fx.path("a")), &a, "a refused source");
+    assert_bytes_eq(&get(&fx.plfs(), &fx.path("b")), &b, "a refused target");
+    assert_errno(
+        p.rename_noreplace(&fx.path("missing"), &fx.path("x")),
+        Errno::NOENT,
+        "missing source",
+    );
+    // To free names: a file (within its directory and into another), a directory, a link.
+    p.rename_noreplace(&fx.path("a"), &fx.path("c")).unwrap();
+    p.rename_noreplace(&fx.path("c"), &fx.path("dir/c")).unwrap();
+    p.rename_noreplace(&fx.path("dir2"), &fx.path("dir3")).unwrap();
+    p.rename_noreplace(&fx.path("l"), &fx.path("l2")).unwrap();
+    assert_errno(p.stat(&fx.path("a")), Errno::NOENT, "moved source");
+    assert_bytes_eq(&get(&fx.plfs(), &fx.path("dir/c")), &a, "moved file");
+    assert_eq!(p.stat(&fx.path("dir3")).unwrap().kind, FileKind::Dir);
+    assert_eq!(p.readlink(&fx.path("l2")).unwrap(), OsString::from("a"));
+    assert_eq!(
+        listing(&fx.plfs(), Path::new(common::MOUNT)),
+        vec![
+            ("b".into(), FileKind::File),
+            ("dir".into(), FileKind::Dir),
+            ("dir3".into(), FileKind::Dir),
+            ("l2".into(), FileKind::Symlink)
+        ]
+    );
+}
+
+#[test]
+fn renames_without_replacing_one_backend() {
+    renames_without_replacing(&fixture("ns-nrep1", 1));
+}
+
+#[test]
+fn renames_without_replacing_three_backends() {
+    renames_without_replacing(&fixture("ns-nrep3", 3));
+}
+
 #[test]
 fn renames_one_backend() {
     renames(&fixture("ns-ren1", 1));

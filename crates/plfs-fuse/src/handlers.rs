@@ -297,12 +297,12 @@ impl Filesystem for PlfsFs {
                 if flags.contains(RenameFlags::RENAME_EXCHANGE) || flags.contains(RenameFlags::RENAME_WHITEOUT) {
                     return Err(Errno::EINVAL);
                 }
-                if flags.contains(RenameFlags::RENAME_NOREPLACE) && self.stat_rel(&to).is_ok() {
-                    return Err(Errno::EEXIST);
+                let (a, b) = (self.logical(&from), self.logical(&to));
+                match flags.contains(RenameFlags::RENAME_NOREPLACE) {
+                    true => self.plfs.rename_noreplace(&a, &b),
+                    false => self.plfs.rename(&a, &b),
                 }
-                self.plfs
-                    .rename(&self.logical(&from), &self.logical(&to))
-                    .map_err(|e| errno(&e))?;
+                .map_err(|e| errno(&e))?;
                 lock(&self.inodes).rename(&from, &to);
                 Ok(())
             })();

@@ -155,13 +155,10 @@ fn rename_p(a: &Path, b: &Path, flags: c_uint) -> Res<c_int> {
         return Err(Errno(libc::EINVAL));
     }
     if flags & libc::RENAME_NOREPLACE != 0 {
-        match plfs.stat(b) {
-            Ok(_) => return Err(Errno(libc::EEXIST)),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(e.into()),
-        }
+        plfs.rename_noreplace(a, b)?;
+    } else {
+        plfs.rename(a, b)?;
     }
-    plfs.rename(a, b)?;
     Ok(0)
 }
 

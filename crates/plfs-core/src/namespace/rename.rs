@@ -11,6 +11,19 @@ impl Plfs {
     /// Renames a file, symlink or directory within one mount point, replacing the target (a
     /// file over a file, a directory over an empty directory).
     pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.rename_as(from, to, Replace::Yes)
+    }
+
+    /// [`Plfs::rename`] that fails with `EEXIST` if anything is at `to` (renameat2(2)'s
+    /// `RENAME_NOREPLACE`): a copy publishing a finished file under a name it must not take
+    /// over. A file or symlink is moved by the backend's own no-replace rename (atomic where
+    /// the backend has `RENAME_NOREPLACE`; "Backends" in design.md for the fallbacks); a
+    /// directory, moved on every backend, after the look-up finds the name free.
+    pub fn rename_noreplace(&self, from: &Path, to: &Path) -> Result<()> {
+        self.rename_as(from, to, Replace::No)
+    }
+
+    fn rename_as(&self, from: &Path, to: &Path, replace: Replace) -> Result<()> {
         let lf = self.resolve(from)?;
         let lt = self.resolve(to)?;
         if !Arc::ptr_eq(&lf.mount, &lt.mount) {
@@ -31,8 +44,17 @@ impl Plfs {
                 format!("cannot move {} into itself", lf.logical.display()),
             ));
         }
-        let src = self.lookup(&lf)?;
+        // The source's look-up says on which backend it is: found once, used for the move.
+        let found = lf.find()?;
+        let bf = found.backend;
+        let src = match self.stored_entry(&lf, found) {
+            Some(e) => e,
+            None => self.lookup_kept(&lf)?,
+        };
         let dst = self.lookup(&lt)?;
+        if replace == Replace::No && !matches!(src, Entry::Missing) && !matches!(dst, Entry::Missing) {
+            return Err(Error::Exists(lt.logical.clone()));
+        }
         match src {
             Entry::Missing => Err(lf.not_found()),
             Entry::Dir(..) => {
@@ -67,10 +89,6 @@ impl Plfs {
                         return r;
                     }
                 }
-                let bf = match &src {
-                    Entry::Symlink(b, _) => *b,
-                    _ => lf.find()?.backend,
-                };
                 let from_parent = lf.parent_dir(bf)?;
                 match dst {
                     Entry::File(target) => target.replace_by(&from_parent, lf.name()),
@@ -100,9 +118,34 @@ impl Plfs {
                             r => r,
                         }
                     }
-                    _ => from_parent.rename(lf.name(), &*lt.parent_dir(lt.home())?, lt.name()),
+                    _ => {
+                        // Within one directory of one backend (a copy's temporary to its name),
+                        // the directory opened for the source is the target's too.
+                        let home = lt.home();
+                        let other = match home == bf && lf.parent_rel() == lt.parent_rel() {
+                            true => None,
+                            false => Some(lt.parent_dir(home)?),
+                        };
+                        let tp = other.as_deref().unwrap_or(&from_parent);
+                        match replace {
+                            Replace::Yes => from_parent.rename(lf.name(), tp, lt.name()),
+                            Replace::No => from_parent
+                                .rename_noreplace(lf.name(), tp, lt.name())
+                                .map_err(|e| match e.raw_errno() {
+                                    n if n == Errno::EXIST.raw_os_error() => Error::Exists(lt.logical.clone()),
+                                    _ => e,
+                                }),
+                        }
+                    }
                 }
             }
         }
     }
+}
+
+/// Whether a rename may take over what is at its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replace {
+    Yes,
+    No,
 }
