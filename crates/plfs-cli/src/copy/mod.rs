@@ -14,9 +14,9 @@ use anyhow::Result;
 use clap::Args;
 use plfs_core::FileKind;
 use serde_json::json;
+use side::EEXIST;
 use std::path::{Path, PathBuf};
 
-const EEXIST: i32 = 17;
 const EISDIR: i32 = 21;
 const ENOTDIR: i32 = 20;
 const EINVAL: i32 = 22;

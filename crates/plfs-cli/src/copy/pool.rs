@@ -5,7 +5,7 @@
 //! the next one from a shared counter until none is left. Each file is copied as before the pool:
 //! under a temporary name beside the target, given its mode (and times), then renamed over it.
 
-use super::side::{Meta, Side};
+use super::side::{Meta, Side, EEXIST};
 use crate::fail::Failure;
 use crate::progress::Progress;
 use crate::util::BUF_SIZE;
@@ -136,21 +136,37 @@ fn copy_file(sh: &Shared, j: &Job<'_>) -> Result<u64> {
         .file_name()
         .ok_or_else(|| Failure::new(dst, EINVAL, format!("{}: not a file name", dst.display())))?;
     let tmp = dst.with_file_name(temp_name(name, std::process::id()));
-    // One left by an earlier copy that was killed, whose pid this process now has.
-    if sh.to.stat(&tmp, false)?.is_some() {
-        sh.to.unlink(&tmp)?;
-    }
-    match copy_to(sh, j.from, src, &tmp, &j.meta) {
+    let copied = match copy_to(sh, j.from, src, &tmp, &j.meta) {
+        // One left by an earlier copy that was killed, whose pid this process now has.
+        Err(e) if errno_of(&e) == Some(EEXIST) => {
+            sh.to.unlink(&tmp)?;
+            copy_to(sh, j.from, src, &tmp, &j.meta)
+        }
+        r => r,
+    };
+    match copied {
         Ok(n) => {
-            if j.excl && sh.to.stat(dst, false)?.is_some() {
-                let _ = sh.to.unlink(&tmp);
-                return Err(Failure::new(dst, 17, format!("{}: created while it was copied", dst.display())).into());
+            // A new file's name is taken only if it is still free: one made meanwhile (by
+            // another program) is not replaced.
+            let renamed = match j.excl {
+                true => sh.to.rename_noreplace(&tmp, dst),
+                false => sh.to.rename(&tmp, dst),
+            };
+            match renamed {
+                Ok(()) => Ok(n),
+                Err(e) => {
+                    let _ = sh.to.unlink(&tmp);
+                    match errno_of(&e) {
+                        Some(EEXIST) if j.excl => {
+                            Err(
+                                Failure::new(dst, EEXIST, format!("{}: created while it was copied", dst.display()))
+                                    .into(),
+                            )
+                        }
+                        _ => Err(e),
+                    }
+                }
             }
-            if let Err(e) = sh.to.rename(&tmp, dst) {
-                let _ = sh.to.unlink(&tmp);
-                return Err(e);
-            }
-            Ok(n)
         }
         Err(e) => {
             let _ = sh.to.unlink(&tmp);
@@ -203,4 +219,11 @@ fn about(e: anyhow::Error, tmp: &Path, dst: &Path) -> anyhow::Error {
         }
         Err(e) => e,
     }
+}
+
+/// The errno behind a failure, if it has one.
+fn errno_of(e: &anyhow::Error) -> Option<i32> {
+    e.chain()
+        .find_map(|c| c.downcast_ref::<Failure>())
+        .and_then(|f| f.errno)
 }

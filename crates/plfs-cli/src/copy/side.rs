@@ -8,6 +8,9 @@ use std::ffi::OsString;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+/// `EEXIST`: the name is taken.
+pub(super) const EEXIST: i32 = 17;
+
 /// Kind of a file on either side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -241,7 +244,6 @@ impl<'a> Side<'a> {
         }
     }
 
-    /// Removes a file or symlink.
     /// Renames `from` to `to` (replacing `to`), both on this side.
     pub(super) fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         match self {
@@ -250,6 +252,29 @@ impl<'a> Side<'a> {
         }
     }
 
+    /// Renames `from` to `to` only if nothing is at `to` (`EEXIST` otherwise), both on this
+    /// side: `renameat2(RENAME_NOREPLACE)`, or where a plain file system refuses that flag, a
+    /// look before the rename.
+    pub(super) fn rename_noreplace(&self, from: &Path, to: &Path) -> Result<()> {
+        match self {
+            Side::Plain => {
+                use nix::{errno::Errno, fcntl};
+                let cwd = fcntl::AT_FDCWD;
+                match fcntl::renameat2(cwd, from, cwd, to, fcntl::RenameFlags::RENAME_NOREPLACE) {
+                    Err(Errno::EINVAL) | Err(Errno::ENOSYS) => {
+                        if std::fs::symlink_metadata(to).is_ok() {
+                            return Err(std::io::Error::from_raw_os_error(EEXIST)).at("cannot rename into place", to);
+                        }
+                        std::fs::rename(from, to).at("cannot rename into place", to)
+                    }
+                    r => r.map_err(std::io::Error::from).at("cannot rename into place", to),
+                }
+            }
+            Side::Plfs(plfs) => plfs.rename_noreplace(from, to).at("cannot rename into place", to),
+        }
+    }
+
+    /// Removes a file or symlink.
     pub fn unlink(&self, p: &Path) -> Result<()> {
         match self {
             Side::Plain => std::fs::remove_file(p).at("cannot remove", p),
