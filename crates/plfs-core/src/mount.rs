@@ -83,14 +83,6 @@ impl DirRef<'_> {
     pub fn is_root(&self) -> bool {
         matches!(self, DirRef::Root(_))
     }
-
-    /// An owned handle on the same directory (a duplicate descriptor for a root).
-    pub fn into_owned(self) -> Result<Dir> {
-        match self {
-            DirRef::Root(d) => d.try_clone(),
-            DirRef::Owned(d) => Ok(d),
-        }
-    }
 }
 
 /// A mount point with its backends.

@@ -272,20 +272,28 @@ impl ContainerNode {
     /// already has a trash name) so it vanishes atomically, then deleted with its shadow
     /// directories, or left to the last close if this process has it open. Once the name is
     /// gone, failing to reclaim the space is a warning, not an error (a retry would get ENOENT).
-    fn discard(&self, mut c: Container, parent: sys::Dir, name: &OsStr) -> Result<()> {
+    fn discard(&self, mut c: Container, parent: &sys::Dir, name: &OsStr) -> Result<()> {
         // Opened for real (for the lock, and to list it for the deletion) before the rename: a
         // FUSE backend looks a renamed directory up again when it is opened through its old
         // descriptor.
         c.dir.make_real()?;
+        // Open in this process: its last close deletes it, through a descriptor of its own on
+        // the parent, taken before anything changes. (A file opened by another thread after
+        // this look is found by no name once renamed; its close deletes it, as another
+        // process's would.)
+        let kept = match self.reg.get(c.ident) {
+            Some(shared) => Some((shared, parent.try_clone()?)),
+            None => None,
+        };
         let trash = match name.to_str() {
             Some(n) if n.starts_with(format::TMP_PREFIX) => n.to_string(),
             _ => {
                 let t = trash_name();
-                parent.rename(name, &parent, &t)?;
+                parent.rename(name, parent, &t)?;
                 t
             }
         };
-        if let Some(shared) = self.reg.get(c.ident) {
+        if let Some((shared, parent)) = kept {
             shared.doom(Doomed { parent, trash });
             return Ok(());
         }
@@ -364,7 +372,8 @@ impl Node for ContainerNode {
     /// directories, or leaves that to the last close if this process has it open.
     fn unlink(&self) -> Result<()> {
         let c = self.take_container()?;
-        self.discard(c, self.parent()?.into_owned()?, self.loc.name())
+        let parent = self.parent()?;
+        self.discard(c, &parent, self.loc.name())
     }
 
     fn replace_by(&self, from_parent: &sys::Dir, from_name: &OsStr) -> Result<()> {
@@ -373,7 +382,7 @@ impl Node for ContainerNode {
         let name = self.loc.name();
         if from_parent.exchange(from_name, &tp, name)? {
             // The old container now has the source's name: make it vanish, then delete it.
-            return self.discard(c, from_parent.try_clone()?, from_name);
+            return self.discard(c, from_parent, from_name);
         }
         // No RENAME_EXCHANGE on this backend: record the name in the old container, move it
         // aside, move the source in (moving the old one back if that fails), then delete the old
@@ -395,7 +404,7 @@ impl Node for ContainerNode {
             }
             return Err(e);
         }
-        self.discard(c, tp.into_owned()?, OsStr::new(&trash))
+        self.discard(c, &tp, OsStr::new(&trash))
     }
 
     fn chmod(&self, mode: u32) -> Result<()> {
