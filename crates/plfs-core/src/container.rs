@@ -55,7 +55,18 @@ impl Container {
     /// and on a FUSE backend that saves an open and a release of the container (6 brick
     /// operations on the GlusterFS volume). [`Container::lock`] and an unlink make it real.
     pub fn open(mount: &Arc<Mount>, backend: usize, rel: &Path) -> Result<Container> {
-        let dir = match mount.canonical[backend].dir_path(rel) {
+        Self::open_as(mount, backend, rel, false)
+    }
+
+    /// [`Container::open`] with the directory opened for listing and locking at once (an unlink
+    /// does both), instead of `O_PATH` and a second open when it gets there.
+    pub fn open_real(mount: &Arc<Mount>, backend: usize, rel: &Path) -> Result<Container> {
+        Self::open_as(mount, backend, rel, true)
+    }
+
+    fn open_as(mount: &Arc<Mount>, backend: usize, rel: &Path, real: bool) -> Result<Container> {
+        let b = &mount.canonical[backend];
+        let dir = match if real { b.dir(rel) } else { b.dir_path(rel) } {
             Ok(d) => d,
             Err(e) if e.raw_errno() == Errno::NOTDIR.raw_os_error() || e.raw_errno() == Errno::LOOP.raw_os_error() => {
                 let p = mount.canonical[backend].path.join(rel);

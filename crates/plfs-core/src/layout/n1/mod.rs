@@ -199,7 +199,16 @@ impl ContainerNode {
     fn take_container(&self) -> Result<Container> {
         match lock(&self.c).take() {
             Some(c) => Ok(c),
-            None => self.open_container(),
+            None => self.open_container(false),
+        }
+    }
+
+    /// [`ContainerNode::take_container`] for a caller that lists and locks it (an unlink, a
+    /// rename over it): opened for that at once where it is opened here.
+    fn take_container_real(&self) -> Result<Container> {
+        match lock(&self.c).take() {
+            Some(c) => Ok(c),
+            None => self.open_container(true),
         }
     }
 
@@ -207,10 +216,15 @@ impl ContainerNode {
     /// one, as a fresh open would find). A container deleted between the look-up and the open
     /// (replaced by a rename, or unlinked) shows as a directory without a marker for an instant:
     /// the name is looked up again.
-    fn open_container(&self) -> Result<Container> {
+    fn open_container(&self, real: bool) -> Result<Container> {
         let mut tries = 0;
         loop {
-            match Container::open(&self.loc.mount, self.b, &self.loc.rel) {
+            let (mount, rel) = (&self.loc.mount, &self.loc.rel);
+            let opened = match real {
+                true => Container::open_real(mount, self.b, rel),
+                false => Container::open(mount, self.b, rel),
+            };
+            match opened {
                 Err(e) if e.raw_errno() == Errno::ISDIR.raw_os_error() && tries < 8 => {
                     tries += 1;
                     match crate::mount::probe(&self.loc.mount.canonical[self.b], &self.loc.rel)?.0 {
@@ -228,7 +242,7 @@ impl ContainerNode {
     fn with_c<R>(&self, f: impl FnOnce(&Container) -> Result<R>) -> Result<R> {
         let mut g = lock(&self.c);
         if g.is_none() {
-            *g = Some(self.open_container()?);
+            *g = Some(self.open_container(false)?);
         }
         f(g.as_ref().expect("opened"))
     }
@@ -371,13 +385,13 @@ impl Node for ContainerNode {
     /// Renames the container aside (so it vanishes atomically), then deletes it and its shadow
     /// directories, or leaves that to the last close if this process has it open.
     fn unlink(&self) -> Result<()> {
-        let c = self.take_container()?;
+        let c = self.take_container_real()?;
         let parent = self.parent()?;
         self.discard(c, &parent, self.loc.name())
     }
 
     fn replace_by(&self, from_parent: &sys::Dir, from_name: &OsStr) -> Result<()> {
-        let c = self.take_container()?;
+        let c = self.take_container_real()?;
         let tp = self.parent()?;
         let name = self.loc.name();
         if from_parent.exchange(from_name, &tp, name)? {
