@@ -71,6 +71,20 @@ def test_cat_within_150_percent_of_plain(fs):
 
 
 @pytest.mark.parametrize("method", ["preload"])
+def test_rm_of_a_file_costs_at_most_40_calls_more_than_plain(fs):
+    # Issue 26's U9: 38 more on 2026-11-27 (46 with the library of 45cdb56, before the umask was
+    # read lazily and an unlink stopped duplicating the backend root and opening the container
+    # twice). The file's container: marker, meta/ (cid and a close record), a hostdir, two logs.
+    for d in (fs.plain, fs.mount):
+        fs.sh(f"echo hi > {d}/f")
+    plain, _, _ = syscalls(fs, ["rm", fs.plain / "f"])
+    plfs, calls, _ = syscalls(fs, ["rm", fs.mount / "f"])
+    print(f"rm: {plain} system calls for a plain file, {plfs} for a PLFS file")
+    assert plfs - plain <= 40, f"{plfs} system calls for a PLFS file vs {plain} for a plain file: {calls}"
+    assert fs.sh(f"ls -A {fs.mount}") == "" and not fs.backend_files("f"), "not removed"
+
+
+@pytest.mark.parametrize("method", ["preload"])
 def test_positions_exec_chain_and_descriptors_closed_behind_our_back(fs, progs):
     (fs.plain / "ref").mkdir()
     (fs.plain / "real").mkdir()
