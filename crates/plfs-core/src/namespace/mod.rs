@@ -223,13 +223,18 @@ impl Plfs {
         if loc.is_root() {
             return Err(loc.err(Errno::ISDIR, "is a directory"));
         }
-        let entry = match self.lookup_stored(&loc)? {
+        let found = loc.find_raw()?;
+        let entry = match self.stored_entry(&loc, found) {
             Some(e) => e,
             None => match self.create_or_lookup(&loc, mode, excl)? {
                 Ok((_, created)) => return Ok(created),
                 Err(e) => e,
             },
         };
+        // A name to create: `check_parent` below looks at every ancestor `check_through` would.
+        if !matches!(entry, Entry::Missing) {
+            loc.check_through(&found)?;
+        }
         match entry {
             Entry::Missing => {}
             Entry::Dir(..) => return Err(loc.err(Errno::ISDIR, "is a directory")),
@@ -257,11 +262,16 @@ impl Plfs {
                 return n.open(flags, pid, created);
             }
         }
-        loc.check_through(&found)?;
         let entry = match self.stored_entry(&loc, found) {
             Some(e) => e,
             None => self.lookup_kept(&loc)?,
         };
+        // A name to create: `check_parent` below looks at every ancestor `check_through` would
+        // (the parent's probe reads its marker, and the parent's own check the ones above), so
+        // the path is checked once, not twice.
+        if !(flags.create && matches!(entry, Entry::Missing)) {
+            loc.check_through(&found)?;
+        }
         match entry {
             Entry::File(_) if flags.create && flags.excl => Err(Error::Exists(loc.logical.clone())),
             Entry::File(n) => n.open(flags, pid, false),

@@ -51,7 +51,16 @@ impl Plfs {
             Some(e) => e,
             None => self.lookup_kept(&lf)?,
         };
-        let dst = self.lookup(&lt)?;
+        let to = lt.find_raw()?;
+        let dst = match self.stored_entry(&lt, to) {
+            Some(e) => e,
+            None => self.lookup_kept(&lt)?,
+        };
+        // A free target name: `check_parent` below looks at every ancestor `check_through`
+        // would, so the path is checked once (a missing source is told first, as before).
+        if !matches!(dst, Entry::Missing) || matches!(src, Entry::Missing) {
+            lt.check_through(&to)?;
+        }
         if replace == Replace::No && !matches!(src, Entry::Missing) && !matches!(dst, Entry::Missing) {
             return Err(Error::Exists(lt.logical.clone()));
         }
