@@ -248,6 +248,11 @@ fn renames_without_replacing(fx: &Fixture) {
             &format!("{from} onto {to}"),
         );
     }
+    assert_errno(
+        p.rename_noreplace(&fx.path("a"), &fx.path("a")),
+        Errno::EXIST,
+        "a onto itself",
+    );
     assert_bytes_eq(&get(&fx.plfs(), &fx.path("a")), &a, "a refused source");
     assert_bytes_eq(&get(&fx.plfs(), &fx.path("b")), &b, "a refused target");
     assert_errno(
