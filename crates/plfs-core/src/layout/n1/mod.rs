@@ -292,9 +292,9 @@ impl ContainerNode {
         // descriptor.
         c.dir.make_real()?;
         // Open in this process: its last close deletes it, through a descriptor of its own on
-        // the parent, taken before anything changes. (A file opened by another thread after
-        // this look is found by no name once renamed; its close deletes it, as another
-        // process's would.)
+        // the parent, taken before anything changes. (A thread of this process that opens it
+        // between this look and the rename holds it as another process would: the lock below
+        // finds it held, and that thread's last close deletes it.)
         let kept = match self.reg.get(c.ident) {
             Some(shared) => Some((shared, parent.try_clone()?)),
             None => None,
