@@ -93,3 +93,52 @@ fn a_file_renamed_over_or_unlinked_is_not_live_space() {
     }
     assert_eq!(get(&p, &fx.path("d/old")), vec![2u8; 200]);
 }
+
+/// A stat, an open and an unlink of a file in a directory this process writes make no `lstat`
+/// of the parent's marker: the layout vouches for the parent, as it does for a create (on a
+/// network file system each `lstat` is a round trip: a stat of such a file on the GlusterFS
+/// volume went from two to one). A process that does not write there still looks, and a
+/// directory another process removed meanwhile is not found by either.
+#[test]
+fn look_ups_where_this_process_writes_skip_the_parent_check() {
+    use plfs_core::failpoint;
+    let fx = Fixture::small("small-lookup-vouch", 1, GlobalParams::default());
+    let (a, b) = (fx.plfs(), fx.plfs());
+    a.mkdir(&fx.path("lv"), 0o755).unwrap();
+    put(&a, &fx.path("lv/x"), b"xx");
+    put(&a, &fx.path("lv/y"), b"y");
+    // Counted, never fired: the marker `check_through` looks for.
+    let filter = "lv/.plfscontainer";
+    failpoint::set(failpoint::Spec {
+        name: "sys::stat".into(),
+        filter: filter.into(),
+        action: failpoint::Action::Errno(Errno::IO),
+        after: u64::MAX,
+        times: None,
+    });
+    let checks = || failpoint::hits_for("sys::stat", filter);
+    let before = checks();
+    assert_eq!(a.stat(&fx.path("lv/x")).unwrap().size, 2);
+    assert_eq!(get(&a, &fx.path("lv/x")), b"xx");
+    a.unlink(&fx.path("lv/y")).unwrap();
+    assert_eq!(
+        checks(),
+        before,
+        "the writing process looked for a marker above its own files"
+    );
+    assert_eq!(b.stat(&fx.path("lv/x")).unwrap().size, 2);
+    assert!(b.stat(&fx.path("lv/y")).unwrap_err().is_not_found());
+    assert!(
+        checks() > before,
+        "a process that does not write there skipped the check"
+    );
+    b.unlink(&fx.path("lv/x")).unwrap();
+    b.rmdir(&fx.path("lv")).unwrap();
+    let e = a.stat(&fx.path("lv/x")).unwrap_err();
+    assert!(e.is_not_found(), "a file of a removed directory: {e}");
+    assert_errno(
+        a.unlink(&fx.path("lv/x")),
+        Errno::NOENT,
+        "unlink in a removed directory",
+    );
+}

@@ -24,6 +24,13 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// Whether this layout can tell on its own, without a system call, that `loc`'s parent is
+    /// one of its directories, so that no component of the path is a file: a look-up of a name
+    /// the backends do not hold then skips the check of the ancestors (`Loc::check_through`).
+    fn vouches_for_parent(&self, _loc: &Loc) -> bool {
+        false
+    }
+
     /// A file this layout keeps at `loc` although the backend has nothing there.
     fn lookup_missing(&self, _loc: &Loc) -> Result<Option<Box<dyn Node>>> {
         Ok(None)

@@ -157,18 +157,31 @@ impl Plfs {
         &*self.mounts[loc.idx].1
     }
 
-    /// Looks a logical path up.
+    /// Looks a logical path up. Where the backends hold nothing, what the layout keeps there is
+    /// looked at first: its look-up refreshes what the layout knows of the parent, after which
+    /// a layout that vouches for the parent spares the check of the ancestors.
     pub(crate) fn lookup(&self, loc: &Loc) -> Result<Entry> {
-        match self.lookup_stored(loc)? {
+        let f = loc.find_raw()?;
+        if f.probe == Probe::Missing {
+            let kept = self.lookup_kept(loc)?;
+            if !self.vouched_missing(loc, &f) {
+                loc.check_through(&f)?;
+            }
+            return Ok(kept);
+        }
+        loc.check_through(&f)?;
+        match self.stored_entry(loc, f) {
             Some(e) => Ok(e),
             None => self.lookup_kept(loc),
         }
     }
 
-    /// What the backends hold at `loc`; `None` when they hold nothing there.
-    fn lookup_stored(&self, loc: &Loc) -> Result<Option<Entry>> {
-        let f = loc.find()?;
-        Ok(self.stored_entry(loc, f))
+    /// Nothing at `loc` on the backends, in a directory its layout vouches for (asked after the
+    /// layout's look-up there, which noticed a parent removed since): no ancestor can be a
+    /// file, so [`Loc::check_through`] (an `lstat` of each ancestor's marker, a round trip each
+    /// on a network file system) has nothing to find.
+    fn vouched_missing(&self, loc: &Loc, f: &crate::mount::Found) -> bool {
+        f.probe == Probe::Missing && self.layout(loc).vouches_for_parent(loc)
     }
 
     /// The entry for what [`Loc::find`] found at `loc`; `None` when the backends hold nothing.
@@ -268,8 +281,10 @@ impl Plfs {
         };
         // A name to create: `check_parent` below looks at every ancestor `check_through` would
         // (the parent's probe reads its marker, and the parent's own check the ones above), so
-        // the path is checked once, not twice.
-        if !(flags.create && matches!(entry, Entry::Missing)) {
+        // the path is checked once, not twice. A file the layout keeps in a directory it
+        // vouches for needs no check either.
+        let to_create = flags.create && matches!(entry, Entry::Missing);
+        if !(to_create || self.vouched_missing(&loc, &found)) {
             loc.check_through(&found)?;
         }
         match entry {

@@ -157,6 +157,13 @@ impl Layout for Arc<Small> {
         })
     }
 
+    /// The rule of `create_packed`: a parent whose store this process writes (it held a log
+    /// there at the last refresh) is a 1-N directory, never a path through a file. The look-up
+    /// that follows refreshes the view, which finds a store removed since.
+    fn vouches_for_parent(&self, loc: &Loc) -> bool {
+        !loc.is_root() && self.view(loc, loc.parent_rel()).writes_here()
+    }
+
     fn lookup_missing(&self, loc: &Loc) -> Result<Option<Box<dyn Node>>> {
         if loc.is_root() {
             return Ok(None);
