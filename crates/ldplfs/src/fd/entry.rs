@@ -135,7 +135,20 @@ impl Entry {
 }
 
 /// Returns the open file of `e`, opening it for this process if needed.
+#[inline]
 pub fn file_of<'a>(e: &Entry, st: &'a mut FileState) -> Res<&'a OpenFile> {
+    // Every read and write comes here: the common case (opened by this process) stays inline
+    // and small, the rest is out of line (it saved the register spills of the whole function).
+    if st.pid != my_pid() || st.file.is_none() {
+        open_file_of(e, st)?;
+    }
+    Ok(st.file.as_ref().expect("opened above"))
+}
+
+/// [`file_of`] when the entry has no open file of this process yet: opens it.
+#[cold]
+#[inline(never)]
+fn open_file_of(e: &Entry, st: &mut FileState) -> Res<()> {
     let me = my_pid();
     if st.pid != me {
         // Inherited through fork (or vfork): it belongs to the parent; never close it here.
@@ -156,7 +169,7 @@ pub fn file_of<'a>(e: &Entry, st: &'a mut FileState) -> Res<&'a OpenFile> {
             crate::fd::held::take_over(id);
         }
     }
-    Ok(st.file.as_ref().expect("opened above"))
+    Ok(())
 }
 
 /// Opens the file of `e` again in this process (after fork or exec): by its identity where the

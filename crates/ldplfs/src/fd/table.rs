@@ -178,6 +178,14 @@ fn registered(fd: i32) -> Option<Arc<Entry>> {
     if trusted {
         return Some(entry);
     }
+    confirm(fd, gen, entry)
+}
+
+/// [`registered`] of a descriptor not confirmed in generation `gen`: fstat tells whether it is
+/// still the placeholder of `entry` (out of line: the look-up above runs on every call).
+#[cold]
+#[inline(never)]
+fn confirm(fd: i32, gen: u64, entry: Arc<Entry>) -> Option<Arc<Entry>> {
     match sys::fstat_key(fd) {
         Ok(k) if k == entry.key => {
             if let Some(s) = table().fds.get_mut(&fd).filter(|s| s.entry.key == k) {
