@@ -168,7 +168,7 @@ pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
 }
 
 /// [`lookup`] of a descriptor that [`maybe_ours`] let through.
-fn registered(fd: i32) -> Option<Arc<Entry>> {
+pub fn registered(fd: i32) -> Option<Arc<Entry>> {
     let gen = GEN.load(Ordering::Acquire);
     let (entry, trusted) = {
         let t = table();

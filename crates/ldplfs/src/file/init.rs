@@ -33,6 +33,14 @@ fn ready() {
     });
 }
 
+/// Whether the one-time initialisation is done: from then on a descriptor call on a descriptor
+/// that [`crate::fd::table::maybe_ours`] rules out can go to libc without entering the library
+/// (before it, entering initialises, which may adopt inherited descriptors).
+#[inline]
+pub fn ready_done() -> bool {
+    INIT.is_completed()
+}
+
 /// Enters the library: None when this thread is already inside it (or is being torn down), in
 /// which case the caller must pass the call straight to libc.
 pub fn enter() -> Option<Busy> {

@@ -13,21 +13,26 @@ thread_local! {
     static BUSY: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Marks the thread busy until dropped.
-pub struct Busy(());
+/// Marks the thread busy until dropped. It keeps this thread's flag, found once by [`enter`]:
+/// every interposed call enters and leaves, and each look-up of a thread-local in this shared
+/// library may be a call to `__tls_get_addr`.
+pub struct Busy(*const Cell<bool>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        let _ = BUSY.try_with(|b| b.set(false));
+        // SAFETY: the flag of the thread that made this Busy, which is not Send: the thread is
+        // still running, and the flag (a const-initialised Cell without a destructor) lives as
+        // long as it does.
+        unsafe { (*self.0).set(false) }
     }
 }
 
 /// Enters the library: None when this thread is already inside it (or is being torn down), in
 /// which case the caller must pass the call straight to libc.
 pub fn enter() -> Option<Busy> {
-    match BUSY.try_with(|b| b.replace(true)) {
-        Ok(false) => Some(Busy(())),
-        Ok(true) => None,
+    match BUSY.try_with(|b| (b.replace(true), std::ptr::from_ref(b))) {
+        Ok((false, flag)) => Some(Busy(flag)),
+        Ok((true, _)) => None,
         Err(_) => None,
     }
 }
