@@ -202,6 +202,8 @@ pub fn frame_gap(flags: u32) -> u64 {
 }
 /// A frame's magic, `PLFW` (the first four bytes of every frame).
 pub const FRAME_MAGIC: [u8; 4] = *b"PLFW";
+/// The state of a frame's crc32c after its magic: each frame sums only the 24 bytes that follow.
+const FRAME_MAGIC_CRC_STATE: u32 = crate::crc::state_after(&FRAME_MAGIC);
 /// The most data bytes one frame describes (Linux's own limit for one write(2)).
 pub const FRAME_MAX_DATA: usize = 0x7fff_f000;
 
@@ -232,7 +234,7 @@ impl Frame {
         b[8..16].copy_from_slice(&self.logical_off.to_le_bytes());
         b[16..24].copy_from_slice(&self.ts.to_le_bytes());
         b[24..28].copy_from_slice(&self.data_crc.to_le_bytes());
-        let crc = crate::crc::crc32c(&b[..28]);
+        let crc = crate::crc::crc32c_after(FRAME_MAGIC_CRC_STATE, &b[4..28]);
         b[28..32].copy_from_slice(&crc.to_le_bytes());
         b
     }
@@ -240,7 +242,10 @@ impl Frame {
     /// Decodes a frame; `None` when the bytes are not a whole, intact frame (the end of what a
     /// writer wrote, or damage).
     pub fn decode(b: &[u8]) -> Option<Frame> {
-        if b.len() < FRAME_LEN || b[0..4] != FRAME_MAGIC || le_u32(&b[28..32]) != crate::crc::crc32c(&b[..28]) {
+        if b.len() < FRAME_LEN
+            || b[0..4] != FRAME_MAGIC
+            || le_u32(&b[28..32]) != crate::crc::crc32c_after(FRAME_MAGIC_CRC_STATE, &b[4..28])
+        {
             return None;
         }
         let f = Frame {
