@@ -210,17 +210,23 @@ impl OpenFile {
         }
     }
 
+    #[inline]
     fn need(&self, write: bool) -> Result<()> {
         let ok = if write { self.flags.write } else { self.flags.read };
         if ok {
             Ok(())
         } else {
-            let what = if write { "writing" } else { "reading" };
-            Err(Error::errno(
-                Errno::BADF,
-                format!("{}: not open for {what}", self.path.display()),
-            ))
+            Err(self.not_open(write))
         }
+    }
+
+    /// The error of a read or write that [`OpenFile::need`] refuses (out of line: every read and
+    /// write passes the test, and callers in other crates inline it).
+    #[cold]
+    #[inline(never)]
+    fn not_open(&self, write: bool) -> Error {
+        let what = if write { "writing" } else { "reading" };
+        Error::errno(Errno::BADF, format!("{}: not open for {what}", self.path.display()))
     }
 
     /// The logical path it was opened with.
@@ -247,11 +253,13 @@ impl OpenFile {
     }
 
     /// Writes `buf` at logical offset `off` as the handle's own pid.
+    #[inline]
     pub fn write(&self, buf: &[u8], off: u64) -> Result<usize> {
         self.write_as(buf, off, self.pid)
     }
 
     /// Writes `buf` at `off` as writer `pid` (each pid gets its own data log, as in PLFS).
+    #[inline]
     pub fn write_as(&self, buf: &[u8], off: u64, pid: u32) -> Result<usize> {
         self.need(true)?;
         self.handle.write_as(buf, off, pid)
@@ -267,6 +275,7 @@ impl OpenFile {
 
     /// Reads at `off` into `buf`; returns bytes read (0 at end of file). Sees every write made
     /// in this process and everything other processes had flushed when the index was loaded.
+    #[inline]
     pub fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
         self.need(false)?;
         self.handle.read(buf, off)

@@ -28,6 +28,7 @@ fn check_every(sh: &Shared) -> u64 {
 /// (they wrote more than the span they cover) does it go on to the real check, which lists the
 /// container and reads the index. An appending or strided writer therefore never lists, stats or
 /// opens anything while it writes, whatever other writers do (issue 22).
+#[inline]
 pub(crate) fn after_write(sh: &Shared, n: u64) {
     if !sh.c.mount.global.auto_compaction {
         return;
@@ -37,6 +38,14 @@ pub(crate) fn after_write(sh: &Shared, n: u64) {
     if sh.auto.since.fetch_add(n, Ordering::Relaxed) + n < every {
         return;
     }
+    check_own_overwrites(sh);
+}
+
+/// [`after_write`] once `check_every` bytes were written since the last check (out of line:
+/// the test above runs at every write).
+#[cold]
+#[inline(never)]
+fn check_own_overwrites(sh: &Shared) {
     sh.auto.since.store(0, Ordering::Relaxed);
     let g = &sh.c.mount.global;
     let (bytes, span) = own_bytes_and_span(sh);
