@@ -35,6 +35,7 @@ impl IndexState {
     /// truncate of this process). Only a read that starts where the last one ended, and is no
     /// longer than the elements found last, looks for a new element: a random reader, or one
     /// whose reads span elements, makes one look-up per read, as before.
+    #[inline]
     pub(crate) fn plan_read(
         &mut self,
         off: u64,
@@ -49,6 +50,20 @@ impl IndexState {
                 return Ok(Some((f.clone(), phys, run.phys_end())));
             }
         }
+        self.plan_read_slow(off, len, sequential, plan)
+    }
+
+    /// [`IndexState::plan_read`] when the run of the last read does not hold this one (out of
+    /// line: a sequential reader comes here once per pattern).
+    #[inline(never)]
+    fn plan_read_slow(
+        &mut self,
+        off: u64,
+        len: u64,
+        sequential: bool,
+        plan: &mut Option<ReadPlan>,
+    ) -> Result<Option<(Arc<File>, u64, u64)>> {
+        let gen = self.map.generation();
         // Reads longer than the elements last found (1 MiB reads of a file of 4 KiB records)
         // span elements: no run can hold them, and none is looked for.
         if sequential && len <= self.run_elem_len {

@@ -157,36 +157,44 @@ impl Shared {
         let mut g = lock(&self.index);
         let stale = g.as_ref().is_some_and(IndexState::is_stale);
         if g.is_none() || refresh || stale {
-            // Before the flush: a write that then finds the flag clear has its record in a
-            // buffer that the flush below writes out, and the load reads (see `write`).
-            self.index_live.store(true, Ordering::SeqCst);
-            // This process's writers' records are all in their logs now, and its later writes
-            // reach the map from the write path: their open droppings need not send every
-            // refresh through every hostdir (a file written, then fstat'ed again and again).
-            let own = self.flush_own()?;
-            match g.as_mut() {
-                // A refresh that finds damage reloads from scratch, which checks it again.
-                Some(s) if !stale => match s.adopt_own(&own).refresh(&self.c) {
-                    Ok(()) => {}
-                    Err(e @ Error::Corruption { .. }) => {
-                        crate::debug!("{e}: reloading the index to check");
-                        *g = Some(IndexState::load(&self.c, &self.logical)?);
-                    }
-                    Err(e) => return Err(e),
-                },
-                _ => {
-                    let mut s = IndexState::load(&self.c, &self.logical)?;
-                    s.adopt_own(&own);
-                    *g = Some(s);
-                }
-            }
-            // Drop pattern timestamps unless this process writes the file too (its own writes
-            // could overlap a pattern and would then need them).
-            if lock(&self.writers).is_empty() {
-                g.as_mut().expect("index loaded").compact();
-            }
+            self.load_index(&mut g, stale)?;
         }
         f(g.as_mut().expect("index loaded"))
+    }
+
+    /// Loads or refreshes the merged index held under `g` for [`Shared::with_index`] (out of line,
+    /// not in each of its instances: a reader comes here at its first read and its refreshes).
+    #[inline(never)]
+    fn load_index(&self, g: &mut Option<IndexState>, stale: bool) -> Result<()> {
+        // Before the flush: a write that then finds the flag clear has its record in a
+        // buffer that the flush below writes out, and the load reads (see `write`).
+        self.index_live.store(true, Ordering::SeqCst);
+        // This process's writers' records are all in their logs now, and its later writes
+        // reach the map from the write path: their open droppings need not send every
+        // refresh through every hostdir (a file written, then fstat'ed again and again).
+        let own = self.flush_own()?;
+        match g.as_mut() {
+            // A refresh that finds damage reloads from scratch, which checks it again.
+            Some(s) if !stale => match s.adopt_own(&own).refresh(&self.c) {
+                Ok(()) => {}
+                Err(e @ Error::Corruption { .. }) => {
+                    crate::debug!("{e}: reloading the index to check");
+                    *g = Some(IndexState::load(&self.c, &self.logical)?);
+                }
+                Err(e) => return Err(e),
+            },
+            _ => {
+                let mut s = IndexState::load(&self.c, &self.logical)?;
+                s.adopt_own(&own);
+                *g = Some(s);
+            }
+        }
+        // Drop pattern timestamps unless this process writes the file too (its own writes
+        // could overlap a pattern and would then need them).
+        if lock(&self.writers).is_empty() {
+            g.as_mut().expect("index loaded").compact();
+        }
+        Ok(())
     }
 
     /// Defers deleting the container until the last handle in this process is closed (unlink
