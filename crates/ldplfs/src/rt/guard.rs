@@ -4,7 +4,7 @@
 //! EIO instead of unwinding into C. (The interposers enter through `file::init::enter`, which
 //! also initialises the library at the first call.)
 
-use crate::rt::errno::{errno, set_errno, Errno, Fail, Res};
+use crate::rt::errno::{set_errno, Errno, Fail, Res};
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -82,11 +82,16 @@ pub unsafe extern "C" fn pthread_create(
 /// EIO on panic. The caller must hold a [`Busy`].
 pub fn run<R: Fail>(f: impl FnOnce() -> Res<R>) -> R {
     crate::rt::report::count(crate::rt::report::Count::Served, 0);
-    let saved = errno();
+    // This thread's errno, found once for the read here and the write back on success.
+    // SAFETY: __errno_location always returns this thread's errno slot, valid while it runs.
+    let slot = unsafe { libc::__errno_location() };
+    // SAFETY: see above.
+    let saved = unsafe { *slot };
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => {
             // Success leaves errno as the caller had it, whatever our own probing did.
-            set_errno(saved);
+            // SAFETY: see above.
+            unsafe { *slot = saved };
             v
         }
         Ok(Err(Errno(e))) => {
