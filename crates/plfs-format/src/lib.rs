@@ -381,12 +381,9 @@ impl PatternRecord {
 
     /// Appends the encoded record to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&REC_PATTERN.to_le_bytes());
-        out.extend_from_slice(&0u16.to_le_bytes());
         let first = self.ts.first().copied().unwrap_or(0);
         let last = self.ts.last().copied().unwrap_or(0);
-        for v in [
+        let fixed = [
             self.logical_start,
             self.length,
             self.stride,
@@ -394,26 +391,8 @@ impl PatternRecord {
             self.physical_start,
             first,
             last,
-        ] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&0u32.to_le_bytes());
-        for w in self.ts.windows(2) {
-            let mut d = w[1] - w[0];
-            loop {
-                let b = (d & 0x7f) as u8;
-                d >>= 7;
-                if d == 0 {
-                    out.push(b);
-                    break;
-                }
-                out.push(b | 0x80);
-            }
-        }
-        let blen = (out.len() - start - 4) as u16;
-        out[start + 2..start + 4].copy_from_slice(&blen.to_le_bytes());
-        let crc = crate::crc::crc32c(&out[start..]);
-        out.extend_from_slice(&crc.to_le_bytes());
+        ];
+        encode_pattern(out, fixed, self.ts.iter().copied());
     }
 
     fn decode(b: &[u8]) -> Option<PatternRecord> {
@@ -469,6 +448,36 @@ impl PatternRecord {
     }
 }
 
+/// Appends a pattern record: `fixed` holds its first seven fields in order (logical start,
+/// length, stride, count, physical start, first and last timestamp), `ts` yields the `count`
+/// timestamps, whose differences follow as varints. Encoding straight from an iterator spares
+/// [`encode_records`] collecting a run's timestamps first.
+fn encode_pattern(out: &mut Vec<u8>, fixed: [u64; 7], mut ts: impl Iterator<Item = u64>) {
+    let start = out.len();
+    out.extend_from_slice(&REC_PATTERN.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    for v in fixed {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&0u32.to_le_bytes());
+    if let Some(mut prev) = ts.next() {
+        for t in ts {
+            // Seven bits a byte, lowest first; the high bit says that another byte follows.
+            let mut d = t - prev;
+            prev = t;
+            while d >= 0x80 {
+                out.push((d & 0x7f) as u8 | 0x80);
+                d >>= 7;
+            }
+            out.push(d as u8);
+        }
+    }
+    let blen = (out.len() - start - 4) as u16;
+    out[start + 2..start + 4].copy_from_slice(&blen.to_le_bytes());
+    let crc = crate::crc::crc32c(&out[start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
+}
+
 /// Encodes a writer's buffered records, turning runs of at least [`PATTERN_MIN_RUN`] writes of
 /// one length at a constant logical stride (>= length) that lie `gap` bytes apart in the data log
 /// (0 in an unframed log, [`FRAME_LEN`] in a framed one) and carry no data checksum into pattern
@@ -480,26 +489,34 @@ pub fn encode_records(recs: &[WriteRecord], gap: u64, out: &mut Vec<u8>) {
         let mut j = i + 1;
         if r.data_crc == 0 && j < recs.len() && recs[j].logical_off > r.logical_off {
             let stride = recs[j].logical_off - r.logical_off;
-            while j < recs.len()
-                && j - i < PATTERN_MAX_RUN
-                && stride >= r.length
-                && recs[j].length == r.length
-                && recs[j].data_crc == 0
-                && recs[j].logical_off.checked_sub(recs[j - 1].logical_off) == Some(stride)
-                && recs[j].physical_off == recs[j - 1].physical_off + r.length + gap
-                && recs[j].ts >= recs[j - 1].ts
-            {
-                j += 1;
+            if stride >= r.length {
+                // Each record that continues the run, compared with the one before it (pairs of
+                // neighbours, so no index is checked against the slice).
+                let end = recs.len().min(i + PATTERN_MAX_RUN);
+                j += recs[i..end]
+                    .windows(2)
+                    .take_while(|w| {
+                        let (a, b) = (&w[0], &w[1]);
+                        b.length == r.length
+                            && b.data_crc == 0
+                            && b.logical_off.checked_sub(a.logical_off) == Some(stride)
+                            && b.physical_off == a.physical_off + r.length + gap
+                            && b.ts >= a.ts
+                    })
+                    .count();
             }
             if j - i >= PATTERN_MIN_RUN {
-                let p = PatternRecord {
-                    logical_start: r.logical_off,
-                    length: r.length,
+                let run = &recs[i..j];
+                let fixed = [
+                    r.logical_off,
+                    r.length,
                     stride,
-                    physical_start: r.physical_off,
-                    ts: recs[i..j].iter().map(|x| x.ts).collect(),
-                };
-                p.encode_into(out);
+                    run.len() as u64,
+                    r.physical_off,
+                    r.ts,
+                    recs[j - 1].ts,
+                ];
+                encode_pattern(out, fixed, run.iter().map(|x| x.ts));
                 i = j;
                 continue;
             }
