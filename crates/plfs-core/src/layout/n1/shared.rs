@@ -259,17 +259,18 @@ impl Shared {
         let (phys, buf) = {
             let l = wg.logs.as_mut().expect("logs created");
             let at = l.data_off;
-            let mut head = [0u8; format::DATA_HEADER_LEN + format::FRAME_LEN];
-            let (head, head_at) = match l.data_header {
+            let fr = frame(buf.len(), data_crc);
+            // The first write's head is the data log's header and the frame (made only then).
+            let first: [u8; format::DATA_HEADER_LEN + format::FRAME_LEN];
+            let (head, head_at): (&[u8], u64) = match l.data_header {
                 Some(h) => {
-                    head[..format::DATA_HEADER_LEN].copy_from_slice(&h);
-                    head[format::DATA_HEADER_LEN..].copy_from_slice(&frame(buf.len(), data_crc));
-                    (&head[..], 0)
+                    let mut b = [0u8; format::DATA_HEADER_LEN + format::FRAME_LEN];
+                    b[..format::DATA_HEADER_LEN].copy_from_slice(&h);
+                    b[format::DATA_HEADER_LEN..].copy_from_slice(&fr);
+                    first = b;
+                    (&first, 0)
                 }
-                None => {
-                    head[..format::FRAME_LEN].copy_from_slice(&frame(buf.len(), data_crc));
-                    (&head[..format::FRAME_LEN], at)
-                }
+                None => (&fr, at),
             };
             let (n, err) = l.data.pwrite_two(head, buf, head_at);
             if n > 0 {
