@@ -17,6 +17,14 @@ pub fn now_ns() -> u64 {
         .saturating_add(t.tv_nsec as u64)
 }
 
+/// The kernel's coarse wall clock in nanoseconds since the epoch (`CLOCK_REALTIME_COARSE`, read
+/// without a system call): the clock a local file system takes its timestamps from, advancing
+/// once a tick.
+pub fn coarse_now_ns() -> i128 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+    i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec)
+}
+
 /// Nanoseconds from `t_ns` (a file time, ns since the epoch; one before the epoch counts as the
 /// epoch) to now; 0 for a time in the future.
 pub fn age_ns(t_ns: i64) -> u64 {

@@ -61,17 +61,39 @@ impl Dir {
     /// entry that does not change the mtime; a later entry does. `LOCAL_WINDOW_NS` on a local
     /// file system, `REMOTE_WINDOW_NS` on any other (and with `PLFS_CAPS_DISABLE=local_clock`).
     pub fn timestamp_window_ns(&self) -> i128 {
-        let local = self.caps.local_clock(|| {
-            fs::fstatfs(&self.fd).is_ok_and(|s| {
-                #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
-                LOCAL_FS.contains(&(s.f_type as i64))
-            })
-        });
-        if local {
+        if self.local_clock() {
             LOCAL_WINDOW_NS
         } else {
             REMOTE_WINDOW_NS
         }
+    }
+
+    /// Whether a listing taken after `now_ns` (this machine's clock) and `coarse_ns` (its coarse
+    /// clock, [`crate::clock::coarse_now_ns`]), both read before it, could miss an entry created
+    /// later that leaves the directory's mtime at `mtime_ns`.
+    ///
+    /// On a local file system the kernel stamps a change with its coarse clock (or, with
+    /// multigrain timestamps, a finer one never below it): once that clock has passed the mtime,
+    /// every later change stamps a later time, so the listing can miss nothing (a directory
+    /// whose mtime lies beyond [`LOCAL_WINDOW_NS`] ahead was given it by hand, and a change
+    /// stamped now moves it back). That takes one tick (4 ms at HZ=250) where
+    /// [`Dir::timestamp_window_ns`]'s two ticks took 20 ms. Elsewhere, the window either way.
+    pub fn listing_may_miss(&self, mtime_ns: i128, now_ns: i128, coarse_ns: i128) -> bool {
+        if self.local_clock() {
+            coarse_ns <= mtime_ns && mtime_ns - coarse_ns < LOCAL_WINDOW_NS
+        } else {
+            (now_ns - mtime_ns).abs() < REMOTE_WINDOW_NS
+        }
+    }
+
+    /// Whether this directory's file system takes its timestamps from this kernel's clock.
+    fn local_clock(&self) -> bool {
+        self.caps.local_clock(|| {
+            fs::fstatfs(&self.fd).is_ok_and(|s| {
+                #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+                LOCAL_FS.contains(&(s.f_type as i64))
+            })
+        })
     }
 }
 
@@ -92,4 +114,43 @@ fn read_names<T>(fd: BorrowedFd<'_>, path: &Path, each: impl Fn(OsString, bool) 
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a local file system a listing can miss a later entry only while the coarse clock is
+    /// still in the tick of the mtime (or the mtime lies just ahead of it); on any other, within
+    /// the two-second window either way.
+    #[test]
+    fn a_listing_may_miss_only_within_the_mtimes_tick() {
+        let base = std::env::temp_dir();
+        let d = Dir::open_root(&base).unwrap();
+        let now = i128::from(crate::clock::now_ns());
+        let c = crate::clock::coarse_now_ns();
+        let fs_type = fs::statfs(&base).unwrap().f_type as i64;
+        if LOCAL_FS.contains(&fs_type) {
+            assert!(d.listing_may_miss(c, now, c), "the mtime's own tick");
+            assert!(d.listing_may_miss(c + 1_000_000, now, c), "a mtime just ahead");
+            assert!(
+                !d.listing_may_miss(c - 1, now, c),
+                "the clock has left the mtime's tick"
+            );
+            assert!(!d.listing_may_miss(c - 5_000_000, now, c));
+            assert!(
+                !d.listing_may_miss(c + LOCAL_WINDOW_NS, now, c),
+                "a mtime set far ahead by hand"
+            );
+        }
+        // A directory whose backend was found not to stamp with this kernel's clock.
+        let r = Dir::open_root(&base).unwrap();
+        assert!(!r.caps.local_clock(|| false));
+        assert!(
+            r.listing_may_miss(now - 1_000_000_000, now, c),
+            "within the remote window"
+        );
+        assert!(r.listing_may_miss(now + 1_000_000_000, now, c), "either way");
+        assert!(!r.listing_may_miss(now - 3_000_000_000, now, c));
+    }
 }

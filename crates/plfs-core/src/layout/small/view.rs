@@ -75,18 +75,20 @@ impl SmallDir {
     }
 
     /// The stamp of each backend's store directory (0 where it does not exist), and whether a
-    /// listing taken now could miss a log created later without changing a stamp: a stamp within
-    /// its backend's timestamp window of now.
+    /// listing taken now could miss a log created later without changing a stamp
+    /// ([`sys::Dir::listing_may_miss`]: a local file system's clock has not yet left the tick of
+    /// the stamp; elsewhere, a stamp within its backend's timestamp window of now).
     fn stamps(&self) -> Result<(Vec<(i128, u64)>, bool)> {
         let rel = self.store_rel();
         let mut out = Vec::with_capacity(self.mount.canonical.len());
         let now = i128::from(clock::now_ns());
+        let coarse = clock::coarse_now_ns();
         let mut recent = false;
         for b in &self.mount.canonical {
             let root = b.root()?;
             let st = root.stat_beneath_opt(rel)?;
             let stamp = st.map_or((0, 0), |s| (i128::from(sys::mtime_ns(&s)), s.st_ino));
-            recent |= stamp.0 != 0 && (now - stamp.0).abs() < root.timestamp_window_ns();
+            recent |= stamp.0 != 0 && root.listing_may_miss(stamp.0, now, coarse);
             out.push(stamp);
         }
         Ok((out, recent))
