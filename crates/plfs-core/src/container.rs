@@ -324,10 +324,7 @@ impl Container {
                 None => Vec::new(),
             },
         };
-        Ok(names
-            .iter()
-            .filter_map(|n| n.to_str().and_then(MetaDropping::parse))
-            .collect())
+        Ok(format::parse_droppings(&names))
     }
 
     /// Creates a zero-length dropping in `meta/`.

@@ -173,6 +173,15 @@ pub fn hash_str(s: &str) -> u64 {
     h
 }
 
+/// The droppings among the names of a `meta/` listing. Unknown names are skipped (fsck reports
+/// them).
+pub fn parse_droppings(names: &[std::ffi::OsString]) -> Vec<MetaDropping> {
+    names
+        .iter()
+        .filter_map(|n| n.to_str().and_then(MetaDropping::parse))
+        .collect()
+}
+
 /// Size and mtime of a closed container from its droppings (the fast stat path, §5). `None`
 /// when the droppings cannot decide (a writer is open, or a writer's session straddles a
 /// truncate), or when a size in a name is beyond any file size (`off_t`): names are not trusted,
@@ -219,6 +228,27 @@ pub fn fast_size(droppings: &[MetaDropping]) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_keeps_its_droppings_and_skips_every_other_name() {
+        use std::os::unix::ffi::OsStringExt;
+        let close = MetaDropping::Close {
+            writer_id: 3,
+            open_ts: 1,
+            close_ts: 2,
+            eof: 3,
+            bytes: 4,
+            mtime_ns: 5,
+        };
+        let names = [
+            std::ffi::OsString::from(cid_dropping_name(7)),
+            close.name().into(),
+            "close.zz".into(),
+            std::ffi::OsString::from_vec(b"open.\xff".to_vec()),
+            ".tmp.x".into(),
+        ];
+        assert_eq!(parse_droppings(&names), vec![close]);
+    }
 
     #[test]
     fn fast_size_rules() {

@@ -266,6 +266,25 @@ impl ContainerNode {
         }
     }
 
+    /// Size and mtime from the droppings (the fast stat path, format.md §5), or `None` when
+    /// they cannot decide. Where this node has no container open, `meta/` is listed by its path:
+    /// the look-up that made the node has just seen the marker published, and opening the
+    /// container would `lstat` it again (a round trip on a network file system) and open the
+    /// directory once more only to reach `meta/`. A container replaced or removed since the
+    /// look-up is the race a stat has either way (the container's open would not catch a
+    /// removal that starts after it either); a `meta/` that cannot be opened (a container of an
+    /// earlier version without one, or one gone since) takes the container's own open, which
+    /// tells those cases apart.
+    fn closed_size(&self) -> Result<Option<(u64, u64)>> {
+        if lock(&self.c).is_none() {
+            let b = &self.loc.mount.canonical[self.b];
+            if let Ok(meta) = b.dir(&self.loc.rel.join(format::META_DIR)) {
+                return Ok(format::fast_size(&format::parse_droppings(&meta.list()?)));
+            }
+        }
+        self.with_c(|c| Ok(format::fast_size(&c.list_meta()?)))
+    }
+
     fn marker_path(&self) -> PathBuf {
         self.loc.on(self.b).join(format::MARKER_NAME)
     }
@@ -346,7 +365,7 @@ impl Node for ContainerNode {
         let size = match self.reg.get(ident) {
             Some(s) => s.size()?,
             None => {
-                let fast = self.with_c(|c| Ok(format::fast_size(&c.list_meta()?)))?;
+                let fast = self.closed_size()?;
                 match fast {
                     Some((size, _)) => size,
                     None => self.shared()?.size()?,
