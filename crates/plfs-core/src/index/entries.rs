@@ -99,12 +99,6 @@ impl super::IndexState {
         }
     }
 
-    /// Whether the map must be loaded again: an expansion needed the timestamps that
-    /// [`Self::compact`] dropped, so it is no longer exact.
-    pub(crate) fn is_stale(&self) -> bool {
-        self.map.is_stale()
-    }
-
     /// Drops the per-element timestamps of compressed patterns, which only a process that
     /// writes the file too needs (its own writes could overlap a pattern).
     pub(crate) fn compact(&mut self) {

@@ -24,6 +24,12 @@ pub(crate) struct ReadPlan {
 }
 
 impl IndexState {
+    /// Whether the map must be loaded again before a read is planned: an expansion needed the
+    /// timestamps that [`Self::compact`] dropped, so it is no longer exact.
+    pub(crate) fn is_stale(&self) -> bool {
+        self.map.is_stale()
+    }
+
     /// The plan of a read of `len` (> 0) bytes at logical offset `off`: one `pread` of a data log
     /// at an offset when one element of the pattern (or one piece) that served the last
     /// sequential read holds all of it, and no data checksum needs checking there (returned
