@@ -157,3 +157,34 @@ def test_uninterposed_calls_fail_loudly(fs, progs):
     out = fs.sh(f"{progs['rawcall']} < {fs.mount}/in > {fs.mount}/out 2> {fs.plain}/err; cat {fs.plain}/err")
     assert out == "read EBADF write EPERM\n"
     assert fs.sh(f"stat -c %s {fs.mount}/out").strip() == "0"
+
+
+def test_fsync_of_a_directory_reaches_the_backends(fs):
+    # fsync(2) of a directory makes its entries durable; through ldplfs and FUSE it used to
+    # return 0 without syncing anything (found 2026-11-27). Both front ends sync every backend
+    # copy of the directory; under the preload, a failing backend fsync is the program's error,
+    # which shows the call got there.
+    prog = textwrap.dedent(
+        """
+        import errno, os, sys
+        d = sys.argv[1] + "/synced"
+        os.makedirs(d, exist_ok=True)
+        with open(d + "/f", "wb") as f:
+            f.write(b"kept")
+        for path in (d, sys.argv[1]):
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+                print("synced")
+            except OSError as e:
+                print(errno.errorcode[e.errno])
+            finally:
+                os.close(fd)
+        """
+    )
+    (fs.plain / "s.py").write_text(prog)
+    assert fs.sh(f"python3 {fs.plain}/s.py {fs.mount}").split() == ["synced", "synced"]
+    assert fs.sh(f"cat {fs.mount}/synced/f") == "kept"
+    if fs.method == "preload":
+        out = fs.sh(f"PLFS_FAILPOINTS='sys::fsync=EIO' python3 {fs.plain}/s.py {fs.mount}")
+        assert out.split() == ["EIO", "EIO"], out

@@ -543,3 +543,42 @@ fn long_names_one_backend() {
 fn long_names_three_backends() {
     long_names(&fixture("ns-long3", 3));
 }
+
+/// fsync of a directory (ldplfs and FUSE come here): every canonical backend's copy of it is
+/// synced, so that what was created, renamed or removed in it survives a power loss; in a 1-N
+/// directory this process's records of it reach its log and are synced with the log's name
+/// first. Before 2026-11-27 it did nothing.
+#[test]
+fn fsync_of_a_directory_syncs_each_backend_copy_and_the_1n_records_in_it() {
+    let fx = fixture("syncdir", 3);
+    let p = fx.plfs();
+    p.mkdir(&fx.path("d"), 0o755).unwrap();
+    put(&p, &fx.path("d/f"), b"x");
+    let fsyncs = common::call_counter(&fx, "sys::fsync");
+    p.sync_dir(&fx.path("d")).unwrap();
+    assert_eq!(fsyncs(), 3, "one fsync per backend copy of d");
+    p.sync_dir(Path::new(common::MOUNT)).unwrap();
+    assert_eq!(fsyncs(), 6, "the mount's root: one per backend root");
+
+    let fx = Fixture::small("syncdir-1n", 1, GlobalParams::default());
+    let (a, b) = (fx.plfs(), fx.plfs());
+    a.mkdir(&fx.path("d"), 0o755).unwrap();
+    let f = a.open(&fx.path("d/f"), wo_create(), 0o644, 7).unwrap();
+    f.write(b"kept", 0).unwrap();
+    assert_errno(b.stat(&fx.path("d/f")), Errno::NOENT, "not yet in the log");
+    let fsyncs = common::call_counter(&fx, "sys::fsync");
+    a.sync_dir(&fx.path("d")).unwrap();
+    assert_eq!(
+        fsyncs(),
+        4,
+        "the log, its store, the backend's d, then d again as a backend copy"
+    );
+    assert_eq!(
+        b.stat(&fx.path("d/f")).unwrap().size,
+        4,
+        "the create and the write reached the log"
+    );
+    a.sync_dir(&fx.path("d")).unwrap();
+    assert_eq!(fsyncs(), 6, "the names are synced once: the log and d");
+    f.close().unwrap();
+}

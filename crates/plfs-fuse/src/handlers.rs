@@ -502,8 +502,16 @@ impl Filesystem for PlfsFs {
         })
     }
 
-    fn fsyncdir(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
-        reply.ok()
+    fn fsyncdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+        guard("fsyncdir", || {
+            let r = self
+                .rel(ino)
+                .and_then(|r| self.plfs.sync_dir(&self.logical(&r)).map_err(|e| errno(&e)));
+            match r {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
+        })
     }
 
     fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {

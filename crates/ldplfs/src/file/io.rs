@@ -224,10 +224,17 @@ pub fn seek(e: &Entry, fd: i32, o: i64, whence: c_int) -> Res<i64> {
     }
 }
 
-/// fsync of an open PLFS file: data, then index records, are durable.
+/// fsync of an open PLFS file: data, then index records, are durable. Of a directory: its
+/// entries are (every backend's copy of it is synced). An `O_PATH` descriptor is EBADF, as the
+/// kernel says.
 pub fn sync_entry(e: &Entry) -> Res<c_int> {
-    if e.kind != Kind::File {
-        return Ok(0);
+    match e.kind {
+        Kind::File => {}
+        Kind::Dir => {
+            crate::fd::conf::plfs()?.sync_dir(&e.path)?;
+            return Ok(0);
+        }
+        Kind::Path => return Err(Errno(libc::EBADF)),
     }
     let mut st = e.lock();
     file_of(e, &mut st)?.sync()?;

@@ -61,6 +61,13 @@ pub trait Layout: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// Makes durable what this process keeps of directory `loc` outside its backend copies
+    /// (fsync of a directory, before those copies are synced): nothing for a layout whose files
+    /// are entries of those directories.
+    fn sync_dir(&self, _loc: &Loc) -> Result<()> {
+        Ok(())
+    }
+
     /// Drops this process's cached indexes and views of files at or under logical path
     /// `logical`; the next read reloads them (`plfs_invalidate_read_cache`).
     fn invalidate_under(&self, logical: &Path) {

@@ -114,6 +114,24 @@ impl Plfs {
         Ok(())
     }
 
+    /// fsync of a logical directory: the files created, renamed or removed in it stay so across
+    /// a power loss, as fsync(2) of a directory promises. Every backend's copy of it is synced,
+    /// after what the layout keeps of it elsewhere (1-N: this process's log there). A copy that
+    /// is missing has nothing to make durable (the directory was removed while open, or a
+    /// backend never had it).
+    pub fn sync_dir(&self, path: &Path) -> Result<()> {
+        let loc = self.resolve(path)?;
+        self.layout(&loc).sync_dir(&loc)?;
+        for b in loc.mount.canonical.iter() {
+            match b.dir(&loc.rel) {
+                Ok(d) => d.fsync()?,
+                Err(e) if sys::is_missing(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     /// Lists a logical directory: the union over canonical backends, sorted by name, without
     /// `.`/`..`. Containers list as files.
     pub fn readdir(&self, path: &Path) -> Result<Vec<DirEntry>> {

@@ -113,7 +113,7 @@ impl Handle for SmallHandle {
     }
 
     fn sync(&self) -> Result<()> {
-        SmallDir::sync_log(&mut self.dir.inner())
+        self.dir.sync_log(&mut self.dir.inner())
     }
 
     fn truncate(&self, size: u64) -> Result<()> {

@@ -219,6 +219,16 @@ impl Layout for Arc<Small> {
         self.legacy.forget(logical);
     }
 
+    /// The files this process made, renamed or removed in the directory are records in its
+    /// log there: flushed and synced, with the log's name.
+    fn sync_dir(&self, loc: &Loc) -> Result<()> {
+        let view = self.views().map.get(&loc.mount.cfg.mount_point.join(&loc.rel)).cloned();
+        match view {
+            Some(d) => d.sync_log(&mut d.inner()),
+            None => Ok(()),
+        }
+    }
+
     fn flush_under(&self, logical: &Path) -> Result<()> {
         let views: Vec<Arc<SmallDir>> = {
             let v = self.views();

@@ -45,6 +45,8 @@ pub(super) struct SmallWriter {
     pub(super) off: u64,
     pub(super) buf: Vec<u8>,
     pub(super) log: usize,
+    /// The log's name and its store's are durable (fsynced once, at the first sync).
+    pub(super) named: bool,
 }
 
 #[derive(Debug, Default)]

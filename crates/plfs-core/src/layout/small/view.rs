@@ -247,7 +247,6 @@ impl SmallDir {
         Ok(())
     }
 
-    /// Creates this process's log in the store on its backend.
     /// Creates this process's log in the store on its backend (making the store, and its reserve,
     /// first if needed). With `reserved` (a namespace change), a full backend spends the reserve.
     pub(super) fn new_writer(&self, g: &mut Inner, reserved: bool) -> Result<()> {
@@ -290,6 +289,7 @@ impl SmallDir {
             off: reserve::HEADER_LEN,
             buf: Vec::new(),
             log,
+            named: false,
         });
         Ok(())
     }
@@ -555,11 +555,20 @@ impl SmallDir {
         Ok(())
     }
 
-    /// fsyncs this process's log (after [`SmallDir::flush`]).
-    pub(super) fn sync_log(g: &mut Inner) -> Result<()> {
+    /// fsyncs this process's log (after [`SmallDir::flush`]); the first time, also the store
+    /// that names the log and the backend directory that names the store, so that a file
+    /// synced survives a power loss with its name, as a plain file's entry does once its
+    /// directory is synced (1-N keeps no entry of its own in that directory).
+    pub(super) fn sync_log(&self, g: &mut Inner) -> Result<()> {
         flush(g)?;
-        if let Some(w) = &g.writer {
-            w.file.fsync()?;
+        let Some(w) = g.writer.as_mut() else {
+            return Ok(());
+        };
+        w.file.fsync()?;
+        if !w.named {
+            w.store.fsync()?;
+            self.mount.canonical[self.writer_backend()].dir(&self.rel)?.fsync()?;
+            w.named = true;
         }
         Ok(())
     }
