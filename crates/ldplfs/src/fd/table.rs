@@ -17,8 +17,11 @@
 //!   each descriptor's next use is checked by fstat once (a changed key: not ours any more).
 //! - `FD_BITS` is a conservative filter: a clear bit means "not ours" for descriptors below
 //!   65536; a set bit is confirmed through the table.
+//! - Descriptors below 65536 are looked up without the table's lock, in the slots of
+//!   `fd::direct`, which mirror `fds` (entry and generation) and change with it, under the lock.
 
 use crate::fd::conf::{conf, my_pid, plfs_active};
+use crate::fd::direct;
 use crate::fd::entry::{close_file, Entry, Ident, Key, Kind};
 use crate::rt::errno::Res;
 use crate::rt::real::sys;
@@ -32,6 +35,8 @@ use std::sync::{Arc, MutexGuard};
 pub struct Table {
     entries: BTreeMap<Key, (Arc<Entry>, usize)>,
     fds: BTreeMap<i32, Slot>,
+    /// The references that left `fd::direct`'s slots, until no reader can still be taking one.
+    grave: Vec<Arc<Entry>>,
 }
 
 /// A descriptor number of ours.
@@ -57,6 +62,7 @@ static TABLE: ForkMutex<Table> = ForkMutex::new(
     Table {
         entries: BTreeMap::new(),
         fds: BTreeMap::new(),
+        grave: Vec::new(),
     },
 );
 /// Number of descriptors in the table (0: every descriptor call is a pass-through).
@@ -66,6 +72,19 @@ static FD_BITS: [AtomicU64; BITS / 64] = [const { AtomicU64::new(0) }; BITS / 64
 
 fn table() -> MutexGuard<'static, Table> {
     TABLE.lock()
+}
+
+/// `fd`'s slot in `fd::direct`, if it has one.
+fn direct_slot(fd: i32) -> Option<usize> {
+    usize::try_from(fd).ok().filter(|&u| u < direct::LEN)
+}
+
+/// Mirrors the registration of `fd` (None: removed) in `fd::direct`; the caller holds `t`.
+fn mirror(t: &mut Table, fd: i32, entry: Option<&Arc<Entry>>, checked: u64) {
+    if let Some(u) = direct_slot(fd) {
+        direct::set(u, entry, checked, &mut t.grave);
+        direct::reclaim(&mut t.grave);
+    }
 }
 
 fn set_bit(fd: i32, on: bool) {
@@ -100,6 +119,7 @@ pub fn insert_fd(fd: i32, entry: &Arc<Entry>) -> Option<Arc<Entry>> {
     slot.1 += 1;
     let registered = slot.0.clone();
     let checked = GEN.load(Ordering::Acquire);
+    mirror(&mut t, fd, Some(&registered), checked);
     t.fds.insert(
         fd,
         Slot {
@@ -114,6 +134,7 @@ pub fn insert_fd(fd: i32, entry: &Arc<Entry>) -> Option<Arc<Entry>> {
 
 fn remove_locked(t: &mut Table, fd: i32) -> Option<Arc<Entry>> {
     let key = t.fds.remove(&fd)?.entry.key;
+    mirror(t, fd, None, 0);
     set_bit(fd, false);
     NFDS.store(t.fds.len(), Ordering::Relaxed);
     let last = match t.entries.get_mut(&key) {
@@ -168,17 +189,26 @@ pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
 }
 
 /// [`lookup`] of a descriptor that [`maybe_ours`] let through.
+#[inline]
 pub fn registered(fd: i32) -> Option<Arc<Entry>> {
     let gen = GEN.load(Ordering::Acquire);
-    let (entry, trusted) = {
-        let t = table();
-        let slot = t.fds.get(&fd)?;
-        (slot.entry.clone(), slot.checked == gen)
+    let (entry, checked) = match direct_slot(fd) {
+        Some(u) => direct::get(u)?,
+        None => in_map(fd)?,
     };
-    if trusted {
+    if checked == gen {
         return Some(entry);
     }
     confirm(fd, gen, entry)
+}
+
+/// The entry and generation of a descriptor without a slot in `fd::direct`, from the map.
+#[cold]
+#[inline(never)]
+fn in_map(fd: i32) -> Option<(Arc<Entry>, u64)> {
+    let t = table();
+    let slot = t.fds.get(&fd)?;
+    Some((slot.entry.clone(), slot.checked))
 }
 
 /// [`registered`] of a descriptor not confirmed in generation `gen`: fstat tells whether it is
@@ -188,8 +218,12 @@ pub fn registered(fd: i32) -> Option<Arc<Entry>> {
 fn confirm(fd: i32, gen: u64, entry: Arc<Entry>) -> Option<Arc<Entry>> {
     match sys::fstat_key(fd) {
         Ok(k) if k == entry.key => {
-            if let Some(s) = table().fds.get_mut(&fd).filter(|s| s.entry.key == k) {
+            let mut t = table();
+            if let Some(s) = t.fds.get_mut(&fd).filter(|s| s.entry.key == k) {
                 s.checked = gen;
+                if let Some(u) = direct_slot(fd) {
+                    direct::confirmed(u, &s.entry, gen);
+                }
             }
             Some(entry)
         }
@@ -353,10 +387,14 @@ pub fn renew_in_child() {
         }
         // Each descriptor's slot names the fresh entry too (its reference to the parent's entry
         // is let go: the forgotten one above keeps that entry from ever being dropped here).
-        let Table { entries, fds } = t;
-        for slot in fds.values_mut() {
+        let Table { entries, fds, grave } = t;
+        direct::in_child(grave);
+        for (fd, slot) in fds.iter_mut() {
             if let Some((e, _)) = entries.get(&slot.entry.key) {
                 slot.entry = e.clone();
+                if let Some(u) = direct_slot(*fd) {
+                    direct::renew(u, e);
+                }
             }
         }
     });
