@@ -1,7 +1,7 @@
 //! [`File`]: an open backend file (a data or index log, a marker, a plain N-N file), with
 //! positional I/O that retries short transfers and names the file in every error.
 
-use super::failpoint::hit;
+use super::failpoint::{armed, hit};
 use super::{high, RawStat};
 use crate::error::{Error, Result};
 use rustix::fd::OwnedFd;
@@ -60,9 +60,26 @@ impl File {
     }
 
     /// Positional read that fills as much of `buf` as the file has; returns the bytes read.
+    #[inline]
     pub fn pread_full(&self, buf: &mut [u8], off: u64) -> Result<usize> {
+        // Every read through the merged index comes here: the common case, one pread that fills
+        // `buf` (or finds the end), stays inline; the loop is out of line (it saved the register
+        // spills of a whole function per read).
+        if !armed() {
+            match rustix::io::pread(&self.fd, &mut *buf, off) {
+                Ok(n) if n == buf.len() || n == 0 => return Ok(n),
+                Ok(n) => return self.pread_from(buf, off, n),
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(self.io_error("pread", e)),
+            }
+        }
         hit("sys::pread", "pread", &self.path)?;
-        let mut done = 0;
+        self.pread_from(buf, off, 0)
+    }
+
+    /// [`File::pread_full`] after `done` bytes.
+    #[inline(never)]
+    fn pread_from(&self, buf: &mut [u8], off: u64, mut done: usize) -> Result<usize> {
         while done < buf.len() {
             match rustix::io::pread(&self.fd, &mut buf[done..], off + done as u64) {
                 Ok(0) => break,
@@ -150,7 +167,25 @@ impl File {
     /// Positional write of `head` followed by `body` in one system call where the kernel takes
     /// them whole (`pwritev`). Returns how much of `body` was written and the error that stopped
     /// it, as [`File::pwrite_some`] does (no byte of `body` counts unless all of `head` landed).
+    #[inline]
     pub fn pwrite_two(&self, head: &[u8], body: &[u8], off: u64) -> (usize, Option<Error>) {
+        // Every write comes here: the common case, one pwritev that takes both whole, stays
+        // inline; the rest is out of line (as in `pread_full`).
+        if !armed() {
+            let iov = [std::io::IoSlice::new(head), std::io::IoSlice::new(body)];
+            match rustix::io::pwritev(&self.fd, &iov, off) {
+                Ok(n) if n == head.len() + body.len() => return (body.len(), None),
+                Ok(n) => return self.pwrite_two_after(head, body, off, n),
+                Err(Errno::INTR) => {}
+                Err(e) => return (0, Some(self.io_error("pwrite", e))),
+            }
+        }
+        self.pwrite_two_slow(head, body, off)
+    }
+
+    /// [`File::pwrite_two`] past its fast path: the failpoint, then the whole loop.
+    #[inline(never)]
+    fn pwrite_two_slow(&self, head: &[u8], body: &[u8], off: u64) -> (usize, Option<Error>) {
         if let Err(e) = hit("sys::pwrite_all", "pwrite", &self.path) {
             return (0, Some(e));
         }
@@ -162,6 +197,12 @@ impl File {
                 Ok(n) => break n,
             }
         };
+        self.pwrite_two_after(head, body, off, n)
+    }
+
+    /// [`File::pwrite_two`] after its pwritev wrote `n` bytes, not all of them.
+    #[inline(never)]
+    fn pwrite_two_after(&self, head: &[u8], body: &[u8], off: u64, n: usize) -> (usize, Option<Error>) {
         if n < head.len() {
             if let Err(e) = self.pwrite_all(&head[n..], off + n as u64) {
                 return (0, Some(e));
@@ -174,6 +215,13 @@ impl File {
         }
         let (more, e) = self.pwrite_some(&body[done..], off + n as u64);
         (done + more, e)
+    }
+
+    /// The error of call `op` on this file (out of line: the fast paths above only branch to it).
+    #[cold]
+    #[inline(never)]
+    fn io_error(&self, op: &'static str, e: Errno) -> Error {
+        Error::io(&self.path, op, e)
     }
 
     /// Takes a shared flock(2) on the file, waiting while someone holds it exclusively (a 1-N
