@@ -188,3 +188,15 @@ def test_fsync_of_a_directory_reaches_the_backends(fs):
     if fs.method == "preload":
         out = fs.sh(f"PLFS_FAILPOINTS='sys::fsync=EIO' python3 {fs.plain}/s.py {fs.mount}")
         assert out.split() == ["EIO", "EIO"], out
+
+
+def test_reads_racing_dup2_and_fork_on_the_same_descriptors(fs, progs):
+    # ldplfs looks descriptors up without its table's lock (fd/direct.rs): a read or fstat racing
+    # a dup2 onto its descriptor, in threads and across forks, sees one file or the other, never
+    # freed memory, a crash or the placeholder behind the number (which the library of e624068
+    # showed to about a third of the fstats: a dup2 dropped the old registration before making
+    # the new one).
+    out = fs.run([progs["fdrace"], fs.mount, "3"], text=True, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    counts = dict(kv.split("=") for kv in out.stdout.split())
+    assert int(counts["bad"]) == 0 and int(counts["ok"]) > 100, out.stdout

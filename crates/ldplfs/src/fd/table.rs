@@ -111,10 +111,16 @@ pub fn maybe_ours(fd: i32) -> bool {
 
 /// Registers descriptor `fd` for `entry` (a new open, a dup, or an adopted descriptor). If `fd`
 /// was registered for another entry, that registration is dropped first (and the returned
-/// entry, if its last descriptor, must be closed by the caller).
+/// entry, if its last descriptor, must be closed by the caller). The number's bit and slot stay
+/// set across the change: a call racing a dup2 onto a number of ours (the look-up takes no
+/// lock) finds the old entry or the new one, never "not ours", which would hand it the
+/// placeholder itself.
 pub fn insert_fd(fd: i32, entry: &Arc<Entry>) -> Option<Arc<Entry>> {
     let mut t = table();
-    let orphan = remove_locked(&mut t, fd);
+    let orphan = match t.fds.remove(&fd) {
+        Some(old) => unref(&mut t, old.entry.key),
+        None => None,
+    };
     let slot = t.entries.entry(entry.key).or_insert_with(|| (entry.clone(), 0));
     slot.1 += 1;
     let registered = slot.0.clone();
@@ -137,6 +143,12 @@ fn remove_locked(t: &mut Table, fd: i32) -> Option<Arc<Entry>> {
     mirror(t, fd, None, 0);
     set_bit(fd, false);
     NFDS.store(t.fds.len(), Ordering::Relaxed);
+    unref(t, key)
+}
+
+/// One descriptor fewer refers to the entry of placeholder `key`: the entry, if that was its
+/// last one (the caller closes it).
+fn unref(t: &mut Table, key: Key) -> Option<Arc<Entry>> {
     let last = match t.entries.get_mut(&key) {
         Some(slot) => {
             slot.1 -= 1;
@@ -212,29 +224,49 @@ fn in_map(fd: i32) -> Option<(Arc<Entry>, u64)> {
 }
 
 /// [`registered`] of a descriptor not confirmed in generation `gen`: fstat tells whether it is
-/// still the placeholder of `entry` (out of line: the look-up above runs on every call).
+/// still the placeholder of `entry`, or now another placeholder of ours (out of line: the
+/// look-up above runs on every call).
 #[cold]
 #[inline(never)]
-fn confirm(fd: i32, gen: u64, entry: Arc<Entry>) -> Option<Arc<Entry>> {
-    match sys::fstat_key(fd) {
-        Ok(k) if k == entry.key => {
-            let mut t = table();
+fn confirm(fd: i32, gen: u64, mut entry: Arc<Entry>) -> Option<Arc<Entry>> {
+    // The number can change hands between the fstat and the lock (a dup2 in another thread):
+    // then the table names the new entry, and the kernel is asked again.
+    for _ in 0..8 {
+        let now = sys::fstat_key(fd);
+        let mut t = table();
+        if let Ok(k) = now {
             if let Some(s) = t.fds.get_mut(&fd).filter(|s| s.entry.key == k) {
                 s.checked = gen;
                 if let Some(u) = direct_slot(fd) {
                     direct::confirmed(u, &s.entry, gen);
                 }
             }
-            Some(entry)
-        }
-        _ => {
-            // Closed behind our back and possibly reused: not ours any more.
-            if let Some(e) = remove_fd(fd) {
-                let _ = close_file(&mut e.lock());
+            if k == entry.key {
+                return Some(entry);
             }
-            None
+            // Another placeholder of ours is there now: a dup2, dup3 or open of a PLFS file
+            // raced this look-up, its registration made meanwhile or still to come (the
+            // kernel's part is done first). The call is on that file, never on the placeholder
+            // itself (whose stat and bytes are the library's record).
+            if let Some((e, _)) = t.entries.get(&k) {
+                return Some(e.clone());
+            }
+        }
+        match t.fds.get(&fd) {
+            // Closed behind our back and possibly reused: not ours any more.
+            Some(s) if Arc::ptr_eq(&s.entry, &entry) => {
+                let gone = remove_locked(&mut t, fd);
+                drop(t);
+                if let Some(e) = gone {
+                    let _ = close_file(&mut e.lock());
+                }
+                return None;
+            }
+            Some(s) => entry = s.entry.clone(),
+            None => return None,
         }
     }
+    None
 }
 
 /// Our entry for `fd`, if it is a PLFS descriptor (the test every descriptor call makes: the

@@ -138,14 +138,17 @@ pub fn dup_done(old: c_int, new: c_int, onto: bool) {
     if foreign_child() {
         return;
     }
+    let src = ours(old);
     if onto {
-        if table::maybe_ours(new) {
+        // A PLFS descriptor dup'ed onto one of ours replaces its registration in one step
+        // (`table::insert_fd`), so that a call racing this one never finds the number unowned.
+        if src.is_none() && table::maybe_ours(new) {
             let _ = forget(new);
         }
     } else {
         kernel_gave(new);
     }
-    if let Some(e) = ours(old) {
+    if let Some(e) = src {
         if let Some(orphan) = table::insert_fd(new, &e) {
             let _ = release(orphan);
         }
