@@ -60,18 +60,35 @@ impl File {
     }
 
     /// Positional read that fills as much of `buf` as the file has; returns the bytes read.
-    #[inline]
+    #[inline(always)]
     pub fn pread_full(&self, buf: &mut [u8], off: u64) -> Result<usize> {
         // Every read through the merged index comes here: the common case, one pread that fills
-        // `buf` (or finds the end), stays inline; the loop is out of line (it saved the register
-        // spills of a whole function per read).
-        if !armed() {
-            match rustix::io::pread(&self.fd, &mut *buf, off) {
-                Ok(n) if n == buf.len() || n == 0 => return Ok(n),
-                Ok(n) => return self.pread_from(buf, off, n),
-                Err(Errno::INTR) => {}
-                Err(e) => return Err(self.io_error("pread", e)),
+        // `buf` (or finds the end), is inlined into the caller (no call, no registers saved of
+        // its own); everything else (the failpoint, an error, a short read) is out of line, given
+        // what the first pread answered.
+        let first = if armed() {
+            None
+        } else {
+            let r = rustix::io::pread(&self.fd, &mut *buf, off);
+            if let Ok(n) = r {
+                if n == buf.len() || n == 0 {
+                    return Ok(n);
+                }
             }
+            Some(r)
+        };
+        self.pread_slow(buf, off, first)
+    }
+
+    /// [`File::pread_full`] past its fast path: `first` is what its pread answered (`None`: a
+    /// failpoint is armed and none was made).
+    #[cold]
+    #[inline(never)]
+    fn pread_slow(&self, buf: &mut [u8], off: u64, first: Option<rustix::io::Result<usize>>) -> Result<usize> {
+        match first {
+            Some(Ok(n)) => return self.pread_from(buf, off, n),
+            Some(Err(Errno::INTR)) | None => {}
+            Some(Err(e)) => return Err(self.io_error("pread", e)),
         }
         hit("sys::pread", "pread", &self.path)?;
         self.pread_from(buf, off, 0)
