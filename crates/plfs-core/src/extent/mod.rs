@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use run::Hint;
-pub use run::Run;
+pub use run::{Cursor, Run};
 
 /// The answer of [`ExtentMap::lookup`]: a read of one writer's bytes is one or two segments, kept
 /// inline, so a read allocates nothing for it.
@@ -679,13 +679,13 @@ mod tests {
     /// run at the offset, else (a range across elements, or a hole) by a lookup.
     fn flatten_by_runs(m: &ExtentMap, step: u64) -> Vec<Option<(u32, u64)>> {
         let mut v = Vec::new();
-        let (mut off, mut run): (u64, Option<Run>) = (0, None);
+        let (mut off, mut run): (u64, Option<Cursor>) = (0, None);
         while off < m.size() {
             let len = step.min(m.size() - off);
-            let hit = run.and_then(|r| Some((r.chunk, r.locate(off, len)?)));
+            let hit = run.as_mut().and_then(|r| Some((r.chunk(), r.locate(off, len)?)));
             let hit = hit.or_else(|| {
-                run = m.run_at(off);
-                run.and_then(|r| Some((r.chunk, r.locate(off, len)?)))
+                run = m.run_at(off).map(Cursor::new);
+                run.as_mut().and_then(|r| Some((r.chunk(), r.locate(off, len)?)))
             });
             match hit {
                 Some((chunk, phys)) => v.extend((0..len).map(|i| Some((chunk, phys + i)))),

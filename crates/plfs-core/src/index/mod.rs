@@ -4,7 +4,7 @@
 
 use crate::container::Container;
 use crate::error::{Error, Result};
-use crate::extent::{ExtentMap, Key, Run};
+use crate::extent::{Cursor, ExtentMap, Key};
 use crate::format::{self, flat, flat::FlatItem, MetaDropping, FLAT_NAME};
 use crate::sys::{Access, Dir, File};
 use std::collections::{HashMap, HashSet};
@@ -90,9 +90,9 @@ pub struct IndexState {
     last_own: Option<u64>,
     /// The data checksums of the logs written with them.
     sums: Sums,
-    /// A sequential reader's pattern or piece, with its data log and the map generation it was
-    /// taken at (`index/read.rs`, [`IndexState::plan_read`]).
-    run: Option<(u64, Run, Arc<File>)>,
+    /// A sequential reader's pattern or piece (with its place in it), with its data log and the
+    /// map generation it was taken at (`index/read.rs`, [`IndexState::plan_read`]).
+    run: Option<(u64, Cursor, Arc<File>)>,
     /// Where the last read ended (a read that starts there is sequential).
     next_read: u64,
     /// The element length of the run found last (`u64::MAX` before the first).

@@ -8,7 +8,7 @@
 use super::logs::no_link;
 use super::{IndexState, SumCheck};
 use crate::error::{Error, Result};
-use crate::extent::Segment;
+use crate::extent::{Cursor, Segment};
 use crate::format;
 use crate::sys::{Access, File};
 use smallvec::SmallVec;
@@ -33,11 +33,13 @@ impl IndexState {
     /// The plan of a read of `len` (> 0) bytes at logical offset `off`: one `pread` of a data log
     /// at an offset when one element of the pattern (or one piece) that served the last
     /// sequential read holds all of it, and no data checksum needs checking there (returned
-    /// with where that pattern's last element ends in the log, [`Run::phys_end`]); else `plan`
+    /// with where that pattern's last element ends in the log, [`crate::extent::Run::phys_end`]); else `plan`
     /// (`None`) is set to the full plan ([`IndexState::plan_read_all`]) and `None` returned.
     ///
-    /// The element is copied out of the map with the map's generation ([`Run`]), so a sequential
-    /// reader costs arithmetic until the map changes (a refresh that found something, a write or
+    /// The element is copied out of the map with the map's generation ([`crate::extent::Run`]),
+    /// with the reader's place in it ([`Cursor`]), so a read that continues the last one inside
+    /// an element costs a comparison, and any other read in the run arithmetic, until the map
+    /// changes (a refresh that found something, a write or
     /// truncate of this process). Only a read that starts where the last one ended, and is no
     /// longer than the elements found last, looks for a new element: a random reader, or one
     /// whose reads span elements, makes one look-up per read, as before.
@@ -51,9 +53,11 @@ impl IndexState {
         let sequential = off == self.next_read;
         self.next_read = off.saturating_add(len);
         let gen = self.map.generation();
-        if let Some((g, run, f)) = &self.run {
-            if let (true, Some(phys)) = (*g == gen, run.locate(off, len)) {
-                return Ok(Some((f.clone(), phys, run.phys_end())));
+        if let Some((g, cur, f)) = &mut self.run {
+            if *g == gen {
+                if let Some(phys) = cur.locate(off, len) {
+                    return Ok(Some((f.clone(), phys, cur.phys_end())));
+                }
             }
         }
         self.plan_read_slow(off, len, sequential, plan)
@@ -77,9 +81,11 @@ impl IndexState {
             if let Some(run) = self.map.run_at(off).filter(|r| !self.sums.carried_by(r.chunk)) {
                 self.run_elem_len = run.elem_len();
                 let f = self.data_fd(run.chunk)?;
-                self.run = Some((gen, run, f.clone()));
-                if let Some(phys) = run.locate(off, len) {
-                    return Ok(Some((f, phys, run.phys_end())));
+                let mut cur = Cursor::new(run);
+                let phys = cur.locate(off, len);
+                self.run = Some((gen, cur, f.clone()));
+                if let Some(phys) = phys {
+                    return Ok(Some((f, phys, cur.phys_end())));
                 }
             }
         }
