@@ -17,6 +17,9 @@ mod doc_tests;
 pub mod flat;
 pub mod legacy;
 mod names;
+mod runs;
+pub(crate) use runs::encode_pattern;
+pub use runs::encode_records;
 pub mod small;
 pub mod xattr;
 
@@ -452,81 +455,6 @@ impl PatternRecord {
 /// Appends a pattern record: `fixed` holds its first seven fields in order (logical start,
 /// length, stride, count, physical start, first and last timestamp), `ts` yields the `count`
 /// timestamps, whose differences follow as varints. Encoding straight from an iterator spares
-/// [`encode_records`] collecting a run's timestamps first.
-fn encode_pattern(out: &mut Vec<u8>, fixed: [u64; 7], mut ts: impl Iterator<Item = u64>) {
-    let start = out.len();
-    out.extend_from_slice(&REC_PATTERN.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    for v in fixed {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(&0u32.to_le_bytes());
-    if let Some(mut prev) = ts.next() {
-        for t in ts {
-            // Seven bits a byte, lowest first; the high bit says that another byte follows.
-            let mut d = t - prev;
-            prev = t;
-            while d >= 0x80 {
-                out.push((d & 0x7f) as u8 | 0x80);
-                d >>= 7;
-            }
-            out.push(d as u8);
-        }
-    }
-    let blen = (out.len() - start - 4) as u16;
-    out[start + 2..start + 4].copy_from_slice(&blen.to_le_bytes());
-    let crc = crate::crc::crc32c(&out[start..]);
-    out.extend_from_slice(&crc.to_le_bytes());
-}
-
-/// Encodes a writer's buffered records, turning runs of at least [`PATTERN_MIN_RUN`] writes of
-/// one length at a constant logical stride (>= length) that lie `gap` bytes apart in the data log
-/// (0 in an unframed log, [`FRAME_LEN`] in a framed one) and carry no data checksum into pattern
-/// records.
-pub fn encode_records(recs: &[WriteRecord], gap: u64, out: &mut Vec<u8>) {
-    let mut i = 0;
-    while i < recs.len() {
-        let r = recs[i];
-        let mut j = i + 1;
-        if r.data_crc == 0 && j < recs.len() && recs[j].logical_off > r.logical_off {
-            let stride = recs[j].logical_off - r.logical_off;
-            if stride >= r.length {
-                // Each record that continues the run, compared with the one before it (pairs of
-                // neighbours, so no index is checked against the slice).
-                let end = recs.len().min(i + PATTERN_MAX_RUN);
-                j += recs[i..end]
-                    .windows(2)
-                    .take_while(|w| {
-                        let (a, b) = (&w[0], &w[1]);
-                        b.length == r.length
-                            && b.data_crc == 0
-                            && b.logical_off.checked_sub(a.logical_off) == Some(stride)
-                            && b.physical_off == a.physical_off + r.length + gap
-                            && b.ts >= a.ts
-                    })
-                    .count();
-            }
-            if j - i >= PATTERN_MIN_RUN {
-                let run = &recs[i..j];
-                let fixed = [
-                    r.logical_off,
-                    r.length,
-                    stride,
-                    run.len() as u64,
-                    r.physical_off,
-                    r.ts,
-                    recs[j - 1].ts,
-                ];
-                encode_pattern(out, fixed, run.iter().map(|x| x.ts));
-                i = j;
-                continue;
-            }
-        }
-        r.encode_into(out);
-        i += 1;
-    }
-}
-
 /// Outcome of decoding the records of an index log body.
 #[derive(Debug, Default)]
 pub struct DecodedRecords {
