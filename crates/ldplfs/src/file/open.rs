@@ -138,16 +138,20 @@ pub fn dup_done(old: c_int, new: c_int, onto: bool) {
     if foreign_child() {
         return;
     }
-    let src = ours(old);
-    if onto {
+    let src = if onto {
         // A PLFS descriptor dup'ed onto one of ours replaces its registration in one step
         // (`table::insert_fd`), so that a call racing this one never finds the number unowned.
+        let src = ours(old);
         if src.is_none() && table::maybe_ours(new) {
             let _ = forget(new);
         }
+        src
     } else {
+        // First: a number the table still held proves a close behind our back, and `old` is
+        // then checked again before it is trusted.
         kernel_gave(new);
-    }
+        ours(old)
+    };
     if let Some(e) = src {
         if let Some(orphan) = table::insert_fd(new, &e) {
             let _ = release(orphan);
