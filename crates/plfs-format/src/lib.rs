@@ -452,9 +452,6 @@ impl PatternRecord {
     }
 }
 
-/// Appends a pattern record: `fixed` holds its first seven fields in order (logical start,
-/// length, stride, count, physical start, first and last timestamp), `ts` yields the `count`
-/// timestamps, whose differences follow as varints. Encoding straight from an iterator spares
 /// Outcome of decoding the records of an index log body.
 #[derive(Debug, Default)]
 pub struct DecodedRecords {

@@ -95,7 +95,9 @@ fn finish_pattern(out: &mut Vec<u8>, start: usize) {
     out.extend_from_slice(&crc.to_le_bytes());
 }
 
-/// Appends a pattern record: its fixed fields, then the deltas of the timestamps `ts`.
+/// Appends a pattern record: `fixed` holds its first seven fields in order (logical start,
+/// length, stride, count, physical start, first and last timestamp), `ts` yields the `count`
+/// timestamps, whose differences follow as varints.
 pub(crate) fn encode_pattern(out: &mut Vec<u8>, fixed: [u64; 7], mut ts: impl Iterator<Item = u64>) {
     let start = out.len();
     put_fixed(out, fixed);

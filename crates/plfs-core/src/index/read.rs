@@ -33,14 +33,14 @@ impl IndexState {
     /// The plan of a read of `len` (> 0) bytes at logical offset `off`: one `pread` of a data log
     /// at an offset when one element of the pattern (or one piece) that served the last
     /// sequential read holds all of it, and no data checksum needs checking there (returned
-    /// with where that pattern's last element ends in the log, [`crate::extent::Run::phys_end`]); else `plan`
-    /// (`None`) is set to the full plan ([`IndexState::plan_read_all`]) and `None` returned.
+    /// with where that pattern's last element ends in the log,
+    /// [`crate::extent::Run::phys_end`]); else `plan` (`None`) is set to the full plan
+    /// ([`IndexState::plan_read_all`]) and `None` returned.
     ///
     /// The element is copied out of the map with the map's generation ([`crate::extent::Run`]),
     /// with the reader's place in it ([`Cursor`]), so a read that continues the last one inside
     /// an element costs a comparison, and any other read in the run arithmetic, until the map
-    /// changes (a refresh that found something, a write or
-    /// truncate of this process). Only a read that starts where the last one ended, and is no
+    /// changes (a refresh that found something, a write or truncate of this process). Only a read that starts where the last one ended, and is no
     /// longer than the elements found last, looks for a new element: a random reader, or one
     /// whose reads span elements, makes one look-up per read, as before.
     #[inline]

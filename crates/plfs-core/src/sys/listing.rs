@@ -1,7 +1,9 @@
 //! Directory listings ([`Dir::list`]): `getdents64` into one 32 KiB buffer, from the directory's
-//! own descriptor when nothing has read it yet, else from a new description of it. And how long
-//! a directory's mtime may fail to show a new entry ([`Dir::timestamp_window_ns`]), which says
-//! when a listing can be skipped.
+//! own descriptor when nothing has read it yet, else from a new description of it. And whether
+//! a listing taken now could miss an entry that leaves the directory's mtime unchanged
+//! ([`Dir::listing_may_miss`]: on a local file system until the coarse clock leaves the mtime's
+//! tick, elsewhere within [`Dir::timestamp_window_ns`]), which says when a listing can be
+//! skipped.
 
 use super::dir::{fresh, Dir, DIR_FLAGS};
 use super::failpoint::hit;
