@@ -482,6 +482,27 @@ fn check_log_pair(ck: &WriterCheck, records: usize, rep: &mut Report) {
 fn check_data_end(ck: &WriterCheck, ds: u64, scan: &mut Option<IndexScan>, rep: &mut Report) {
     let (w, wname) = (ck.w, &ck.wname);
     let Some(s) = scan.as_ref() else { return };
+    // A size that lags (a network file system's cached attributes) is checked against the data
+    // itself before records past it are called damage, as readers do.
+    let records_end = s
+        .records
+        .iter()
+        .map(|r| r.physical_off.saturating_add(r.length))
+        .max()
+        .unwrap_or(0);
+    let holds = |off: u64| {
+        w.data.as_ref().is_some_and(|d| {
+            d.dir
+                .open_file(&d.name, Access::Read)
+                .and_then(|f| crate::index::holds_byte(&f, off))
+                .unwrap_or(false)
+        })
+    };
+    let mut ds = if records_end > ds && holds(records_end - 1) {
+        records_end
+    } else {
+        ds
+    };
     let past = s
         .records
         .iter()
@@ -498,16 +519,13 @@ fn check_data_end(ck: &WriterCheck, ds: u64, scan: &mut Option<IndexScan>, rep: 
             Repair::Manual("restore the data log".into()),
         );
     }
-    let mut used = s
-        .records
-        .iter()
-        .map(|r| r.physical_off.saturating_add(r.length))
-        .max()
-        .unwrap_or(0)
-        .max(format::DATA_HEADER_LEN as u64);
+    let mut used = records_end.max(format::DATA_HEADER_LEN as u64);
+    // A framed log is scanned even when its size says that nothing follows the last record:
+    // the scan reads past a size that lags, as readers do ([`crate::index::scan_frames`]).
     let framed = ck.data_header.is_some_and(|h| h.flags & format::LOG_FLAG_FRAMED != 0);
-    if framed && ds > used {
+    if framed && ds >= used {
         used = recover_frames(ck, ds, used, scan, rep);
+        ds = ds.max(used);
     }
     if ds > used && ck.live.as_ref().is_none_or(|l| matches!(l, Liveness::Dead(_))) {
         let p = w.data.as_ref().map(|d| d.path.clone()).unwrap_or_default();

@@ -126,11 +126,8 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
     // A size that lags (see above) is checked against the data itself before the records are
     // called damaged.
     let mut data_len = len;
-    if end > len {
-        let mut b = [0u8; 1];
-        if data.pread_full(&mut b, end - 1)? == 1 {
-            data_len = end;
-        }
+    if end > len && holds_byte(&data, end - 1)? {
+        data_len = end;
     }
     // A writer still writing can have a record visible before the data it points at: on
     // GlusterFS a reader on another client sees what the writer's client has sent to the bricks,
@@ -151,7 +148,11 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
         } else {
             tail.end
         };
+        // The scan reads on past the size fstat gave while the log holds whole frames (that
+        // size can lag, see above), so the writes read here and the writes `plfs fsck --repair`
+        // later indexes from the same log are the same ones.
         tail.end = scan_frames(&data, from, data_len, tail.flags.unwrap_or(0), &mut recovered)?;
+        data_len = data_len.max(tail.end);
     }
     Ok(LogRead {
         consumed,
@@ -187,38 +188,48 @@ fn visible_prefix(body: &[u8], valid: usize, gap: u64, data_len: u64) -> usize {
     pos.min(valid)
 }
 
-/// Reads the frames of a framed data log from offset `from` (where a frame starts) up to `len`,
-/// appending a record for each whole one; returns where the first frame not read starts. The
-/// first frame that is cut short by the end of the log, or is not intact, ends the scan: it is a
-/// write still in progress, or one its writer never finished (its call did not return).
+/// Reads the frames of a framed data log from offset `from` (where a frame starts), appending a
+/// record for each whole one; returns where the first frame not read starts. The first frame
+/// that is cut short by the end of the log, or is not intact, ends the scan: it is a write still
+/// in progress, or one its writer never finished (its call did not return).
+///
+/// `known` is the log's size as the caller learned it (fstat): frames past it are read too, as
+/// long as the log holds them. A size can lag behind the bytes a read returns (a network file
+/// system's cached attributes), and a reader and `plfs fsck --repair` that trusted two sizes
+/// taken at different moments could disagree on a dead writer's last writes (docs/design.md,
+/// "Crash semantics"). The kernel returns only bytes that were copied into the file, so a read
+/// that returns a frame's last byte says that its write landed, as a size that covers it does.
 pub(crate) fn scan_frames(
     data: &File,
     from: u64,
-    len: u64,
+    known: u64,
     flags: u32,
     out: &mut Vec<format::WriteRecord>,
 ) -> Result<u64> {
     const WINDOW: u64 = 64 << 10;
     const FL: u64 = format::FRAME_LEN as u64;
     let crc = flags & format::LOG_FLAG_DATA_CRC != 0;
+    let mut known = known;
     let mut pos = from;
     let mut buf = Vec::new();
     // After a frame larger than a window, the next read is one page: enough for the next
     // frame's header (and a few small frames), not a window of data nobody needs.
     let mut window = WINDOW;
     'window: loop {
-        if pos.saturating_add(FL) > len {
-            return Ok(pos);
-        }
-        buf.resize(window.min(len - pos) as usize, 0);
+        buf.resize(window as usize, 0);
         window = WINDOW;
         let got = data.pread_full(&mut buf, pos)? as u64;
         if got < FL {
             return Ok(pos);
         }
+        known = known.max(pos + got);
+        let at_end = got < buf.len() as u64; // the read found the end of the log
         let mut at = 0u64;
         loop {
             if at + FL > got {
+                if at_end {
+                    return Ok(pos + at);
+                }
                 pos += at; // the next frame starts in the next window
                 continue 'window;
             }
@@ -227,9 +238,10 @@ pub(crate) fn scan_frames(
             };
             let data_at = pos + at + FL;
             let next = data_at + u64::from(fr.length);
-            if next > len {
+            if next > known && !holds_byte(data, next - 1)? {
                 return Ok(pos + at);
             }
+            known = known.max(next);
             out.push(format::WriteRecord {
                 logical_off: fr.logical_off,
                 length: u64::from(fr.length),
@@ -245,6 +257,12 @@ pub(crate) fn scan_frames(
             at = next - pos;
         }
     }
+}
+
+/// Whether `data` holds a byte at offset `off` (a one-byte read returns it).
+pub(crate) fn holds_byte(data: &File, off: u64) -> Result<bool> {
+    let mut b = [0u8; 1];
+    Ok(data.pread_full(&mut b, off)? == 1)
 }
 
 /// A log opened without following links (`O_NOFOLLOW`) that turned out to be a symbolic link:
@@ -335,6 +353,26 @@ mod tests {
         assert_eq!((end, recs.len()), (bytes.len() as u64, 150));
     }
 
+    /// A size that lags behind the log (a network file system's cached attributes) hides no
+    /// write: every whole frame past it is read, the large ones (checked by their last byte)
+    /// included, and the scan says where the log's writes end.
+    #[test]
+    fn frames_past_a_size_that_lags_are_read() {
+        let writes: Vec<(u64, usize)> = (0..40u64)
+            .map(|i| (i * 300_000, if i % 5 == 0 { 150_000 } else { 100 + i as usize }))
+            .collect();
+        let (f, bytes, at) = framed("lag", &writes);
+        for known in [0, 64, at[3], at[10] + 50, bytes.len() as u64 - 1] {
+            let (end, recs) = scan(&f, 64, known);
+            assert_eq!(
+                (end, recs.len()),
+                (bytes.len() as u64, writes.len()),
+                "size said {known}"
+            );
+            assert_eq!(recs[20].physical_off, at[20]);
+        }
+    }
+
     /// The scan stops at the first frame cut short by the end of the log (a write in progress,
     /// or one killed part-way) and at the first frame that is not intact, and says where.
     #[test]
@@ -342,14 +380,23 @@ mod tests {
         let writes = [(0u64, 100usize), (100, 70_000), (70_100, 10), (70_110, 5)];
         let (f, bytes, at) = framed("cut", &writes);
         let frame_of = |i: usize| at[i] - format::FRAME_LEN as u64;
-        // Cut inside write 1's data, inside write 2's frame, right after write 2.
+        // Cut inside write 1's data, inside write 2's frame, right after write 2; each told
+        // the log's size, and told a size that lags behind it (the frames past it are read).
         for (len, want_end, want_n) in [
             (at[1] + 10, frame_of(1), 1),
             (frame_of(2) + 5, frame_of(2), 2),
             (at[2] + 10, frame_of(3), 3),
         ] {
-            let (end, recs) = scan(&f, 64, len);
-            assert_eq!((end, recs.len()), (want_end, want_n), "log cut at {len}");
+            let (cut, _, _) = framed(&format!("cut{len}"), &writes);
+            cut.truncate(len).unwrap();
+            for known in [len, 64, frame_of(1) + 1] {
+                let (end, recs) = scan(&cut, 64, known);
+                assert_eq!(
+                    (end, recs.len()),
+                    (want_end, want_n),
+                    "log cut at {len}, size said {known}"
+                );
+            }
         }
         // A flipped bit in write 2's frame: writes 0 and 1 only.
         let mut b = [0u8; 1];

@@ -19,7 +19,7 @@ mod read;
 mod records;
 mod sums;
 pub use entries::MapEntry;
-pub(crate) use logs::scan_frames;
+pub(crate) use logs::{holds_byte, scan_frames};
 use logs::{past_end, read_log, retired_writers, FoundLog, LogRead, Tail};
 pub(crate) use read::ReadPlan;
 pub(crate) use records::writer_writes;
