@@ -206,20 +206,7 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
     let path = fx.path(name);
     let mut children: Vec<Child> = (0..t.writers)
         .map(|rank| {
-            let mut c = child_command(
-                ENTRY,
-                "crash-writer",
-                &[
-                    ("RC", fx.rc.display().to_string()),
-                    ("PATH", path.display().to_string()),
-                    ("SEED", t.seed.to_string()),
-                    ("RANK", rank.to_string()),
-                    ("SYNC", t.sync_every.to_string()),
-                ],
-            );
-            if let Death::Failpoint(point, n) = t.death {
-                c.env("PLFS_FAILPOINTS", format!("{point}=kill@{n}"));
-            }
+            let mut c = writer_command(fx, t, &path, rank);
             // A writer's stderr goes to a file: a panic (not a kill) is shown with its message.
             let err = std::fs::File::create(stderr_path(fx, rank)).expect("writer stderr file");
             c.stdout(Stdio::piped())
@@ -271,6 +258,25 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
         acked.push(a);
     }
     check_debris(fx, t, &path, &acked, tally);
+}
+
+/// The command of crash writer `rank` of trial `t` on `path` (armed with its failpoint).
+fn writer_command(fx: &Fixture, t: &Trial, path: &Path, rank: u64) -> std::process::Command {
+    let mut c = child_command(
+        ENTRY,
+        "crash-writer",
+        &[
+            ("RC", fx.rc.display().to_string()),
+            ("PATH", path.display().to_string()),
+            ("SEED", t.seed.to_string()),
+            ("RANK", rank.to_string()),
+            ("SYNC", t.sync_every.to_string()),
+        ],
+    );
+    if let Death::Failpoint(point, n) = t.death {
+        c.env("PLFS_FAILPOINTS", format!("{point}=kill@{n}"));
+    }
+    c
 }
 
 /// Where writer `rank` of the current trial writes its stderr.
@@ -592,4 +598,81 @@ fn every_write_that_returned_survives_sigkill() {
         killed * 2 >= writers,
         "only {killed} of {writers} writers were killed mid-write"
     );
+}
+
+/// A size that lags behind a data log's bytes (a network file system's cached attributes; here
+/// the `sys::stale_size` failpoint makes every stat of this fixture's files say 0) hides no
+/// write of a killed writer: a reader reads the file exactly as with true sizes, fsck calls
+/// nothing damage, and its repair indexes exactly the writes readers saw. A CI run on the
+/// GlusterFS volume once read such a file differently before and after `fsck --repair`.
+#[test]
+fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
+    use plfs_core::failpoint::{self, Action, Spec};
+    use std::os::unix::process::ExitStatusExt;
+    if common::child_role().is_some() {
+        return;
+    }
+    let fx = Fixture::simple("crash-lag");
+    let path = fx.path("lagged");
+    let t = Trial {
+        seed: 0x1a6,
+        writers: 1,
+        sync_every: 7,
+        death: Death::Failpoint("sys::pwrite_all", 150),
+    };
+    let mut c = writer_command(&fx, &t, &path, 0);
+    let out = c.stderr(Stdio::null()).output().expect("run the writer");
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "the writer was not killed at its failpoint"
+    );
+    let acked = [last_ack(&String::from_utf8_lossy(&out.stdout))];
+    let truth = check_content(&fx, &t, &path, &acked, "read with true sizes").expect("the file");
+
+    failpoint::set(Spec {
+        name: "sys::stale_size".into(),
+        filter: fx.dir.path().to_string_lossy().into_owned(),
+        action: Action::Errno(rustix::io::Errno::IO),
+        after: 0,
+        times: None,
+    });
+    let lagged = check_content(&fx, &t, &path, &acked, "read while every size says 0");
+    let check = fsck::fsck(&fx.plfs(), &path, &Options::default());
+    let opts = Options {
+        repair: true,
+        ..Options::default()
+    };
+    let rep = fsck::fsck(&fx.plfs(), &path, &opts);
+    let after_lagged = check_content(&fx, &t, &path, &acked, "read after the repair, sizes 0");
+    let stat_hits = failpoint::hits("sys::stale_size");
+    failpoint::clear();
+
+    common::assert_bytes_eq(&lagged.expect("the file"), &truth, "read while every size says 0");
+    let check = check.expect("fsck");
+    for f in &check.findings {
+        assert!(
+            CRASH_KINDS.contains(&f.kind) || !f.problem,
+            "fsck with sizes of 0 found {:?}: {} ({})",
+            f.kind,
+            f.message,
+            f.path.display()
+        );
+    }
+    // The writes past the last sync are only in the data log's frames: the case at stake.
+    assert!(
+        check.of(Kind::UnindexedData).iter().any(|f| f.problem),
+        "no unindexed writes to recover: {:#?}",
+        check.findings
+    );
+    let rep = rep.expect("fsck --repair");
+    assert!(
+        rep.exit_code() <= 1,
+        "fsck --repair with sizes of 0: {:#?}",
+        rep.findings
+    );
+    common::assert_bytes_eq(&after_lagged.expect("the file"), &truth, "after the repair, sizes 0");
+    let after = check_content(&fx, &t, &path, &acked, "after the repair").expect("the file");
+    common::assert_bytes_eq(&after, &truth, "after the repair");
+    assert!(stat_hits > 0, "no stat of the fixture reached the failpoint");
 }

@@ -411,9 +411,14 @@ impl Dir {
         if !is_file(&st) {
             return Err(Error::corrupt(&p, "not a regular file"));
         }
+        let size = if super::failpoint::stale_size(&p) {
+            0
+        } else {
+            st.st_size.max(0) as u64
+        };
         let mut f = File::new(fd, p);
         f.direct = direct;
-        Ok((f, st.st_size.max(0) as u64))
+        Ok((f, size))
     }
 
     /// [`Dir::open_file`], `Ok(None)` when nothing is there.
@@ -513,7 +518,11 @@ impl Dir {
         component(&self.path, name)?;
         let p = self.sub(name);
         hit("sys::stat", "stat", &p)?;
-        fresh(|| fs::statat(&self.fd, name, NOFOLLOW)).map_err(|e| Error::io(&p, "stat", e))
+        let mut st = fresh(|| fs::statat(&self.fd, name, NOFOLLOW)).map_err(|e| Error::io(&p, "stat", e))?;
+        if super::failpoint::stale_size(&p) {
+            st.st_size = 0;
+        }
+        Ok(st)
     }
 
     /// [`Dir::stat`], `Ok(None)` when nothing is there.

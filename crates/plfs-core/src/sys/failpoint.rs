@@ -5,7 +5,9 @@
 //! table is only consulted once [`set`] or `$PLFS_FAILPOINTS` armed it), so production builds keep
 //! the hooks. Points are named `module::function`: `sys::pwrite_all`, `sys::fsync`, `sys::create`
 //! (an open with `O_CREAT`), `sys::mkdir`, `sys::rename`, `sys::unlink`, `sys::ftruncate`, and
-//! `sys::openat2`, whose errno stands for the kernel's answer to `openat2` (see [`answer`]).
+//! `sys::openat2`, whose errno stands for the kernel's answer to `openat2` (see [`answer`]), and
+//! `sys::stale_size`, which stands for a size that lags behind a file's bytes (see
+//! [`stale_size`]).
 //!
 //! Configuration, in-process ([`set`], [`Spec`]) or through the environment for processes that
 //! cannot be driven through the API (ldplfs, FUSE, the CLI), read at the first hit:
@@ -93,6 +95,16 @@ pub fn answer(name: &'static str, path: &Path) -> Option<Errno> {
     hit(name, "", path)
         .err()
         .map(|e| Errno::from_raw_os_error(e.raw_errno()))
+}
+
+/// For `sys::stale_size`, a point that stands for the size a file system reports rather than a
+/// failed call: whether the size of `path` that a stat (`Dir::stat`, `Dir::open_file_sized`)
+/// just gave is to be taken as 0. A network file system's cached attributes can lag behind the
+/// bytes a read returns; tests arm this point (with any errno) to hold readers and fsck to not
+/// trusting a size.
+#[inline]
+pub fn stale_size(path: &Path) -> bool {
+    armed() && hit("sys::stale_size", "", path).is_err()
 }
 
 #[cold]
