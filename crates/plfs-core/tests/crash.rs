@@ -607,7 +607,6 @@ fn every_write_that_returned_survives_sigkill() {
 /// GlusterFS volume once read such a file differently before and after `fsck --repair`.
 #[test]
 fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
-    use plfs_core::failpoint::{self, Action, Spec};
     use std::os::unix::process::ExitStatusExt;
     if common::child_role().is_some() {
         return;
@@ -630,13 +629,7 @@ fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
     let acked = [last_ack(&String::from_utf8_lossy(&out.stdout))];
     let truth = check_content(&fx, &t, &path, &acked, "read with true sizes").expect("the file");
 
-    failpoint::set(Spec {
-        name: "sys::stale_size".into(),
-        filter: fx.dir.path().to_string_lossy().into_owned(),
-        action: Action::Errno(rustix::io::Errno::IO),
-        after: 0,
-        times: None,
-    });
+    let stale = common::lagging_sizes(&fx);
     let lagged = check_content(&fx, &t, &path, &acked, "read while every size says 0");
     let check = fsck::fsck(&fx.plfs(), &path, &Options::default());
     let opts = Options {
@@ -645,8 +638,8 @@ fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
     };
     let rep = fsck::fsck(&fx.plfs(), &path, &opts);
     let after_lagged = check_content(&fx, &t, &path, &acked, "read after the repair, sizes 0");
-    let stat_hits = failpoint::hits("sys::stale_size");
-    failpoint::clear();
+    let stat_hits = stale();
+    plfs_core::failpoint::clear();
 
     common::assert_bytes_eq(&lagged.expect("the file"), &truth, "read while every size says 0");
     let check = check.expect("fsck");

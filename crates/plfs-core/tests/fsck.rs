@@ -134,6 +134,31 @@ fn live_writer_is_left_alone() {
     f.close().unwrap();
 }
 
+/// Repairs that rewrite a log go by the bytes read, never by a size that lags behind them (a
+/// network file system's cached attributes; here the `sys::stale_size` failpoint makes every stat
+/// of this fixture's files say 0, and stays armed for this fixture only): a bad index header is
+/// rebuilt from the data log's with every record behind it kept. Before, the rebuilt log was cut
+/// to the size its stat gave, which would have dropped the records after it.
+#[test]
+fn a_bad_index_header_is_rebuilt_by_the_bytes_not_by_a_size_that_lags() {
+    let fx = Fixture::simple("fsck-lag");
+    let want = write_file(&fx, "f", dead_pid(), false);
+    let ix = fx.logs("f", "index.").remove(0);
+    let whole = std::fs::read(&ix).unwrap();
+    let mut b = whole.clone();
+    b[..4].copy_from_slice(b"XXXX");
+    std::fs::write(&ix, &b).unwrap();
+    let lagged = common::lagging_sizes(&fx);
+    report_repair_clean(&fx, "f", Kind::BadIndexHeader, &want);
+    let now = std::fs::read(&ix).unwrap();
+    assert_eq!(
+        (now.len(), &now[64..]),
+        (whole.len(), &whole[64..]),
+        "every record kept"
+    );
+    assert!(lagged() > 0, "no stat reached the failpoint");
+}
+
 #[test]
 fn torn_and_corrupt_index_tails() {
     let fx = Fixture::simple("fsck-tails");

@@ -451,7 +451,7 @@ fn check_log_pair(ck: &WriterCheck, records: usize, rep: &mut Report) {
     let (w, wname, opts) = (ck.w, &ck.wname, ck.opts);
     match (&w.index, &w.data) {
         (None, Some(d)) => {
-            let empty = d.size <= format::DATA_HEADER_LEN as u64;
+            let empty = d.empty_past(format::DATA_HEADER_LEN as u64);
             let repair = if empty && ck.may_touch {
                 repair_step(opts, "removed the empty data log", || {
                     d.dir.unlink_opt(&d.name).map(drop)
@@ -490,14 +490,7 @@ fn check_data_end(ck: &WriterCheck, ds: u64, scan: &mut Option<IndexScan>, rep: 
         .map(|r| r.physical_off.saturating_add(r.length))
         .max()
         .unwrap_or(0);
-    let holds = |off: u64| {
-        w.data.as_ref().is_some_and(|d| {
-            d.dir
-                .open_file(&d.name, Access::Read)
-                .and_then(|f| crate::index::holds_byte(&f, off))
-                .unwrap_or(false)
-        })
-    };
+    let holds = |off: u64| w.data.as_ref().is_some_and(|d| d.holds_byte(off).unwrap_or(false));
     let mut ds = if records_end > ds && holds(records_end - 1) {
         records_end
     } else {

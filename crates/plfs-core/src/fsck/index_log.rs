@@ -19,6 +19,8 @@ pub(super) struct IndexScan {
     pub tail_error: Option<String>,
     /// For a bad (not torn) tail: whether a valid record follows the bad one.
     pub resyncs: bool,
+    /// Bytes read: the log's length (its stat's size can lag behind it on a network file system).
+    pub len: u64,
 }
 
 /// Reads and decodes a whole index log.
@@ -33,6 +35,7 @@ pub(super) fn scan_index(log: &LogFile) -> Result<IndexScan> {
             valid_end: 0,
             tail_error: None,
             resyncs: false,
+            len: bytes.len() as u64,
         });
     }
     let header = LogHeader::decode(path, &bytes, format::INDEX_MAGIC).map_err(|e| e.to_string());
@@ -67,6 +70,7 @@ pub(super) fn scan_index(log: &LogFile) -> Result<IndexScan> {
         valid_end: (hl + dec.valid_len) as u64,
         tail_error: dec.tail_error,
         resyncs,
+        len: bytes.len() as u64,
     })
 }
 
@@ -92,7 +96,10 @@ pub(super) fn fix_index_log(
     };
     match &s.header {
         None => {
-            let data_empty = w.data.as_ref().is_none_or(|d| d.size <= format::DATA_HEADER_LEN as u64);
+            let data_empty = w
+                .data
+                .as_ref()
+                .is_none_or(|d| d.empty_past(format::DATA_HEADER_LEN as u64));
             let mut logs = vec![ix];
             logs.extend(w.data.iter());
             let h = LogHeader {
@@ -114,7 +121,7 @@ pub(super) fn fix_index_log(
             let done = matches!(repair, Repair::Done(_));
             let msg = format!(
                 "index log of writer {id:016x} is {} bytes, shorter than its header",
-                ix.size
+                s.len
             );
             rep.push(Kind::EmptyLogs, true, &ix.path, msg, repair);
             if done && !data_empty {
@@ -131,7 +138,7 @@ pub(super) fn fix_index_log(
                         ..dh
                     };
                     guard(opts, "rewrote the header from the data log's header", &mut || {
-                        rewrite_index(ix, Some(&h.encode()), ix.size)
+                        rewrite_index(ix, Some(&h.encode()), s.len)
                     })
                 }
                 _ => Repair::Manual("no valid data log header to rebuild it from".into()),
@@ -166,7 +173,7 @@ pub(super) fn fix_index_log(
             Repair::Manual("valid records follow the bad one; truncating would lose them".into()),
         )
     };
-    let msg = format!("{err}: {} bytes after the last valid record", ix.size - cut);
+    let msg = format!("{err}: {} bytes after the last valid record", s.len.saturating_sub(cut));
     rep.push(kind, true, &ix.path, msg, repair);
     if matches!(rep.findings.last().map(|f| &f.repair), Some(Repair::Done(_))) {
         s.tail_error = None;

@@ -21,6 +21,22 @@ pub(super) struct LogFile {
     pub mtime_ns: i64,
 }
 
+impl LogFile {
+    /// Whether the log holds a byte at `off`, read rather than taken from `size`: a network file
+    /// system's cached size can lag behind the bytes (`crate::index::scan_frames`).
+    pub fn holds_byte(&self, off: u64) -> crate::error::Result<bool> {
+        let f = self.dir.open_file(&self.name, crate::sys::Access::Read)?;
+        crate::index::holds_byte(&f, off)
+    }
+
+    /// Whether the log holds nothing past its first `header` bytes. Its size says so first; a
+    /// size that says so is checked against the data, and a log that cannot be read counts as
+    /// holding data (this answer decides whether fsck removes it).
+    pub fn empty_past(&self, header: u64) -> bool {
+        self.size <= header && !self.holds_byte(header).unwrap_or(true)
+    }
+}
+
 /// What one writer left in the container.
 #[derive(Debug, Default)]
 pub(super) struct WriterState {

@@ -471,3 +471,20 @@ pub fn call_counter(fx: &Fixture, name: &str) -> impl Fn() -> u64 {
     let name = name.to_string();
     move || plfs_core::failpoint::hits_for(&name, &tag)
 }
+
+/// Makes every stat of the fixture's files (and every open's fstat) report a size of 0, a size
+/// that lags behind the bytes as a network file system's cached attributes can (the
+/// `sys::stale_size` failpoint, restricted to the fixture's directory); returns a closure that
+/// counts the stats it changed.
+#[allow(dead_code)] // not every test binary uses it
+pub fn lagging_sizes(fx: &Fixture) -> impl Fn() -> u64 {
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+        name: "sys::stale_size".into(),
+        filter: tag.clone(),
+        action: plfs_core::failpoint::Action::Errno(rustix::io::Errno::IO),
+        after: 0,
+        times: None,
+    });
+    move || plfs_core::failpoint::hits_for("sys::stale_size", &tag)
+}
