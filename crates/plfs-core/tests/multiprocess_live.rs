@@ -518,3 +518,48 @@ fn a_write_that_fills_the_backend_is_short() {
         rep.findings
     );
 }
+
+/// A reader that refreshes while another process (another instance here) writes, syncs and
+/// closes reads every byte, without an error, when the index log's size that fstat gives falls
+/// below what the reader already read (a network file system's cached size lagging behind the
+/// bytes; the `sys::stale_size` failpoint makes every stat of this fixture's files say 0 from the
+/// middle on). The refresh reads the index log on from where it stopped. (Before, such a size
+/// set it back to the log's start; that code reads this test right too, so the test holds the
+/// bytes read, not the position.)
+#[test]
+fn a_refresh_past_a_size_that_lags_reads_each_record_once() {
+    if common::child_role().is_some() {
+        return;
+    }
+    let fx = Fixture::simple("live-lag");
+    let path = fx.path("f");
+    let (pw, pr) = (fx.plfs(), fx.plfs());
+    let w = pw
+        .open(&path, common::rw_create(), 0o644, 101)
+        .expect("open for writing");
+    let mut want = Vec::new();
+    let mut write = |n: u64| {
+        for i in n..n + 10 {
+            let d = common::pattern(i, i * 1000, 1000);
+            w.write(&d, i * 1000).expect("write");
+            want.extend_from_slice(&d);
+        }
+        w.sync().expect("sync");
+        want.clone()
+    };
+    let check = |r: &plfs_core::OpenFile, want: &[u8], what: &str| {
+        r.refresh().unwrap_or_else(|e| panic!("{what}: refresh: {e}"));
+        let got = common::read_all(r).unwrap_or_else(|e| panic!("{what}: read: {e}"));
+        common::assert_bytes_eq(&got, want, what);
+    };
+    let first = write(0);
+    let r = pr.open(&path, common::ro(), 0, 202).expect("open for reading");
+    check(&r, &first, "before the sizes lag");
+    let lagged = common::lagging_sizes(&fx);
+    let second = write(10);
+    check(&r, &second, "sizes of 0 below what was read");
+    w.close().expect("close");
+    check(&r, &second, "after the writer's close, sizes of 0");
+    r.close().expect("close the reader");
+    assert!(lagged() > 0, "no stat reached the failpoint");
+}

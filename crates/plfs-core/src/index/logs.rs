@@ -64,12 +64,11 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
         tail,
         recovered: Vec::new(),
     };
-    if size < start {
-        return Ok(nothing(size));
-    }
     // Read to the end of the file, not to the size fstat reported: a network file system may
-    // report a size that lags behind what another client appended (GlusterFS: about a second).
-    let buf = file.read_to_end_from(start, size - start)?;
+    // report a size that lags behind what another client appended (GlusterFS: about a second),
+    // even one below what an earlier refresh already read (which is then read on from, not
+    // read again: the bytes a writer wrote counted twice would look like damage at its close).
+    let buf = file.read_to_end_from(start, size.saturating_sub(start))?;
     let mut body_start = 0usize;
     let mut tail = tail;
     if start == 0 {

@@ -143,13 +143,14 @@ impl File {
         }
     }
 
-    /// Reads the whole file from offset `off` to its current end.
+    /// Reads the whole file from offset `off` to its current end: to where a read finds the end,
+    /// not only to the size fstat gives, which can lag behind the bytes on a network file system
+    /// (a log read short would lose records to a repair or a compaction that rewrites it). The
+    /// buffer is one byte longer than the size says: a file that long takes one `pread`, and the
+    /// next one finds its end.
     pub fn read_from(&self, off: u64) -> Result<Vec<u8>> {
-        let len = self.stat()?.st_size as u64;
-        let mut b = vec![0u8; len.saturating_sub(off) as usize];
-        let n = self.pread_full(&mut b, off)?;
-        b.truncate(n);
-        Ok(b)
+        let len = self.size()?;
+        self.read_to_end_from(off, len.saturating_sub(off).saturating_add(1))
     }
 
     /// Positional write of all of `data`; an error if any of it could not be written (callers
