@@ -19,6 +19,8 @@ use std::path::Path;
 /// Name of the journal: in an N-1 container's directory, or in a 1-N directory's `.plfs_small/`
 /// store on its first canonical backend.
 pub const JOURNAL_NAME: &str = "compact.journal";
+/// A one-directory container's compaction lock (format.md §14): a zero-length file, flock(2)ed.
+pub const LOCK_NAME: &str = "compact.lock";
 /// Journal magic.
 pub const JOURNAL_MAGIC: [u8; 8] = *b"PLFSCMP\0";
 /// Journal header length.
@@ -98,7 +100,7 @@ impl Journal {
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(JOURNAL_HEADER_LEN + self.entries.len() * 96);
         b.extend_from_slice(&JOURNAL_MAGIC);
-        b.extend_from_slice(&super::FORMAT_VERSION.to_le_bytes());
+        b.extend_from_slice(&super::LOG_VERSION.to_le_bytes());
         b.extend_from_slice(&self.state.to_le_bytes());
         b.extend_from_slice(&self.writer_id.to_le_bytes());
         b.extend_from_slice(&self.created_ns.to_le_bytes());

@@ -103,7 +103,7 @@ impl Flat {
         let path = self.logical.as_os_str().as_bytes();
         let mut b = Vec::with_capacity(FLAT_HEADER_LEN + self.pieces.len() * FLAT_PIECE_LEN + 256);
         b.extend_from_slice(&FLAT_MAGIC);
-        b.extend_from_slice(&format::FORMAT_VERSION.to_le_bytes());
+        b.extend_from_slice(&format::LOG_VERSION.to_le_bytes());
         b.extend_from_slice(&0u32.to_le_bytes());
         b.extend_from_slice(&self.signature.to_le_bytes());
         b.extend_from_slice(&(path.len() as u32).to_le_bytes());

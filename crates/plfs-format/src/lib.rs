@@ -1,4 +1,4 @@
-//! plfs-format: the PLFS on-disk format v2: every magic number, size, offset and file-name grammar
+//! plfs-format: the PLFS on-disk format v3: every magic number, size, offset and file-name grammar
 //! of a container, and the encoders and decoders of its files. Bytes in, records out: this crate
 //! does no I/O (no file system call, no clock, no logging; scripts/check-architecture.py holds it
 //! to that), so the core, the fuzz targets and the tests share one definition of the bytes.
@@ -31,15 +31,28 @@ pub use names::{
 /// Name of the flattened index inside a container.
 pub const FLAT_NAME: &str = "flat.index";
 
-/// Format version written by this library and the newest one it reads.
-pub const FORMAT_VERSION: u32 = 2;
+/// Format version of the containers this library makes, and the newest one it reads. Version 3
+/// changed the container's layout (one directory: format.md §1), not the bytes of its logs.
+pub const FORMAT_VERSION: u32 = 3;
+/// Version written in the headers of data and index logs, flattened indexes and compaction
+/// journals: their bytes are those of version 2, so a version 2 container written by this
+/// library (`container_format: 2`) stays readable by the library before it.
+pub const LOG_VERSION: u32 = 2;
 
 /// Name of the marker file that makes a backend directory a container.
 pub const MARKER_NAME: &str = ".plfscontainer";
 /// Marker file magic.
 pub const MARKER_MAGIC: [u8; 8] = *b"PLFSCTR\0";
-/// Marker file length in bytes.
+/// Marker file length in bytes (versions 1 and 2; the first bytes of a longer marker).
 pub const MARKER_LEN: usize = 48;
+/// Length of a version 3 marker: [`MARKER_LEN`] and 16 reserved bytes. Its size, which the `lstat`
+/// every look-up makes already gives, says that the container is one directory (format.md §1).
+pub const MARKER_LEN_V3: usize = 64;
+
+/// Whether a published marker of `len` bytes belongs to a one-directory container (version 3).
+pub fn is_flat_marker(len: u64) -> bool {
+    len >= MARKER_LEN_V3 as u64
+}
 
 /// Index log magic.
 pub const INDEX_MAGIC: [u8; 8] = *b"PLFSIDX\0";
@@ -129,9 +142,10 @@ pub struct Marker {
 }
 
 impl Marker {
-    /// Encodes the marker.
-    pub fn encode(&self) -> [u8; MARKER_LEN] {
-        let mut b = [0u8; MARKER_LEN];
+    /// Encodes the marker: [`MARKER_LEN`] bytes up to version 2, [`MARKER_LEN_V3`] from version 3.
+    pub fn encode(&self) -> Vec<u8> {
+        let len = if self.version >= 3 { MARKER_LEN_V3 } else { MARKER_LEN };
+        let mut b = vec![0u8; len];
         b[0..8].copy_from_slice(&MARKER_MAGIC);
         b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&0u32.to_le_bytes());
@@ -158,6 +172,14 @@ impl Marker {
         let crc = le_u32(&b[44..48]);
         if crc != crate::crc::crc32c(&b[..44]) {
             return Err(Error::corrupt(path, "marker checksum mismatch"));
+        }
+        // The size says the layout (`is_flat_marker`): a version 3 marker of another size, or an
+        // older one of 64 bytes, would send readers to the wrong place for the logs.
+        if (version >= 3) != (b.len() >= MARKER_LEN_V3) {
+            return Err(Error::corrupt(
+                path,
+                format!("a version {version} marker of {} bytes", b.len()),
+            ));
         }
         Ok(Marker {
             version,
@@ -271,7 +293,7 @@ impl LogHeader {
     pub fn encode(&self) -> [u8; INDEX_HEADER_LEN] {
         let mut b = [0u8; INDEX_HEADER_LEN];
         b[0..8].copy_from_slice(&self.magic);
-        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&LOG_VERSION.to_le_bytes());
         b[12..16].copy_from_slice(&(INDEX_HEADER_LEN as u32).to_le_bytes());
         b[16..24].copy_from_slice(&self.writer_id.to_le_bytes());
         b[24..32].copy_from_slice(&self.open_ns.to_le_bytes());
@@ -547,7 +569,9 @@ mod tests {
 
     #[test]
     fn constants_match_format_md() {
-        assert_eq!(FORMAT_VERSION, 2);
+        assert_eq!(FORMAT_VERSION, 3);
+        assert_eq!(LOG_VERSION, 2);
+        assert_eq!(MARKER_LEN_V3, 64);
         assert_eq!((FRAME_LEN, &FRAME_MAGIC, FRAME_MAX_DATA), (32, b"PLFW", 0x7fff_f000));
         assert_eq!((LOG_FLAG_DATA_CRC, LOG_FLAG_FRAMED), (1, 2));
         assert_eq!(&MARKER_MAGIC, b"PLFSCTR\0");

@@ -10,14 +10,14 @@ fn marker_grammar_matches_the_encoder() {
     let sec = section("## 2. Marker");
     let g = grammar(sec, "Format:");
     agrees_with_table(&g, &table(sec));
-    assert_eq!(fixed_width(&g), MARKER_LEN);
+    assert_eq!(fixed_width(&g), MARKER_LEN_V3);
     let m = Marker {
         version: FORMAT_VERSION,
         container_id: u128::MAX / 3,
         created_ns: 0x0102_0304_0506_0708,
     };
     let b = m.encode();
-    assert_eq!(check_fixed(&b, &g), 4, "magic, version, flags, reserved");
+    assert_eq!(check_fixed(&b, &g), 5, "magic, version, flags, reserved, padding");
     assert_eq!(field_value(&b, field(&g, "container_id")), m.container_id);
     assert_eq!(field_value(&b, field(&g, "created_ns")), u128::from(m.created_ns));
 }

@@ -282,13 +282,24 @@ fn agrees_with_table(fields: &[Field], rows: &[Row]) {
 fn marker_matches_section_2() {
     let sec = section("## 2. Marker");
     let rows = table(sec);
-    tiles(&rows, MARKER_LEN);
-    assert_eq!(grammar_width(sec), MARKER_LEN);
-    // The heading names the file and its size.
+    tiles(&rows, MARKER_LEN_V3);
+    assert_eq!(grammar_width(sec), MARKER_LEN_V3);
+    // The heading names the file and its sizes.
     assert!(
-        sec.starts_with(&format!(" `{MARKER_NAME}` ({MARKER_LEN} bytes)\n")),
-        "{sec:.40?}"
+        sec.starts_with(&format!(
+            " `{MARKER_NAME}` ({MARKER_LEN_V3} bytes; {MARKER_LEN} before version 3)\n"
+        )),
+        "{sec:.60?}"
     );
+    // A version 2 marker is the first 48 bytes of that table, and its size tells it apart.
+    let v2 = Marker {
+        version: 2,
+        container_id: 7,
+        created_ns: 9,
+    };
+    assert_eq!(v2.encode().len(), MARKER_LEN);
+    assert!(!is_flat_marker(MARKER_LEN as u64) && is_flat_marker(MARKER_LEN_V3 as u64));
+    assert_eq!(row(&rows, "crc32c of bytes 0..").off + 4, MARKER_LEN);
     let m = Marker {
         version: FORMAT_VERSION,
         container_id: 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10,
@@ -308,6 +319,7 @@ fn marker_matches_section_2() {
             ("container id", m.container_id),
             ("creation time", u128::from(m.created_ns)),
             ("reserved", 0),
+            ("padding", 0),
         ],
     );
     assert!(row(&rows, "format version")
@@ -343,7 +355,7 @@ fn log_header_matches_section_4_1() {
             &b,
             &rows,
             &[
-                ("format version", u128::from(FORMAT_VERSION)),
+                ("format version", u128::from(LOG_VERSION)),
                 ("header length", INDEX_HEADER_LEN as u128),
                 ("writer id", u128::from(h.writer_id)),
                 ("open timestamp", u128::from(h.open_ns)),

@@ -28,15 +28,37 @@ fn number_after(text: &str, before: &str, radix: u32) -> u64 {
 fn tree_and_hash_match_section_1() {
     let sec = section("## 1. The container tree");
     let text = prose(sec);
-    // The tree lists every name the format crate defines for a container.
+    // The trees list every name the format crate defines for a container: the first one a
+    // version 3 container's (one directory), the second one a version 2 container's.
     let tree = &sec[sec.find("```").unwrap()..];
     let tree = &tree[..tree[3..].find("```").unwrap()];
-    let listed = |name: &str| tree.lines().any(|l| l.trim_start().starts_with(name));
+    let v2 = &sec[sec.find("Version 2 (and 1)").expect("the version 2 tree")..];
+    let v2 = &v2[v2.find("```").unwrap()..];
+    let v2 = &v2[..v2[3..].find("```").unwrap()];
+    let listed_in = |t: &str, name: &str| t.lines().any(|l| l.trim_start().starts_with(name));
+    let listed = |name: &str| listed_in(tree, name);
     let journal = compact::JOURNAL_NAME;
     let xattr = format!("{}/{}", xattr::XATTR_DIR, &xattr::file_name(b"k").unwrap()[..2]);
-    for name in [MARKER_NAME, META_DIR, FLAT_NAME, journal, &xattr, HOSTDIR_PREFIX] {
+    for name in [
+        MARKER_NAME,
+        FLAT_NAME,
+        journal,
+        &xattr,
+        HOSTDIR_PREFIX,
+        compact::LOCK_NAME,
+    ] {
         assert!(listed(name), "§1's tree lacks {name:?}");
     }
+    assert!(!listed(META_DIR), "a version 3 container has no {META_DIR}/");
+    for name in [MARKER_NAME, META_DIR, FLAT_NAME, journal, HOSTDIR_PREFIX] {
+        assert!(listed_in(v2, name), "§1's version 2 tree lacks {name:?}");
+    }
+    // A version 3 container's droppings and logs are at its top level, and parse as such.
+    for prefix in ["open.", "close.", "trunc.", "data.", "index."] {
+        let top = tree.lines().any(|l| l.starts_with(&format!("    {prefix}")));
+        assert!(top, "§1's tree lacks {prefix}* at the container's top level");
+    }
+    assert!(parse_droppings(&[cid_dropping_name(1).into()]).is_empty());
     let cmp = tree
         .lines()
         .map(str::trim_start)
