@@ -58,9 +58,10 @@ OPEN4 = ("import sys\nk = int(sys.argv[1])\n"
          "    os.close(fd)\n")
 
 
-# Brick operations per file other than look-ups and stats (see --check), measured 2026-11-26 at
-# a3bf280 (create 66.9, stat 11.4, read 53.3-53.5, unlink 98-101, open4 133.2) plus about 10 %.
-CEILINGS = {"create": 74, "stat": 13, "read": 59, "unlink": 112, "open4": 147}
+# Brick operations per file other than look-ups and stats (see --check), measured 2026-11-27 on
+# format 3's one-directory containers (create 40.3, stat 12.1, read 31.8, unlink 43.0, open4
+# 104.2; format 2 at 395d01c: 65.3, 11.3, 53.4, 98.4, 129.2) plus about 10 %.
+CEILINGS = {"create": 45, "stat": 14, "read": 35, "unlink": 48, "open4": 115}
 CACHED = {"LOOKUP", "STAT", "FSTAT", "STATFS"}
 
 

@@ -189,12 +189,12 @@ fn map_query_flatten_and_version() {
 
     let v = env.ok(&["version"]);
     assert!(
-        v.contains(env!("CARGO_PKG_VERSION")) && v.contains("format version 2"),
+        v.contains(env!("CARGO_PKG_VERSION")) && v.contains("format version 3"),
         "{v}"
     );
     let v = env.ok_json(&["version", "--json", &f]);
-    assert_eq!(v["file_format_version"], 2);
-    assert_eq!(v["format_version"], 2);
+    assert_eq!(v["file_format_version"], 3);
+    assert_eq!(v["format_version"], 3);
     assert_eq!(env.run(&["map", &env.logical("nope")]).status.code(), Some(1));
 }
 

@@ -158,7 +158,7 @@ fn writes_refused_and_upgrade_converts() {
     let ro = e.run(&["upgrade", &e.logical("nothing-here")]);
     assert!(!ro.status.success(), "a missing file");
     let out = e.ok(&["upgrade", &e.mount.display().to_string()]);
-    assert_eq!(out.matches("upgraded to format v2").count(), 4, "{out}");
+    assert_eq!(out.matches("upgraded to format v3").count(), 4, "{out}");
     for name in FIXTURES {
         let f = e.logical(name);
         assert!(
@@ -166,7 +166,7 @@ fn writes_refused_and_upgrade_converts() {
             "plfs cat {name} after upgrade"
         );
         let st = e.ok(&["stat", &f]);
-        assert!(st.contains("format: plfs v2 (N-1 container)"), "{st}");
+        assert!(st.contains("format: plfs v3 (N-1 container)"), "{st}");
     }
     e.ok_bytes(&["import", "-f", src.to_str().unwrap(), &f]);
     assert_eq!(e.ok_bytes(&["cat", &f]), b"new data");
@@ -196,7 +196,7 @@ fn upgrade_without_rename_exchange() {
             e.ok_bytes(&["cat", &f]) == e.expected(name),
             "plfs cat {name} after upgrade"
         );
-        assert!(e.ok(&["stat", &f]).contains("format: plfs v2 (N-1 container)"));
+        assert!(e.ok(&["stat", &f]).contains("format: plfs v3 (N-1 container)"));
     }
     let left: Vec<String> = std::fs::read_dir(e.dir.join("store"))
         .unwrap()
@@ -251,6 +251,6 @@ fn flattened_by_the_tool_and_metalinked_files_cat_and_upgrade() {
         run(&["upgrade", f]);
         assert!(run(&["cat", f]) == want, "{f}: cat after upgrade");
         let st = String::from_utf8(run(&["stat", f])).unwrap();
-        assert!(st.contains("plfs v2"), "{f}: {st}");
+        assert!(st.contains("plfs v3"), "{f}: {st}");
     }
 }

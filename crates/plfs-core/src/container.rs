@@ -17,9 +17,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 mod dirs;
+mod lock;
+mod places;
 pub(crate) use dirs::DirExt;
 pub use dirs::{container_dir_mode, log_mode, SHADOW_ROOT_MODE};
 use dirs::{follow, mkdir_exact, Expect};
+pub(crate) use lock::CompactionLock;
 
 /// An open container.
 #[derive(Debug)]
@@ -39,6 +42,14 @@ pub struct Container {
     pub locked: bool,
     /// This process made the container (this handle is its creator's).
     made_here: bool,
+    /// A one-directory container (format 3, a marker of [`format::MARKER_LEN_V3`] bytes): its
+    /// droppings, and the logs of its writers on its own backend, are in the container
+    /// directory itself; there is no `meta/` and no cid dropping.
+    flat: bool,
+    /// The container directory's last listing by [`Container::list_meta`] in a one-directory
+    /// container, taken by the next [`Container::hostdirs_listed`]: a refresh lists the
+    /// directory once for its droppings and its logs.
+    listing: std::sync::Mutex<Option<Vec<OsString>>>,
     cid: OnceLock<u128>,
     meta: OnceLock<Dir>,
 }
@@ -80,6 +91,7 @@ impl Container {
     /// A container from its open directory.
     pub fn from_dir(mount: &Arc<Mount>, backend: usize, dir: Dir) -> Result<Container> {
         let st = published_marker(&dir)?;
+        let flat = layout_of(&dir, &st)?;
         Ok(Container {
             mount: mount.clone(),
             backend,
@@ -90,6 +102,8 @@ impl Container {
             marker: st,
             locked: false,
             made_here: false,
+            flat,
+            listing: Default::default(),
             cid: OnceLock::new(),
             meta: OnceLock::new(),
         })
@@ -118,7 +132,13 @@ impl Container {
     /// A container for fsck, which may have to repair its marker or cid dropping: nothing is
     /// required of the directory, and the id is given.
     pub fn for_fsck(mount: &Arc<Mount>, backend: usize, dir: Dir, cid: u128) -> Result<Container> {
-        let st = dir.stat_opt(format::MARKER_NAME)?.unwrap_or(dir.fstat()?);
+        let marker = dir.stat_opt(format::MARKER_NAME)?;
+        // A container without a readable marker is one directory unless it has `meta/`.
+        let flat = match &marker {
+            Some(m) if (m.st_size as u64) >= format::MARKER_LEN as u64 => format::is_flat_marker(m.st_size as u64),
+            _ => dir.stat_opt(format::META_DIR)?.is_none(),
+        };
+        let st = marker.unwrap_or(dir.fstat()?);
         let c = Container {
             mount: mount.clone(),
             backend,
@@ -127,6 +147,8 @@ impl Container {
             marker: st,
             locked: false,
             made_here: false,
+            flat,
+            listing: Default::default(),
             cid: OnceLock::new(),
             meta: OnceLock::new(),
         };
@@ -149,7 +171,11 @@ impl Container {
         if let Some(c) = self.cid.get() {
             return Ok(*c);
         }
-        let cid = cid_of(&self.dir)?;
+        let cid = if self.flat {
+            read_marker(&self.dir)?.container_id
+        } else {
+            cid_of(&self.dir)?
+        };
         Ok(*self.cid.get_or_init(|| cid))
     }
 
@@ -186,7 +212,8 @@ impl Container {
             let t = parent.open_dir(name)?.kept();
             let r = crate::clock::random_u64s::<2>();
             let cid = (u128::from(r[0]) << 64) | u128::from(r[1]);
-            Self::finish(mount, backend, t, cid, mode, owner)
+            let flat = mount.global.container_format >= 3;
+            Self::finish(mount, backend, t, cid, mode, owner, flat)
         })();
         // `Ok(None)`: only an adopter (after BUILD_PATIENCE) could have published it, and it is
         // theirs. On an error nothing was published (a failed publication removes its marker):
@@ -226,12 +253,15 @@ impl Container {
             "{}: finishing a file whose creator stopped while making it",
             t.path().display()
         );
-        Self::finish(mount, backend, t, cid, mode, None)
+        // In the layout its creator chose: a creator of a version 2 container makes `meta/` first.
+        let flat = t.stat_opt(format::META_DIR)?.is_none() && mount.global.container_format >= 3;
+        Self::finish(mount, backend, t, cid, mode, None, flat)
     }
 
-    /// Builds a claimed container in `t`: `meta/` and the cid dropping, then the marker (the
-    /// publication), then the directory's own mode. `Ok(None)` if another process published it
-    /// first. A failure after the marker was made removes the marker again.
+    /// Builds a claimed container in `t`: in a version 2 container (`flat` false) `meta/` and
+    /// the cid dropping first; then the marker (the publication), then the directory's own mode.
+    /// `Ok(None)` if another process published it first. A failure after the marker was made
+    /// removes the marker again.
     fn finish(
         mount: &Arc<Mount>,
         backend: usize,
@@ -239,15 +269,21 @@ impl Container {
         cid: u128,
         mode: u32,
         owner: Option<(u32, u32)>,
+        flat: bool,
     ) -> Result<Option<Container>> {
         t.lock_shared()?;
         // Every directory of the container has the container's mode exactly, whatever the umask
         // (the file's group is the marker's: both are made by this process).
         let dmode = container_dir_mode(mode);
-        let meta = mkdir_exact(&t, format::META_DIR, dmode, None, Expect::New)?.kept();
-        meta.touch(format::cid_dropping_name(cid), 0o644)?;
+        let meta = if flat {
+            None
+        } else {
+            let meta = mkdir_exact(&t, format::META_DIR, dmode, None, Expect::New)?.kept();
+            meta.touch(format::cid_dropping_name(cid), 0o644)?;
+            Some(meta)
+        };
         let marker = format::Marker {
-            version: format::FORMAT_VERSION,
+            version: if flat { format::FORMAT_VERSION } else { 2 },
             container_id: cid,
             created_ns: crate::clock::now_ns(),
         };
@@ -290,63 +326,16 @@ impl Container {
             marker: st,
             locked: true,
             made_here: true,
+            flat,
+            listing: Default::default(),
             cid: OnceLock::new(),
             meta: OnceLock::new(),
         };
         let _ = c.cid.set(cid);
-        let _ = c.meta.set(meta);
-        Ok(Some(c))
-    }
-
-    /// The `meta/` directory (opened once, `O_PATH`: for making and removing droppings in it).
-    fn meta(&self) -> Result<&Dir> {
-        if let Some(d) = self.meta.get() {
-            return Ok(d);
+        if let Some(meta) = meta {
+            let _ = c.meta.set(meta);
         }
-        let d = match self.dir.open_dir_path(format::META_DIR) {
-            Ok(d) => d,
-            Err(e) if sys::is_missing(&e) => {
-                // Created by fsck or by an earlier version without `meta/`: make it now.
-                self.dir.mkdir_ok(format::META_DIR, 0o755)?;
-                self.dir.open_dir_path(format::META_DIR)?
-            }
-            Err(e) => return Err(e),
-        };
-        Ok(self.meta.get_or_init(|| d.kept()))
-    }
-
-    /// Lists and parses `meta/`. Unknown names are skipped (fsck reports them).
-    pub fn list_meta(&self) -> Result<Vec<MetaDropping>> {
-        let names: Vec<OsString> = match self.meta.get() {
-            Some(d) => d.list()?,
-            None => match self.dir.open_dir_opt(format::META_DIR)? {
-                Some(d) => d.list()?,
-                None => Vec::new(),
-            },
-        };
-        Ok(format::parse_droppings(&names))
-    }
-
-    /// Creates a zero-length dropping in `meta/`.
-    pub fn add_meta(&self, d: &MetaDropping) -> Result<()> {
-        self.meta()?.touch(d.name(), 0o644).map(drop)
-    }
-
-    /// Removes a dropping from `meta/` (missing is fine).
-    pub fn remove_meta(&self, d: &MetaDropping) -> Result<()> {
-        self.meta()?.unlink_opt(d.name()).map(drop)
-    }
-
-    /// Replaces dropping `from` by `to` (an open record becoming a close record): `to` is made
-    /// first, then `from` removed, so a reader sees one, or both (an open record sends stat to
-    /// the merged index, which is right either way), never neither. Not a rename: on a
-    /// distributed file system that hashes names to servers, renaming to a name that lives
-    /// elsewhere costs a link file and its locks (19 brick operations on the GlusterFS volume,
-    /// against 5 for a create and an unlink; docs/performance.md). Both left behind by a crash
-    /// between the two steps is what fsck reports as an open and closed writer, and repairs.
-    pub fn replace_meta(&self, from: &MetaDropping, to: &MetaDropping) -> Result<()> {
-        self.add_meta(to)?;
-        self.remove_meta(from)
+        Ok(Some(c))
     }
 
     /// stat of the marker: the logical file's mode, owner and times.
@@ -392,33 +381,6 @@ impl Container {
         self.follow_owner(uid, gid)
     }
 
-    /// The directory where a writer on `host` keeps its logs, and whether it is inside the
-    /// container. Created if `create`. Writers whose shadow backend is this container's canonical
-    /// backend use the container itself; others use `<shadow>/.plfs_shadow/<cid>/`.
-    pub fn writer_dir(&self, host: &str, create: bool) -> Result<(Dir, bool)> {
-        let hd = self.mount.hostdir_for(host);
-        let shadow = self.mount.shadow_for(host);
-        let (m, g) = (container_dir_mode(self.marker.st_mode), Some(self.marker.st_gid));
-        // A container this process made a moment ago has no hostdir yet; any other most likely
-        // has the one this host's writers share.
-        let expect = if self.made_here { Expect::New } else { Expect::There };
-        if Arc::ptr_eq(shadow, &self.mount.canonical[self.backend]) {
-            if create {
-                return Ok((mkdir_exact(&self.dir, &hd, m, g, expect)?.kept(), true));
-            }
-            return Ok((self.dir.open_dir_kept(&hd)?, true));
-        }
-        let d = if create {
-            let root = shadow.root()?;
-            let sroot = mkdir_exact(root, format::SHADOW_ROOT, SHADOW_ROOT_MODE, None, Expect::There)?;
-            let cdir = mkdir_exact(&sroot, &format!("{:032x}", self.cid()?), m, g, expect)?;
-            mkdir_exact(&cdir, &hd, m, g, expect)?
-        } else {
-            shadow.dir(&self.shadow_rel()?.join(&hd))?
-        };
-        Ok((d.kept(), false))
-    }
-
     /// Gives every directory of the container below its own (`meta/`, hostdirs, shadow
     /// directories) the container's mode and every log the mode that follows from the logical
     /// mode `mode`, after a chmod of the marker and the container: readers the new mode admits
@@ -437,13 +399,20 @@ impl Container {
     }
 
     /// Runs `on_dir` on `meta/`, every hostdir and every shadow directory, and `on_file` on every
-    /// file in a hostdir.
+    /// file in a hostdir (in a one-directory container: on every log in it too, not on the
+    /// directory itself, which the caller changed).
     fn on_inner(
         &self,
         on_dir: &dyn Fn(&Dir) -> Result<()>,
         on_file: &dyn Fn(&Dir, &OsString) -> Result<()>,
     ) -> Result<()> {
-        if let Some(m) = self.dir.open_dir_opt(format::META_DIR)? {
+        if self.flat {
+            for name in self.dir.list()? {
+                if name.to_str().and_then(format::parse_log_name).is_some() {
+                    follow(on_file(&self.dir, &name))?;
+                }
+            }
+        } else if let Some(m) = self.dir.open_dir_opt(format::META_DIR)? {
             follow(on_dir(&m))?;
         }
         let rel = self.shadow_rel()?;
@@ -453,6 +422,9 @@ impl Container {
             }
         }
         for h in self.hostdirs()? {
+            if self.flat && h.path() == self.dir.path() {
+                continue; // its logs are done above
+            }
             follow(on_dir(&h))?;
             for name in h.list()? {
                 follow(on_file(&h, &name))?;
@@ -461,60 +433,14 @@ impl Container {
         Ok(())
     }
 
-    /// fsync of the directory holding a writer's hostdir: the container, or its shadow directory
-    /// on the writer's shadow backend.
-    pub fn sync_hostdir_parent(&self, host: &str, in_container: bool) -> Result<()> {
-        if in_container {
-            return self.dir.fsync();
-        }
-        self.mount.shadow_for(host).dir(&self.shadow_rel()?)?.fsync()
-    }
-
-    /// `.plfs_shadow/<cid>`, relative to a shadow backend's root.
-    pub fn shadow_rel(&self) -> Result<PathBuf> {
-        Ok(shadow_rel(self.cid()?))
-    }
-
-    /// Every hostdir of the container: those inside it and those on shadow backends.
-    pub fn hostdirs(&self) -> Result<Vec<Dir>> {
-        let mut out = Vec::new();
-        for name in self.dir.list()? {
-            if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
-                if let Some(d) = self.dir.open_dir_opt(&name)? {
-                    out.push(d.kept());
-                }
-            }
-        }
-        // Every shadow backend, the container's own included (a rename may have moved the
-        // container onto the backend that holds its shadow logs); with a single backend in all,
-        // every writer logs inside the container.
-        let m = &self.mount;
-        if m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]) {
-            return Ok(out);
-        }
-        let rel = self.shadow_rel()?;
-        for shadow in &self.mount.shadows {
-            // An unreachable shadow backend is an error: its logs may hold the file's data.
-            let Some(sdir) = shadow.dir_opt(&rel)? else { continue };
-            for name in sdir.list()? {
-                if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
-                    if let Some(d) = sdir.open_dir_opt(&name)? {
-                        out.push(d.kept());
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Deletes every writer's logs (all hostdirs, here and on shadows) and the close/trunc
+    /// Deletes every writer's logs (in the container, in all hostdirs, here and on shadows) and the close/trunc
     /// droppings, flattened index and compaction journal. Used by truncate-to-zero when no writer
-    /// has the file open. Waits for a running compaction (it holds `meta/` locked), which could
+    /// has the file open. Waits for a running compaction (it holds the compaction lock), which could
     /// otherwise publish a copy of the data after the wipe.
     pub fn wipe_data(&self) -> Result<()> {
-        let meta_lock = self.dir.open_dir_opt(format::META_DIR)?;
-        if let Some(m) = &meta_lock {
-            m.lock_shared()?;
+        let lock = self.compaction_lock(true)?;
+        if let Some(l) = &lock {
+            l.shared()?;
         }
         for name in self.dir.list()? {
             let b = name.as_bytes();
@@ -523,6 +449,13 @@ impl Container {
                 || b == format::compact::JOURNAL_NAME.as_bytes()
             {
                 self.dir.remove_tree(&name)?;
+            } else if self.flat
+                && (name.to_str().and_then(format::parse_log_name).is_some()
+                    || b.starts_with(format::compact::CMP_TMP_PREFIX.as_bytes()))
+            {
+                // A one-directory container's logs, and what an interrupted compaction left of
+                // its new ones (a version 2 container's go with their hostdirs).
+                self.dir.unlink_opt(&name)?;
             }
         }
         self.remove_shadows()?;
@@ -570,6 +503,10 @@ impl Container {
     /// backend included: a rename may have moved the container onto the backend that holds
     /// its shadow logs).
     pub fn remove_shadows(&self) -> Result<()> {
+        let m = &self.mount;
+        if m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]) {
+            return Ok(()); // every writer logs inside the container (see `hostdirs_with`)
+        }
         // Each shadow's `.plfs_shadow` first: the container's id (a listing of `meta/`) is only
         // needed where one exists (none on a mount that never spread a writer to a shadow).
         let mut rel = None;
@@ -640,10 +577,22 @@ fn published_marker(dir: &Dir) -> Result<sys::RawStat> {
     }
 }
 
+/// Whether the container in `dir`, whose published marker has stat `st`, is one directory
+/// (format 3): its marker's size says so. A marker that looks shorter than a whole one is read
+/// instead: a network file system's size can lag behind the bytes (the marker's 64 bytes were
+/// written by one call), and taking a version 3 container for a version 2 one would find none
+/// of its droppings and logs, an empty file. A marker whose bytes are short too is damage.
+fn layout_of(dir: &Dir, st: &sys::RawStat) -> Result<bool> {
+    if st.st_size as u64 >= format::MARKER_LEN as u64 {
+        return Ok(format::is_flat_marker(st.st_size as u64));
+    }
+    Ok(read_marker(dir)?.version >= 3)
+}
+
 /// Reads and checks the marker of the container in directory `d`.
 pub fn read_marker(d: &Dir) -> Result<format::Marker> {
     let f = d.open_file(format::MARKER_NAME, Access::Read)?;
-    let mut b = [0u8; format::MARKER_LEN];
+    let mut b = [0u8; format::MARKER_LEN_V3 + 1];
     let n = f.pread_full(&mut b, 0)?;
     Ok(format::Marker::decode(f.path(), &b[..n])?)
 }

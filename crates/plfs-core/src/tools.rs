@@ -105,6 +105,14 @@ pub fn query(plfs: &Plfs, path: &Path) -> Result<Vec<Physical>> {
             out.push(entry(&c.dir, &n, "flat index"));
         } else if format::xattr::is_xattr_dir(b) {
             out.push(entry(&c.dir, &n, "xattrs"));
+        } else if let Some(l) = n.to_str().and_then(format::parse_log_name).filter(|_| c.is_flat()) {
+            out.push(entry(&c.dir, &n, if l.is_index { "index log" } else { "data log" }));
+        } else if n.to_str().and_then(format::MetaDropping::parse).is_some() && c.is_flat() {
+            out.push(entry(&c.dir, &n, "dropping"));
+        } else if b == format::compact::JOURNAL_NAME.as_bytes() {
+            out.push(entry(&c.dir, &n, "compaction journal"));
+        } else if b == format::compact::LOCK_NAME.as_bytes() && c.is_flat() {
+            out.push(entry(&c.dir, &n, "compaction lock"));
         } else {
             out.push(entry(&c.dir, &n, "unknown"));
         }

@@ -115,12 +115,7 @@ fn flush_writes_makes_buffered_records_visible_and_invalidate_refreshes_readers(
     let f = fx.path("d/f");
     let h = w.open(&f, rw_create(), 0o644, 1).unwrap();
     let index_log = || {
-        let hd = common::subdirs_with_prefix(&fx.canonical[0].join("d/f"), "hostdir.");
-        let ix = std::fs::read_dir(&hd[0])
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("index."))
-            .unwrap();
+        let ix = fx.logs("d/f", "index.").remove(0);
         std::fs::metadata(ix).unwrap().len()
     };
     h.write(b"first", 0).unwrap();
@@ -174,7 +169,7 @@ fn file_format_and_storage_name_every_kind_of_file() {
     common::put(&p, &fx.path("f"), b"x");
     p.mkdir(&fx.path("d"), 0o755).unwrap();
     let s = |p: &Plfs, n: &str| p.file_format(&fx.path(n)).unwrap().map(|f| f.to_string());
-    assert_eq!(s(&p, "f").as_deref(), Some("plfs v2 (N-1 container)"));
+    assert_eq!(s(&p, "f").as_deref(), Some("plfs v3 (N-1 container)"));
     assert_eq!(s(&p, "d"), None);
     assert_errno(p.file_format(&fx.path("none")), Errno::NOENT, "missing");
     assert!(matches!(

@@ -72,11 +72,12 @@ fn check(fx: &Fixture, path: &Path, m: &Model, what: &str) {
     common::assert_bytes_eq(&got, &m.0, what);
 }
 
-/// Names of the files in the container's `meta/`.
+/// Names of the container's droppings (in `meta/`, or in the container itself: format 3).
 fn meta_names(fx: &Fixture, name: &str) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(fx.container_dir(name).join("meta"))
+    let mut v: Vec<String> = std::fs::read_dir(fx.meta_dir(name))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| ["open.", "close.", "trunc.", "cid."].iter().any(|p| n.starts_with(p)))
         .collect();
     v.sort();
     v
@@ -465,7 +466,7 @@ fn a_checkpoint_closes_without_a_listing_or_a_rename() {
     );
     assert_eq!(renamed(), renames, "renames at the close");
     check(&fx, &path, &m, "after the close");
-    let names: Vec<String> = std::fs::read_dir(fx.container_dir("ckpt").join("meta"))
+    let names: Vec<String> = std::fs::read_dir(fx.meta_dir("ckpt"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -695,7 +696,7 @@ fn compaction_of_a_million_records() {
     fsck_clean(&fx, &path);
 }
 
-/// A last close that finishes an earlier compaction's journal holds `meta/`'s lock for a moment;
+/// A last close that finishes an earlier compaction's journal holds the compaction lock for a moment;
 /// an explicit compaction that meets it then waits it out instead of reporting the file busy
 /// (CI saw `plfs compact` return Busy while a reader closed: compaction_crash
 /// readers_during_compaction, round 7). A compaction the library starts on its own never waits.
@@ -709,9 +710,25 @@ fn an_explicit_compaction_waits_out_a_moment_of_the_lock() {
         f.write(&[w as u8; 4096], 0).unwrap();
         f.close().unwrap();
     }
-    let meta = fx.container_dir("f").join("meta");
+    // The compaction lock: `meta/` (format 2), or the container's `compact.lock` (format 3).
+    let meta = fx.meta_dir("f");
+    let lock = if meta == fx.container_dir("f") {
+        meta.join("compact.lock")
+    } else {
+        meta
+    };
     let hold = |ms: u64| {
-        let d = std::fs::File::open(&meta).unwrap();
+        let d = if lock.is_dir() {
+            std::fs::File::open(&lock).unwrap()
+        } else {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&lock)
+                .unwrap()
+        };
         rustix::fs::flock(&d, rustix::fs::FlockOperation::LockExclusive).unwrap();
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(ms));

@@ -182,7 +182,7 @@ fn writer_died(fx: &Fixture, pid: u32) {
     let idx = fx.log_of_pid("f", "index", pid);
     let rest = name_of(&idx).strip_prefix("index.").unwrap().to_string();
     let id = rest.split('.').next().unwrap().to_string();
-    let meta = fx.container_dir("f").join("meta");
+    let meta = fx.meta_dir("f");
     for e in std::fs::read_dir(&meta).unwrap() {
         let n = e.unwrap().file_name().to_string_lossy().into_owned();
         if n.starts_with(&format!("close.{id}.")) {
@@ -427,7 +427,13 @@ fn missing_hostdir_is_damage() {
     // found nothing would return zeros with success.
     let fx = setup("c-nohostdir");
     let idx = fx.log_of_pid("f", "index", W1);
-    std::fs::remove_dir_all(idx.parent().unwrap()).unwrap();
+    if idx.parent().unwrap() == fx.container_dir("f") {
+        // Format 3 keeps the logs in the container: the writer's logs go instead.
+        std::fs::remove_file(fx.log_of_pid("f", "data", W1)).unwrap();
+        std::fs::remove_file(&idx).unwrap();
+    } else {
+        std::fs::remove_dir_all(idx.parent().unwrap()).unwrap();
+    }
     let d = dump(&fx);
     assert_eq!(d.stat, Ok(1500));
     match &d.data {
@@ -444,7 +450,7 @@ fn stray_files_in_container_and_hostdir() {
     let hostdir = idx.parent().unwrap().to_path_buf();
     std::fs::write(c.join("README"), b"not a dropping").unwrap();
     std::fs::create_dir(c.join("hostdir.999")).unwrap();
-    std::fs::write(c.join("meta").join("garbage.name"), b"").unwrap();
+    std::fs::write(fx.meta_dir("f").join("garbage.name"), b"").unwrap();
     std::fs::write(hostdir.join("junk"), b"junk").unwrap();
     std::fs::write(hostdir.join("index.notalog"), b"junk").unwrap();
     std::fs::write(hostdir.join("data.0000000000000001.3.h"), b"no index for this").unwrap();
@@ -530,7 +536,7 @@ fn bad_marker_magic() {
 #[test]
 fn sizes_in_dropping_names_beyond_off_t() {
     let fx = setup("corrupt-name-size");
-    let meta = fx.container_dir("f").join("meta");
+    let meta = fx.meta_dir("f");
     let closes: Vec<String> = std::fs::read_dir(&meta)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{rw_create, Fixture};
+use plfs_core::config::GlobalParams;
 use plfs_core::fsck::{self, Kind, Options};
 use plfs_core::{FileKind, OpenFlags};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -259,18 +260,35 @@ fn concurrent_creators_of_a_name_all_open_it() {
 /// Every writer after the first of a file opens the hostdir the first one made instead of
 /// trying to make it (issue 22, brick operations per writer): a `mkdir` that fails with `EEXIST`
 /// takes the directory's locks on every brick of a GlusterFS volume. The creator makes its
-/// hostdir without looking for it first (its container is new).
+/// hostdir without looking for it first (its container is new). A version 3 container is one
+/// directory: its creator makes nothing else, whatever writers follow.
 #[test]
 fn later_writers_make_no_directory() {
-    let fx = Fixture::simple("later-writers");
+    // (container format, num_hostdirs, directories its creator makes): the container, and in
+    // format 2 `meta/`, and a hostdir where there are hostdirs.
+    for (format, hostdirs, made) in [(3, 1, 1), (3, 32, 2), (2, 32, 3)] {
+        later_writers_make_no_directory_in(format, hostdirs, made);
+    }
+}
+
+fn later_writers_make_no_directory_in(format: u32, hostdirs: u32, made: u64) {
+    let g = GlobalParams {
+        container_format: format,
+        num_hostdirs: hostdirs,
+        ..Default::default()
+    };
+    let fx = Fixture::new(&format!("later-writers-{format}-{hostdirs}"), 1, 0, g);
     let path = fx.path("n1");
     let mkdirs = common::call_counter(&fx, "sys::mkdir");
     let (p1, p2) = (fx.plfs(), fx.plfs());
     let before = mkdirs();
     let f1 = p1.open(&path, rw_create(), 0o644, 1).unwrap();
     f1.write(b"first", 0).unwrap();
-    // The container, `meta/` and the hostdir.
-    assert_eq!(mkdirs() - before, 3, "directories made by the creator");
+    assert_eq!(
+        mkdirs() - before,
+        made,
+        "directories made by the creator (format {format}, {hostdirs} hostdirs)"
+    );
     let before = mkdirs();
     let f2 = p2.open(&path, rw_create(), 0o644, 2).unwrap();
     f2.write(b"second", 5).unwrap();
@@ -286,46 +304,73 @@ fn later_writers_make_no_directory() {
 
 /// A writer keeps `meta/` and its hostdir open only as bases of `*at` calls (`O_PATH`): a FUSE
 /// backend then sees a look-up where it saw an open and a release of each directory (on the
-/// GlusterFS volume 12 brick operations per writer). Read from `/proc/self/fdinfo`.
+/// GlusterFS volume 12 brick operations per writer). In a one-directory container (format 3) it
+/// holds the container itself twice: once open for real, with its shared lock, and once
+/// `O_PATH` on a description of its own, for its logs (a duplicate would share the lock, and
+/// keep an unlinked file from being deleted at its last close). Read from `/proc/self/fdinfo`.
 #[test]
 fn a_writer_holds_its_directories_as_paths_only() {
-    let fx = Fixture::simple("path-only");
-    let path = fx.path("n1");
-    let p = fx.plfs();
-    let f = p.open(&path, rw_create(), 0o644, 1).unwrap();
-    f.write(b"data", 0).unwrap();
-    f.sync().unwrap();
-    let c = fx.container_dir("n1");
-    const O_PATH: u32 = 0o10000000;
-    let mut held = Vec::new();
-    for e in std::fs::read_dir("/proc/self/fd").unwrap() {
-        let e = e.unwrap();
-        let Ok(target) = std::fs::read_link(e.path()) else {
-            continue;
+    for format in [3, 2] {
+        let g = GlobalParams {
+            container_format: format,
+            num_hostdirs: if format == 2 { 32 } else { 1 },
+            ..Default::default()
         };
-        if target.parent() != Some(c.as_path()) {
-            continue;
+        let fx = Fixture::new(&format!("path-only-{format}"), 1, 0, g);
+        let path = fx.path("n1");
+        let p = fx.plfs();
+        let f = p.open(&path, rw_create(), 0o644, 1).unwrap();
+        f.write(b"data", 0).unwrap();
+        f.sync().unwrap();
+        let c = fx.container_dir("n1");
+        const O_PATH: u32 = 0o10000000;
+        let mut held = Vec::new();
+        for e in std::fs::read_dir("/proc/self/fd").unwrap() {
+            let e = e.unwrap();
+            let Ok(target) = std::fs::read_link(e.path()) else {
+                continue;
+            };
+            if target.parent() != Some(c.as_path()) && target != c || !target.is_dir() {
+                continue;
+            }
+            let info =
+                std::fs::read_to_string(format!("/proc/self/fdinfo/{}", e.file_name().to_string_lossy())).unwrap();
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).unwrap().trim();
+            let flags = u32::from_str_radix(flags, 8).unwrap();
+            let name = if target == c {
+                ".".to_string()
+            } else {
+                target.file_name().unwrap().to_string_lossy().into_owned()
+            };
+            held.push((name, flags & O_PATH != 0));
         }
-        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", e.file_name().to_string_lossy())).unwrap();
-        let flags = info.lines().find_map(|l| l.strip_prefix("flags:")).unwrap().trim();
-        let flags = u32::from_str_radix(flags, 8).unwrap();
-        held.push((
-            target.file_name().unwrap().to_string_lossy().into_owned(),
-            flags & O_PATH != 0,
-        ));
+        held.sort();
+        if format == 2 {
+            assert!(
+                held.iter().any(|(n, _)| n == "meta") && held.iter().any(|(n, _)| n.starts_with("hostdir.")),
+                "{held:?}"
+            );
+        } else {
+            let own: Vec<bool> = held.iter().filter(|(n, _)| n == ".").map(|(_, p)| *p).collect();
+            assert_eq!(
+                own.iter().filter(|p| !**p).count(),
+                1,
+                "the container open for real: {held:?}"
+            );
+            assert!(
+                own.iter().any(|p| *p),
+                "the writer's handle on its logs' directory: {held:?}"
+            );
+            assert!(held.iter().all(|(n, _)| n == "."), "no other directory: {held:?}");
+        }
+        for (name, path_only) in held.iter().filter(|(n, _)| n != ".") {
+            assert!(path_only, "{name} held open for real: {held:?}");
+        }
+        f.close().unwrap();
     }
-    held.sort();
-    assert!(
-        held.iter().any(|(n, _)| n == "meta") && held.iter().any(|(n, _)| n.starts_with("hostdir.")),
-        "{held:?}"
-    );
-    for (name, path_only) in &held {
-        assert!(path_only, "{name} held open for real: {held:?}");
-    }
-    f.close().unwrap();
 }
 
-/// A stat of a closed file opens only `meta/` (to list it): the container is looked up
+/// A stat of a closed file opens only the directory of its droppings (to list it): the container is looked up
 /// (`O_PATH`), not opened. A last close opens nothing when the file was not unlinked and no
 /// compaction left work behind, where it used to open the container again to try its lock:
 /// on a FUSE backend each of those was an open and a release of a directory (GlusterFS: 6 brick
@@ -348,7 +393,11 @@ fn stat_and_close_open_no_container() {
     assert_eq!(q.stat(&fx.path("")).unwrap().kind, FileKind::Dir);
     let before = opened();
     assert_eq!(q.stat(&path).unwrap().size, 4);
-    assert_eq!(opened() - before, 1, "opens by a stat of a closed file (meta/ only)");
+    assert_eq!(
+        opened() - before,
+        1,
+        "opens by a stat of a closed file (the droppings' directory only)"
+    );
 
     let r = q.open(&path, common::ro(), 0, 2).unwrap();
     let mut buf = [0u8; 8];

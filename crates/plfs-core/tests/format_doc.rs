@@ -106,20 +106,30 @@ fn n_n_files_are_where_section_10_puts_them() {
     }
 }
 
-/// The container id of the container `c` (its `meta/cid.*` dropping).
+/// The container id of the container `c`: its marker's (§2), which in a version 2 container is
+/// its `meta/cid.*` dropping's too.
 fn cid_of(c: &Path) -> u128 {
-    let cids = entries(&c.join(format::META_DIR), "cid.");
-    assert_eq!(cids.len(), 1, "{cids:?}");
-    format::parse_cid_dropping(&name_of(&cids[0])).unwrap()
+    let m = std::fs::read(c.join(format::MARKER_NAME)).unwrap();
+    let cid = format::Marker::decode(c, &m).unwrap().container_id;
+    if c.join(format::META_DIR).is_dir() {
+        let cids = entries(&c.join(format::META_DIR), "cid.");
+        assert_eq!(cids.len(), 1, "{cids:?}");
+        assert_eq!(format::parse_cid_dropping(&name_of(&cids[0])), Some(cid));
+    }
+    cid
 }
 
-/// The data logs of container `c`: in its hostdirs, and in its hostdirs on `backends` (shadows).
+/// The data logs of container `c`: in it (format 3), in its hostdirs, and in its hostdirs on
+/// `backends` (shadows).
 fn data_logs(c: &Path, backends: &[PathBuf]) -> Vec<PathBuf> {
     let shadow = PathBuf::from(format::SHADOW_ROOT).join(format!("{:032x}", cid_of(c)));
     let hostdirs = std::iter::once(c.to_path_buf())
         .chain(backends.iter().map(|b| b.join(&shadow)))
         .flat_map(|d| entries(&d, format::HOSTDIR_PREFIX));
-    hostdirs.flat_map(|h| entries(&h, "data.")).collect()
+    entries(c, "data.")
+        .into_iter()
+        .chain(hostdirs.flat_map(|h| entries(&h, "data.")))
+        .collect()
 }
 
 /// §1 and §7: a container is on `canonical[fnv1a64(basename) % n_canonical]`; a writer's logs
@@ -140,12 +150,15 @@ fn n_1_containers_and_hostdirs_are_where_section_1_puts_them() {
         &section("## 7. Shadow backends"),
         "a writer whose shadow backend is not the container's canonical backend keeps its hostdir under `<shadow>/.plfs_shadow/<container id>/`",
     );
-    let global = GlobalParams {
-        num_hostdirs: 7,
-        ..GlobalParams::default()
-    };
-    // Three backends of both roles, then one canonical backend and three shadow-only ones.
-    for (ncanon, nshadow) in [(3, 0), (1, 3)] {
+    states(&tree, "logs, where `num_hostdirs` > 1 asks for hostdirs");
+    // Three backends of both roles, then one canonical backend and three shadow-only ones; with
+    // 7 hostdirs, and with 1 (the default: a writer on the container's backend logs in the
+    // container itself).
+    for (ncanon, nshadow, hostdirs) in [(3, 0, 7), (1, 3, 7), (3, 0, 1), (1, 3, 1)] {
+        let global = GlobalParams {
+            num_hostdirs: hostdirs,
+            ..GlobalParams::default()
+        };
         let fx = Fixture::new("doc-n1", ncanon, nshadow, global.clone());
         let shadows = if nshadow == 0 { &fx.canonical } else { &fx.shadows };
         let all: Vec<PathBuf> = fx.canonical.iter().chain(&fx.shadows).cloned().collect();
@@ -161,13 +174,18 @@ fn n_1_containers_and_hostdirs_are_where_section_1_puts_them() {
             let log = name_of(&data[0]);
             let host = log.splitn(4, '.').nth(3).expect("data.<id>.<pid>.<host>");
             let shadow = &shadows[(fnv1a64(host) % shadows.len() as u64) as usize];
-            let dir = if *shadow == fx.canonical[home] {
+            let hostdir = format!("{}{}", format::HOSTDIR_PREFIX, fnv1a64(host) % u64::from(hostdirs));
+            let dir = if *shadow != fx.canonical[home] {
+                shadow
+                    .join(format::SHADOW_ROOT)
+                    .join(format!("{:032x}", cid_of(&c)))
+                    .join(hostdir)
+            } else if hostdirs == 1 {
                 c.clone()
             } else {
-                shadow.join(format::SHADOW_ROOT).join(format!("{:032x}", cid_of(&c)))
+                c.join(hostdir)
             };
-            let hostdir = format!("{}{}", format::HOSTDIR_PREFIX, fnv1a64(host) % 7);
-            assert_eq!(data[0], dir.join(hostdir).join(&log), "{base}");
+            assert_eq!(data[0], dir.join(&log), "{base} ({hostdirs} hostdirs)");
         }
     }
 }
@@ -207,12 +225,12 @@ fn container_modes_match_section_1() {
         if mode(&c.join(format::MARKER_NAME)) != file_mode {
             continue; // the umask took bits of the logical mode: not this example
         }
-        let hostdirs = entries(&c, format::HOSTDIR_PREFIX);
-        assert_eq!(hostdirs.len(), 1);
-        for d in [c.clone(), c.join(format::META_DIR), hostdirs[0].clone()] {
-            assert_eq!(mode(&d), dir_mode, "{}", d.display());
-        }
-        for log in entries(&hostdirs[0], "") {
+        // A version 3 container is its only directory, its logs in it.
+        assert!(entries(&c, format::HOSTDIR_PREFIX).is_empty() && !c.join(format::META_DIR).exists());
+        assert_eq!(mode(&c), dir_mode, "{}", c.display());
+        let logs: Vec<PathBuf> = entries(&c, "data.").into_iter().chain(entries(&c, "index.")).collect();
+        assert_eq!(logs.len(), 2, "{logs:?}");
+        for log in logs {
             assert_eq!(mode(&log), file_mode & 0o666 | 0o600, "{}", log.display());
         }
         checked += 1;
@@ -310,7 +328,8 @@ fn merge_follows_section_8() {
     // truncated to 2 at 1500; at 2000 writer 0x10 writes 4..8 again.
     hand_logs(&hostdir, 0x10, &[(0, 1000, b"AAAAAAAA"), (4, 2000, b"aaaa")]);
     hand_logs(&hostdir, 0x20, &[(0, 1000, b"BBBBBBBB")]);
-    let meta = c.join(format::META_DIR);
+    // A version 3 container's droppings are in it; its readers find logs in hostdirs too.
+    let meta = c.clone();
     let droppings = [
         format::MetaDropping::Close {
             writer_id: 0x10,

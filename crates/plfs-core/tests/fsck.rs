@@ -67,7 +67,7 @@ fn report_repair_clean(fx: &Fixture, name: &str, kind: Kind, want: &[u8]) {
 }
 
 fn meta(fx: &Fixture, name: &str) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(fx.container_dir(name).join("meta"))
+    let mut v: Vec<String> = std::fs::read_dir(fx.meta_dir(name))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
@@ -109,8 +109,7 @@ fn open_and_close_records_of_one_writer_keep_the_close_record() {
     let close = meta(&fx, "f").into_iter().find(|n| n.starts_with("close.")).unwrap();
     let writer = close.split('.').nth(1).unwrap().to_string();
     let open = fx
-        .container_dir("f")
-        .join("meta")
+        .meta_dir("f")
         .join(format!("open.{writer}.{pid}.{}", plfs_core::hostname()));
     std::fs::write(&open, b"").unwrap();
     // While both are there, stat takes the merged index and is still right.
@@ -210,9 +209,15 @@ fn bad_record_in_the_middle_is_not_truncated() {
     );
 }
 
+/// A version 2 container keeps its id twice, in `meta/cid.*` and in its marker: either one
+/// restores the other.
 #[test]
 fn missing_cid_and_bad_marker() {
-    let fx = Fixture::simple("fsck-cid");
+    let g = plfs_core::config::GlobalParams {
+        container_format: 2,
+        ..Default::default()
+    };
+    let fx = Fixture::new("fsck-cid", 1, 0, g);
     let want = write_file(&fx, "f", dead_pid(), false);
     let c = fx.container_dir("f");
     let cid = meta(&fx, "f").into_iter().find(|n| n.starts_with("cid.")).unwrap();
@@ -236,11 +241,33 @@ fn missing_cid_and_bad_marker() {
     );
 }
 
+/// A one-directory container (format 3) keeps its id in its marker alone: a damaged marker on a
+/// mount without shadow backends (where the id names nothing) is rewritten with a new id, of
+/// the same size (its layout), mode and times, and the file reads as before.
+#[test]
+fn a_bad_marker_of_a_one_directory_container_is_rewritten() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = Fixture::simple("fsck-marker3");
+    let want = write_file(&fx, "f", dead_pid(), false);
+    let marker = fx.container_dir("f").join(".plfscontainer");
+    let before = std::fs::metadata(&marker).unwrap();
+    assert_eq!(before.len(), 64);
+    let mut b = std::fs::read(&marker).unwrap();
+    b[20] ^= 1;
+    std::fs::write(&marker, &b).unwrap();
+    // Readers need the id only for shadow backends: the data reads as before.
+    assert_bytes_eq(&read_fresh(&fx, &fx.path("f")).unwrap(), &want, "with a damaged marker");
+    report_repair_clean(&fx, "f", Kind::BadMarker, &want);
+    let after = std::fs::metadata(&marker).unwrap();
+    assert_eq!(after.len(), 64);
+    assert_eq!(after.permissions().mode(), before.permissions().mode());
+}
+
 #[test]
 fn missing_and_contradictory_close_records() {
     let fx = Fixture::simple("fsck-close");
     let want = write_file(&fx, "f", dead_pid(), false);
-    let mdir = fx.container_dir("f").join("meta");
+    let mdir = fx.meta_dir("f");
     let close = meta(&fx, "f").into_iter().find(|n| n.starts_with("close.")).unwrap();
     std::fs::remove_file(mdir.join(&close)).unwrap();
     report_repair_clean(&fx, "f", Kind::MissingClose, &want);

@@ -679,7 +679,7 @@ fn upgrade_converts_in_place_and_keeps_bytes_mode_and_times() {
         assert_eq!(up.size, want.len() as u64);
         assert!(calls > 0 || want.is_empty());
         let fresh = fx.plfs();
-        assert_eq!(format_of(&fresh, &f), "plfs v2 (N-1 container)", "{name}");
+        assert_eq!(format_of(&fresh, &f), "plfs v3 (N-1 container)", "{name}");
         assert!(read(&fresh, &f) == want, "{name}: bytes after upgrade");
         let after = fresh.stat(&f).unwrap();
         assert_eq!(
@@ -1135,7 +1135,7 @@ fn a_file_flattened_by_the_original_tool_reads_byte_exact() {
     let p = fx.plfs();
     plfs_core::upgrade::upgrade(&p, &f, &mut |_, _| {}).unwrap();
     let fresh = fx.plfs();
-    assert_eq!(format_of(&fresh, &f), "plfs v2 (N-1 container)");
+    assert_eq!(format_of(&fresh, &f), "plfs v3 (N-1 container)");
     assert!(read(&fresh, &f) == want, "bytes after upgrade");
 }
 
@@ -1173,7 +1173,7 @@ fn a_file_whose_canonical_container_moved_reads_through_its_metalink() {
     // `plfs upgrade` converts it and removes the shadow hostdir.
     plfs_core::upgrade::upgrade(&p, &f, &mut |_, _| {}).unwrap();
     let fresh = fx.plfs();
-    assert_eq!(format_of(&fresh, &f), "plfs v2 (N-1 container)");
+    assert_eq!(format_of(&fresh, &f), "plfs v3 (N-1 container)");
     assert!(read(&fresh, &f) == want, "bytes after upgrade");
     assert!(
         !fx.canonical[1].join("metalinked").exists(),

@@ -295,12 +295,17 @@ fn plain_fchmod_after_unlink(dir: &std::path::Path) -> Option<i32> {
         .map(|e| e.raw_os_error().unwrap())
 }
 
-/// Modes of the backend objects under `name`'s container: the hostdirs and every log.
+/// Modes of the backend objects under `name`'s container: the directories holding its logs
+/// (hostdirs, or the container itself where the logs are in it, format 3) and every log.
 fn log_modes(fx: &Fixture, name: &str) -> Vec<(String, u32)> {
     use std::os::unix::fs::PermissionsExt;
     let c = fx.container_dir(name);
     let mut out = Vec::new();
-    for d in common::subdirs_with_prefix(&c, "hostdir.") {
+    let mut dirs = common::subdirs_with_prefix(&c, "hostdir.");
+    if dirs.is_empty() {
+        dirs.push(c.clone());
+    }
+    for d in dirs {
         out.push((
             "hostdir".to_string(),
             d.metadata().unwrap().permissions().mode() & 0o7777,

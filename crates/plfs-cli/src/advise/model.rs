@@ -27,22 +27,22 @@ use super::probe::Probe;
 // reach a metadata server from a client that caches what it just looked up or made (a repeated
 // `lstat` of the same name, the open of a directory just made or found are served locally).
 
-/// Container creation (format.md §1; design.md, "Format 3": the container is claimed by `mkdir`
-/// at its final name, no temporary name and no rename since issue 22): the `lstat` of the name,
-/// the container and `meta/` opened, the marker and the container `fchmod`ed ...
-pub const CREATE_STATS: f64 = 5.0;
+/// Container creation (format.md §1, version 3: one directory, claimed by `mkdir` at its final
+/// name, no temporary name and no rename since issue 22): the `lstat` of the name, the container
+/// opened, the marker and the container `fchmod`ed ...
+pub const CREATE_STATS: f64 = 4.0;
 /// ... of which the `lstat` of the name and the two `fchmod`s reach a server.
 pub const CREATE_SERVER_STATS: f64 = 3.0;
-/// ... the marker created with `O_EXCL` (and written: 48 bytes) ...
+/// ... the marker created with `O_EXCL` (and written: 64 bytes, the container id in it) ...
 pub const CREATE_FILES: f64 = 1.0;
-/// ... `meta/cid.*` made by `mknod` (`Dir::touch`) ...
-pub const CREATE_MKNODS: f64 = 1.0;
-/// ... and the container and `meta/` by `mkdir`.
-pub const CREATE_MKDIRS: f64 = 2.0;
+/// ... no dropping (format 2 made `meta/cid.*` by `mknod`) ...
+pub const CREATE_MKNODS: f64 = 0.0;
+/// ... and the container by `mkdir` (format 2 made `meta/` too).
+pub const CREATE_MKDIRS: f64 = 1.0;
 /// Each writer's open of the existing container: the backend's root `stat`ed and opened (once per
 /// process), the name and its marker `lstat`ed, the container opened, its marker `lstat`ed,
-/// `flock`ed, the marker `lstat`ed again, `meta/` opened.
-pub const OPEN_STATS: f64 = 9.0;
+/// `flock`ed, the marker `lstat`ed again (format 2 opened `meta/` too).
+pub const OPEN_STATS: f64 = 8.0;
 /// ... of which the name's and the marker's first `lstat`s and the `flock` reach a server.
 pub const OPEN_SERVER_STATS: f64 = 3.0;
 /// Each writer's first write (design.md, write step 2): its hostdir's `mkdir` tried (`EEXIST`
@@ -50,7 +50,7 @@ pub const OPEN_SERVER_STATS: f64 = 3.0;
 pub const FIRST_WRITE_STATS: f64 = 3.0;
 /// ... of which the `mkdir` attempt reaches a server.
 pub const FIRST_WRITE_SERVER_STATS: f64 = 1.0;
-/// ... `meta/open.*` made by `mknod`, in the container's `meta/`, shared by every writer ...
+/// ... `open.*` made by `mknod` in the container (format 2: in its `meta/`), shared by every writer ...
 pub const FIRST_WRITE_FILES_IN_META: f64 = 1.0;
 /// ... and the data log and the index log created with `O_EXCL` in the writer's hostdir (the
 /// index log gets its 64-byte header at once).
@@ -80,10 +80,10 @@ pub const INDEX_RECORD_BYTES: f64 = 48.0;
 /// measures the whole cost of a write through plfs instead ([`Probe::plfs_write_us`]).
 pub const PER_WRITE_CPU_US: f64 = 0.5;
 /// Read-open (design.md, "Data flow of a read", step 1; format.md §5): the marker `lstat`,
-/// readdir of `meta/` and of the container, one readdir per hostdir, then per writer its index
-/// log and data log opened (2 opens, counted as stats).
+/// readdir of the container (its droppings and logs; format 2 listed `meta/` too), one readdir per
+/// hostdir, then per writer its index log and data log opened (2 opens, counted as stats).
 pub const READ_OPEN_STATS: f64 = 1.0;
-pub const READ_OPEN_READDIRS: f64 = 2.0;
+pub const READ_OPEN_READDIRS: f64 = 1.0;
 pub const READ_OPEN_STATS_PER_WRITER: f64 = 2.0;
 /// Merging index records at read-open: "65536 irregular writes take 45–70 ms, about 1.4 million
 /// records per second" (performance.md, "Metadata and index"). Strided patterns merge faster;

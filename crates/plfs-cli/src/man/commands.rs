@@ -69,7 +69,7 @@ pub fn sections(p: &mut Page, name: &str, cmd: &clap::Command) {
             p.sh("Output");
             p.p(
                 "Every attribute of the file (type, mode, owner, size, blocks, times in UTC with nanoseconds, inode), \
-                 its format (`plfs v2 (N-1 container)`, `plain file (N-N)`, `packed file (1-N)`, \
+                 its format (`plfs v3 (N-1 container)`, `plain file (N-N)`, `packed file (1-N)`, \
                  `plfs-2.5.1 (legacy, read-only)`) and, for an N-1 file, its space accounting: physical bytes, logs, \
                  files in meta/, live and dead bytes, writers open, retired logs still waiting for readers.",
             );

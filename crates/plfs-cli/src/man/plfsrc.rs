@@ -8,11 +8,22 @@ use super::roff::Page;
 const GLOBAL: &[(&str, &str, &str)] = &[
     (
         "num_hostdirs",
-        "32; 1 to 1024",
-        "Number of hostdir.N subdirectories per container. A writer on host H writes under \
-         hostdir.(hash(H) % num_hostdirs), which spreads the directory entries of thousands of writers. Rule of \
-         thumb: the smallest prime at least the square root of the largest job size in processes (101 for 10,000 \
-         processes). Every host sharing a mount point should use the same value.",
+        "1; 1 to 1024",
+        "Number of hostdir.N subdirectories per container. With 1 a writer keeps its logs in the container \
+         directory itself (format 3: one directory per file, the cheapest on a file system whose directories cost \
+         an operation on every server, such as GlusterFS). Above 1, a writer on host H writes under \
+         hostdir.(hash(H) % num_hostdirs), which spreads the directory entries of thousands of writers over \
+         subdirectories, for a file system whose large directories are slow. Rule of thumb there: the smallest \
+         prime at least the square root of the largest job size in processes (101 for 10,000 processes). Every \
+         host sharing a mount point should use the same value.",
+    ),
+    (
+        "container_format",
+        "3; 2 or 3",
+        "(ours) Format of the containers plfs makes. 3 (one directory per file: its marker, droppings and logs) \
+         needs this version of plfs or a later one to read it; 2 (with meta/ and hostdirs) is also read by the \
+         versions before, for a backend shared with them during an upgrade. Both are always read and written \
+         into, whatever this says.",
     ),
     (
         "threadpool_size",

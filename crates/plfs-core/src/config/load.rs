@@ -221,6 +221,7 @@ impl Loader {
         let (k, v) = (p.name, p.value);
         match k {
             "num_hostdirs" => self.global.num_hostdirs = self.uint(src, k, v, 1, 1024)? as u32,
+            "container_format" => self.global.container_format = self.uint(src, k, v, 2, 3)? as u32,
             "threadpool_size" => self.global.threadpool_size = self.uint(src, k, v, 1, 1024)? as u32,
             "index_buffer_records" => {
                 self.global.index_buffer_records = self.uint(src, k, v, 1, 16 * 1024 * 1024)? as u32

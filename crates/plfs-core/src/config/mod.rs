@@ -80,8 +80,12 @@ impl MountConfig {
 /// `- global_params:` values, with their defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GlobalParams {
-    /// `num_hostdirs` (default 32, 1..=1024).
+    /// `num_hostdirs` (default 1, 1..=1024): hostdirs per container for the logs of writers on
+    /// the container's backend; 1 keeps them in the container directory itself (format 3).
     pub num_hostdirs: u32,
+    /// `container_format` (ours; default 3, 2..=3): the format of the containers this library
+    /// makes. 2 keeps new files readable by plfs before format 3 on a shared backend.
+    pub container_format: u32,
     /// `threadpool_size` (default 8, 1..=1024): threads for merging index logs.
     pub threadpool_size: u32,
     /// `index_buffer_records` (ours; default 1024, 1..=16M): index records a writer buffers before
@@ -110,7 +114,8 @@ pub struct GlobalParams {
 impl Default for GlobalParams {
     fn default() -> Self {
         GlobalParams {
-            num_hostdirs: 32,
+            num_hostdirs: 1,
+            container_format: 3,
             threadpool_size: 8,
             index_buffer_records: 1024,
             data_checksums: false,

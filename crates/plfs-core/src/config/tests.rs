@@ -141,6 +141,7 @@ fn config_all_keys() {
     let text = "\
 - global_params:
     num_hostdirs: 1024
+    container_format: 2
     threadpool_size: 1
     index_buffer_records: 16777216
     data_checksums: true
@@ -182,6 +183,7 @@ fn config_all_keys() {
         c.global,
         GlobalParams {
             num_hostdirs: 1024,
+            container_format: 2,
             threadpool_size: 1,
             index_buffer_records: 16777216,
             data_checksums: true,
@@ -1106,7 +1108,8 @@ fn config_zero_config() {
     assert!(c.files.is_empty());
     assert!(c.warnings.is_empty());
     assert_eq!(c.global, GlobalParams::default());
-    assert_eq!(c.global.num_hostdirs, 32);
+    assert_eq!(c.global.num_hostdirs, 1);
+    assert_eq!(c.global.container_format, 3);
     assert_eq!(c.global.threadpool_size, 8);
     assert_eq!(c.global.index_buffer_records, 1024);
     assert!(!c.global.data_checksums);

@@ -83,6 +83,7 @@ pub(super) const BACKEND_KEYS: &[&str] = &["location", "type"];
 /// values checked, with no effect).
 pub(super) const GLOBAL_KEYS: &[&str] = &[
     "num_hostdirs",
+    "container_format",
     "threadpool_size",
     "index_buffer_records",
     "max_open_data_logs",

@@ -45,13 +45,15 @@ pub(super) fn check(c: &Container, opts: &Options, rep: &mut Report) -> Result<S
     if tmp.is_empty() && !has_journal {
         return Ok(skip);
     }
-    let meta = c.dir.open_dir(format::META_DIR)?;
-    if !meta.try_lock_exclusive()? {
+    // A one-directory container makes its lock file at its first compaction: a check that
+    // repairs nothing makes none, and takes a missing one for free.
+    let meta = c.compaction_lock(opts.repair)?;
+    if !meta.as_ref().map_or(Ok(true), |m| m.try_exclusive())? {
         skip.names.extend(tmp.iter().map(|(n, _)| n.clone()));
         if let Ok(Some(j)) = journal::read(c) {
             skip_journal(&j, &mut skip);
         }
-        let msg = "a compaction is running (it holds meta/ locked); its files are left alone".to_string();
+        let msg = "a compaction is running (it holds the compaction lock); its files are left alone".to_string();
         rep.push(Kind::CompactionRunning, false, c.path(), msg, Repair::None);
         return Ok(skip);
     }

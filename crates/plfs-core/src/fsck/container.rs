@@ -48,55 +48,35 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
             return Ok(UNREADABLE);
         }
     }
-    let meta_dir = dir.sub(format::META_DIR);
-    let meta_names = match dir
-        .open_dir_opt(format::META_DIR)
-        .and_then(|m| m.map_or(Ok(Vec::new()), |m| m.list()))
-    {
-        Ok(n) => n,
-        Err(e) => {
-            rep.push(
-                Kind::Unreadable,
-                true,
-                &meta_dir,
-                e.to_string(),
-                Repair::Manual("check permissions".into()),
-            );
-            Vec::new()
-        }
+    let (flat, cids, droppings) = list_droppings(&dir, rep)?;
+    let cid = if flat {
+        marker.as_ref().ok().map(|m| m.container_id)
+    } else {
+        resolve_cid(&dir, &marker, &cids, opts, rep)
     };
-    let mut cids = Vec::new();
-    let mut droppings = Vec::new();
-    for n in &meta_names {
-        let name = n.to_string_lossy();
-        if let Some(v) = format::parse_cid_dropping(&name) {
-            cids.push(v);
-            continue;
-        }
-        match MetaDropping::parse(&name) {
-            Some(d) => droppings.push(d),
-            None => rep.push(
-                Kind::UnknownFile,
-                false,
-                meta_dir.join(n),
-                "not a metadata dropping; ignored by readers".into(),
-                Repair::None,
-            ),
-        }
-    }
-    let cid = resolve_cid(&dir, &marker, &cids, opts, rep);
     if let Err(e) = &marker {
+        // A one-directory container keeps its id only in its marker; the id names its shadow
+        // directories, so a new one will do where there are none.
+        let fresh = || {
+            let r = crate::clock::random_u64s::<2>();
+            (u128::from(r[0]) << 64) | u128::from(r[1])
+        };
         let repair = match cid {
             Some(cid) => repair_step(opts, "rewrote the marker from the cid dropping", || {
-                rewrite_marker(&dir, cid)
+                rewrite_marker(&dir, cid, flat)
             }),
+            None if flat && single_backend(mount) => repair_step(
+                opts,
+                "rewrote the marker with a new container id (no shadow backend)",
+                || rewrite_marker(&dir, fresh(), flat),
+            ),
             None => Repair::Manual("no cid is known either; the container id cannot be restored".into()),
         };
         rep.push(Kind::BadMarker, true, &marker_path, e.to_string(), repair);
     }
     let _ = path;
     let c = Container::for_fsck(mount, backend, dir, cid.unwrap_or(0))?;
-    check_root_entries(&c, opts, rep)?;
+    check_root_entries(&c, &skip.names, opts, rep)?;
     let writers = collect_writers(&c, cid.is_some(), &skip.names, opts, rep)?;
     let has_truncs = droppings.iter().any(|d| matches!(d, MetaDropping::Trunc { .. }));
     let mut by_writer: BTreeMap<u64, WriterState> = writers;
@@ -120,6 +100,67 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
         check_writer(&c, *id, w, has_truncs, opts, rep);
     }
     Ok(cid.unwrap_or(0))
+}
+
+/// Whether the container in `dir` is one directory (format 3), and its cid droppings (version 2
+/// only) and other droppings, listed from `meta/` or the container itself. Unknown names in
+/// `meta/` are reported here; a one-directory container's other entries by `check_root_entries`.
+fn list_droppings(dir: &Dir, rep: &mut Report) -> Result<(bool, Vec<u128>, Vec<MetaDropping>)> {
+    // A one-directory container (format 3) says so by its marker's size; one whose marker
+    // cannot say is one unless it has `meta/`.
+    let flat = match dir.stat_opt(format::MARKER_NAME)? {
+        Some(m) if m.st_size as u64 >= format::MARKER_LEN as u64 => format::is_flat_marker(m.st_size as u64),
+        _ => dir.stat_opt(format::META_DIR)?.is_none(),
+    };
+    let meta_dir = if flat {
+        dir.path().to_path_buf()
+    } else {
+        dir.sub(format::META_DIR)
+    };
+    let listed = if flat {
+        dir.list()
+    } else {
+        dir.open_dir_opt(format::META_DIR)
+            .and_then(|m| m.map_or(Ok(Vec::new()), |m| m.list()))
+    };
+    let meta_names = match listed {
+        Ok(n) => n,
+        Err(e) => {
+            rep.push(
+                Kind::Unreadable,
+                true,
+                &meta_dir,
+                e.to_string(),
+                Repair::Manual("check permissions".into()),
+            );
+            Vec::new()
+        }
+    };
+    let mut cids = Vec::new();
+    let mut droppings = Vec::new();
+    for n in &meta_names {
+        let name = n.to_string_lossy();
+        if flat {
+            // The container's other entries are checked by `check_root_entries`.
+            droppings.extend(MetaDropping::parse(&name));
+            continue;
+        }
+        if let Some(v) = format::parse_cid_dropping(&name) {
+            cids.push(v);
+            continue;
+        }
+        match MetaDropping::parse(&name) {
+            Some(d) => droppings.push(d),
+            None => rep.push(
+                Kind::UnknownFile,
+                false,
+                meta_dir.join(n),
+                "not a metadata dropping; ignored by readers".into(),
+                Repair::None,
+            ),
+        }
+    }
+    Ok((flat, cids, droppings))
 }
 
 fn resolve_cid(
@@ -197,12 +238,17 @@ fn resolve_cid(
     }
 }
 
-/// Rewrites the marker in `dir` for container id `cid`, keeping the old file's mode, owner and
-/// times.
-fn rewrite_marker(dir: &Dir, cid: u128) -> Result<()> {
+/// Whether every writer of `mount` logs inside its containers (one backend in all).
+fn single_backend(mount: &Arc<Mount>) -> bool {
+    mount.canonical.len() == 1 && mount.shadows.len() == 1 && Arc::ptr_eq(&mount.canonical[0], &mount.shadows[0])
+}
+
+/// Rewrites the marker in `dir` for container id `cid`, of the version its layout has (`flat`:
+/// one directory, version 3), keeping the old file's mode, owner and times.
+fn rewrite_marker(dir: &Dir, cid: u128, flat: bool) -> Result<()> {
     let old = dir.stat_opt(format::MARKER_NAME)?;
     let m = format::Marker {
-        version: format::FORMAT_VERSION,
+        version: if flat { format::FORMAT_VERSION } else { 2 },
         container_id: cid,
         created_ns: crate::clock::now_ns(),
     };
@@ -220,15 +266,33 @@ fn rewrite_marker(dir: &Dir, cid: u128) -> Result<()> {
     Ok(())
 }
 
-/// Entries at the container's top level: debris and unknown files, and the flattened index.
-fn check_root_entries(c: &Container, opts: &Options, rep: &mut Report) -> Result<()> {
+/// Entries at the container's top level: debris and unknown files, and the flattened index (not
+/// the names in `skip`, a running compaction's).
+fn check_root_entries(
+    c: &Container,
+    skip: &std::collections::HashSet<String>,
+    opts: &Options,
+    rep: &mut Report,
+) -> Result<()> {
     for n in c.dir.list()? {
+        if n.to_str().is_some_and(|s| skip.contains(s)) {
+            continue; // a compaction's, checked by the compaction check
+        }
         let b = n.as_bytes();
         let p = c.dir.sub(&n);
         if b == format::MARKER_NAME.as_bytes()
             || b == format::META_DIR.as_bytes()
             || b == format::compact::JOURNAL_NAME.as_bytes()
             || format::xattr::is_xattr_dir(b)
+        {
+            continue;
+        }
+        // A one-directory container's droppings and logs are checked with its writers.
+        let s = n.to_str();
+        if c.is_flat()
+            && (b == format::compact::LOCK_NAME.as_bytes()
+                || s.and_then(MetaDropping::parse).is_some()
+                || s.and_then(format::parse_log_name).is_some())
         {
             continue;
         }
@@ -282,6 +346,9 @@ fn collect_writers(
     let in_container = || -> Result<Vec<Dir>> {
         // Without a cid only the hostdirs inside the container can be found.
         let mut v = Vec::new();
+        if c.is_flat() {
+            v.push(c.dir.try_clone()?);
+        }
         for n in c.dir.list()? {
             if n.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
                 if let Ok(Some(d)) = c.dir.open_dir_opt(&n) {
@@ -299,6 +366,9 @@ fn collect_writers(
         }
     }
     for d in dirs {
+        // The container itself, in a one-directory container: its other entries are checked by
+        // `check_root_entries`.
+        let top = c.is_flat() && d.path() == c.dir.path();
         let d = Arc::new(d);
         let names = match d.list() {
             Ok(n) => n,
@@ -349,6 +419,8 @@ fn collect_writers(
                 } else {
                     w.data = lf;
                 }
+            } else if top {
+                continue;
             } else if name.starts_with(format::TMP_PREFIX) {
                 debris::tmp_debris(&d, &n, opts, rep)?;
             } else {
@@ -367,7 +439,7 @@ fn collect_writers(
 
 fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts: &Options, rep: &mut Report) {
     let wname = format!("writer {id:016x} (pid {} on {})", w.pid, w.host);
-    let meta = c.sub(format::META_DIR);
+    let meta = c.meta_path();
     let scan = match w.index.as_ref().map(scan_index) {
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => {

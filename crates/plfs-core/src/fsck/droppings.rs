@@ -6,7 +6,7 @@ use super::liveness::Liveness;
 use super::report::{repair_step, Kind, Repair, Report};
 use super::writer::{LogFile, WriterCheck};
 use crate::error::Result;
-use crate::format::{self, MetaDropping};
+use crate::format::MetaDropping;
 
 /// The close record a writer would have written, computed from its index log.
 fn computed_close(id: u64, open_ts: u64, scan: &IndexScan, data: Option<&LogFile>) -> MetaDropping {
@@ -87,7 +87,7 @@ fn stale_open(
     rep: &mut Report,
 ) {
     let (c, w, wname, opts) = (ck.c, ck.w, &ck.wname, ck.opts);
-    let meta = c.sub(format::META_DIR);
+    let meta = c.meta_path();
     let (kind, why) = match &ck.live {
         Some(Liveness::Dead(why)) => (
             if w.closes.is_empty() {
@@ -125,7 +125,7 @@ fn stale_open(
 /// Indexed writes without any open or close record: the repair writes close record `d`.
 fn missing_close(ck: &WriterCheck, d: &MetaDropping, index_ok: bool, records: usize, rep: &mut Report) {
     let (wname, opts) = (&ck.wname, ck.opts);
-    let meta = ck.c.sub(format::META_DIR);
+    let meta = ck.c.meta_path();
     let repair = if index_ok {
         repair_step(opts, format!("wrote {}", d.name()), || settle(ck, Some(d), false))
     } else {
@@ -138,7 +138,7 @@ fn missing_close(ck: &WriterCheck, d: &MetaDropping, index_ok: bool, records: us
 /// `n` close records but no index log: damage if one of them says the writer wrote data.
 fn close_without_logs(ck: &WriterCheck, n: usize, rep: &mut Report) {
     let (w, wname) = (ck.w, &ck.wname);
-    let meta = ck.c.sub(format::META_DIR);
+    let meta = ck.c.meta_path();
     let any_bytes = w
         .closes
         .iter()
@@ -161,7 +161,7 @@ fn contradictory_closes(
     rep: &mut Report,
 ) {
     let (w, wname, opts) = (ck.w, &ck.wname, ck.opts);
-    let meta = ck.c.sub(format::META_DIR);
+    let meta = ck.c.meta_path();
     let records = scan.map_or(0, |s| s.records.len());
     let agrees = |d: &MetaDropping| match (d, want) {
         (

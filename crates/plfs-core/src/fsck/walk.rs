@@ -66,7 +66,7 @@ fn walk_dir(
         let repair = repair_step(opts, "recreated the marker from the cid dropping", || {
             let st = dir.fstat()?;
             let m = format::Marker {
-                version: format::FORMAT_VERSION,
+                version: 2, // the layout with `meta/`, where the cid dropping is
                 container_id: cid,
                 created_ns: crate::clock::now_ns(),
             };

@@ -412,8 +412,11 @@ impl IndexState {
     /// Every index log in every hostdir of `c` (each hostdir registered).
     fn find_logs(&mut self, c: &Container) -> Result<Vec<FoundLog>> {
         let mut found: Vec<FoundLog> = Vec::new();
-        for hd in c.hostdirs()? {
-            let names = hd.list()?;
+        for (hd, listed) in c.hostdirs_listed()? {
+            let names = match listed {
+                Some(n) => n,
+                None => hd.list()?,
+            };
             let path = hd.path().to_path_buf();
             let dir = self.add_dir(Arc::new(hd));
             for name in names {
@@ -458,7 +461,7 @@ impl IndexState {
             if let MetaDropping::Trunc { ts, size, writer_id } = *d {
                 if size > i64::MAX as u64 {
                     return Err(Error::corrupt(
-                        c.sub(&format!("{}/{}", format::META_DIR, d.name())),
+                        c.meta_path().join(d.name()),
                         format!("a truncate to {size} bytes, beyond any file size"),
                     ));
                 }
@@ -600,7 +603,7 @@ impl IndexState {
                     .map(|f| f.path.clone());
                 if got != *bytes && log.is_some() {
                     return Err(Error::corrupt(
-                        log.unwrap_or_else(|| c.sub(format::META_DIR)),
+                        log.unwrap_or_else(|| c.meta_path()),
                         format!(
                             "writer {writer_id:016x} closed having written {bytes} bytes, but its index log holds {got}"
                         ),
@@ -636,7 +639,7 @@ fn check_closed_logs(c: &Container, meta: &[MetaDropping], found: &[FoundLog]) -
                     continue;
                 }
                 return Err(Error::corrupt(
-                    c.sub(&format!("{}/{}", format::META_DIR, d.name())),
+                    c.meta_path().join(d.name()),
                     format!("writer {writer_id:016x} closed with {bytes} bytes, but its index log is missing"),
                 ));
             }

@@ -477,7 +477,8 @@ fn inner_modes_follow_the_file_mode() {
     }
     let (dirs, logs) = check(0o660 & !crate::sys::umask());
     assert!(
-        dirs >= 3 * files.len() && logs == 2 * files.len(),
+        // One directory per container (format 3); more where a writer logs on a shadow backend.
+        dirs >= files.len() && logs == 2 * files.len(),
         "{dirs} dirs, {logs} logs"
     );
     for f in &files {

@@ -46,16 +46,7 @@ impl Dir {
     /// others hold only for moments (a last close finishing a compaction's journal), which an
     /// explicit `plfs compact` should wait out rather than report as busy.
     pub fn try_lock_exclusive_within(&self, patience: std::time::Duration) -> Result<bool> {
-        let until = std::time::Instant::now() + patience;
-        loop {
-            if self.try_lock_exclusive()? {
-                return Ok(true);
-            }
-            if std::time::Instant::now() >= until {
-                return Ok(false);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        try_within(patience, || self.try_lock_exclusive())
     }
 
     /// Lets go of this description's flock(2).
@@ -90,6 +81,20 @@ impl Dir {
             return Err(Error::io(&self.path, "flock (a look-up only descriptor)", Errno::BADF));
         }
         Ok(())
+    }
+}
+
+/// Calls `attempt` every 10 ms until it says `true` or `patience` has passed (then `false`).
+pub(crate) fn try_within(patience: std::time::Duration, mut attempt: impl FnMut() -> Result<bool>) -> Result<bool> {
+    let until = std::time::Instant::now() + patience;
+    loop {
+        if attempt()? {
+            return Ok(true);
+        }
+        if std::time::Instant::now() >= until {
+            return Ok(false);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 

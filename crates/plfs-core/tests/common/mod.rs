@@ -187,11 +187,23 @@ impl Fixture {
         found.into_iter().next().unwrap()
     }
 
+    /// The directory holding the droppings of `name`'s container: the container itself (format
+    /// 3), or its `meta/` (format 2).
+    pub fn meta_dir(&self, name: &str) -> PathBuf {
+        let c = self.container_dir(name);
+        if c.join("meta").is_dir() {
+            c.join("meta")
+        } else {
+            c
+        }
+    }
+
     /// Every file under every hostdir of `name`'s container (in it and on shadows) whose name
     /// starts with `prefix` ("index." or "data."), sorted.
     pub fn logs(&self, name: &str, prefix: &str) -> Vec<PathBuf> {
-        let mut dirs = Vec::new();
         let c = self.container_dir(name);
+        // A one-directory container (format 3) holds its writers' logs itself.
+        let mut dirs = vec![c.clone()];
         dirs.extend(subdirs_with_prefix(&c, "hostdir."));
         for b in self.canonical.iter().chain(&self.shadows) {
             let root = b.join(".plfs_shadow");
@@ -242,10 +254,11 @@ pub fn subdirs_with_prefix(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// The plfsrc text describing one mount point at [`MOUNT`].
 fn plfsrc_text(g: &GlobalParams, backends: &[BackendSpec]) -> String {
     let mut s = format!(
-        "- global_params:\n    num_hostdirs: {}\n    threadpool_size: {}\n    index_buffer_records: {}\n    \
+        "- global_params:\n    num_hostdirs: {}\n    container_format: {}\n    threadpool_size: {}\n    index_buffer_records: {}\n    \
          data_checksums: {}\n    max_open_data_logs: {}\n    auto_compaction: {}\n    \
          compaction_dead_ratio: {}\n    compaction_min_bytes: {}\n- mount_point: {MOUNT}\n  workload: shared_file\n  backends:\n",
         g.num_hostdirs,
+        g.container_format,
         g.threadpool_size,
         g.index_buffer_records,
         g.data_checksums,

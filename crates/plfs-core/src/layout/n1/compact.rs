@@ -16,7 +16,7 @@ use super::rewrite;
 use super::shared::{lock, Shared};
 use super::writer::Writer;
 use crate::clock;
-use crate::container::Container;
+use crate::container::{CompactionLock, Container};
 use crate::error::{Error, Result};
 use crate::extent::{ExtentMap, Key, Pattern};
 use crate::format::compact::{self as cf, Journal};
@@ -45,6 +45,18 @@ pub(crate) fn footprint(c: &Container) -> Result<Usage> {
         if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
             continue; // counted below, with the shadow backends' hostdirs
         }
+        if c.is_flat() {
+            // A one-directory container: its logs are counted below (it is its first hostdir),
+            // its droppings here.
+            if n.to_str().and_then(format::parse_log_name).is_some() {
+                continue;
+            }
+            if let Some(d) = n.to_str().and_then(MetaDropping::parse) {
+                u.meta_files += 1;
+                u.writers += u64::from(matches!(d, MetaDropping::Open { .. }));
+                continue;
+            }
+        }
         let Some(st) = c.dir.stat_opt(&n)? else { continue };
         if b == format::META_DIR.as_bytes() {
             for d in c.dir.open_dir(&n)?.list()? {
@@ -58,7 +70,12 @@ pub(crate) fn footprint(c: &Container) -> Result<Usage> {
         }
     }
     for hd in c.hostdirs()? {
+        // A one-directory container is its own first hostdir: only its logs are counted here.
+        let top = c.is_flat() && hd.path() == c.dir.path();
         for n in hd.list()? {
+            if top && n.to_str().and_then(format::parse_log_name).is_none() {
+                continue;
+            }
             let Some(st) = hd.stat_opt(&n)? else { continue };
             let size = st.st_size.max(0) as u64;
             u.physical += size;
@@ -350,14 +367,29 @@ impl Plan {
     }
 }
 
-/// Takes the lock of `meta/` (one compaction at a time), waiting as `opts` allows: `None` if
-/// another compaction holds it. The lock lasts as long as the returned descriptor.
-fn lock_meta(sh: &Shared, opts: &CompactOptions) -> Result<Option<Dir>> {
-    let meta_lock = sh.c.dir.open_dir(format::META_DIR)?;
-    if !meta_lock.try_lock_exclusive_within(patience(opts))? {
+/// Takes the compaction lock (one compaction at a time; `meta/`, or `compact.lock`), waiting as
+/// `opts` allows: `None` if another compaction holds it, `Some(None)` for a dry run where a
+/// one-directory container has no lock file yet. The lock lasts as long as the returned
+/// descriptor.
+fn lock_meta(sh: &Shared, opts: &CompactOptions) -> Result<Option<Option<CompactionLock>>> {
+    // A dry run makes nothing, not even a missing lock file (then no compaction ever ran, and
+    // one starting now makes it: the dry run reports what it saw).
+    let Some(meta_lock) = sh.c.compaction_lock(!opts.dry_run)? else {
+        if opts.dry_run && sh.c.is_flat() {
+            return Ok(Some(None));
+        }
+        return Err(Error::errno(
+            Errno::NOENT,
+            format!(
+                "{}: the container has no meta/ (plfs fsck --repair restores it)",
+                sh.logical.display()
+            ),
+        ));
+    };
+    if !meta_lock.try_exclusive_within(patience(opts))? {
         return Ok(None);
     }
-    if !meta_lock.caps().locks() {
+    if !meta_lock.works()? {
         return Err(Error::errno(
             Errno::OPNOTSUPP,
             format!(
@@ -366,7 +398,7 @@ fn lock_meta(sh: &Shared, opts: &CompactOptions) -> Result<Option<Dir>> {
             ),
         ));
     }
-    Ok(Some(meta_lock))
+    Ok(Some(Some(meta_lock)))
 }
 
 /// Finishes what an earlier compaction's journal left (not in a dry run); returns the data logs

@@ -239,13 +239,15 @@ pub(crate) fn on_last_holder(c: &Container) {
 /// Finishes whatever a journal leaves to do, for a process that holds the container
 /// exclusively (the last close, fsck): roll forward a committed compaction and delete every
 /// pending data log. Returns the bytes freed; `Ok(None)` when there is no journal or another
-/// compaction holds the container's `meta/` lock.
+/// compaction holds the container's compaction lock (`meta/`, or `compact.lock`).
 pub(crate) fn finish_exclusive(c: &Container) -> Result<Option<u64>> {
     if c.dir.stat_opt(cf::JOURNAL_NAME)?.is_none() {
         return Ok(None);
     }
-    let meta = c.dir.open_dir(format::META_DIR)?;
-    if !meta.try_lock_exclusive()? {
+    // Made if missing: a journal without the lock is damage, and a compaction starting now
+    // opens the same file.
+    let meta = c.compaction_lock(true)?;
+    if !meta.as_ref().map_or(Ok(true), |m| m.try_exclusive())? {
         return Ok(None);
     }
     let Some(j) = read(c)? else { return Ok(None) };

@@ -267,7 +267,8 @@ impl ContainerNode {
     }
 
     /// Size and mtime from the droppings (the fast stat path, format.md §5), or `None` when
-    /// they cannot decide. Where this node has no container open, `meta/` is listed by its path:
+    /// they cannot decide. Where this node has no container open, `meta/` (or a one-directory
+    /// container itself) is listed by its path:
     /// the look-up that made the node has just seen the marker published, and opening the
     /// container would `lstat` it again (a round trip on a network file system) and open the
     /// directory once more only to reach `meta/`. A container replaced or removed since the
@@ -278,7 +279,19 @@ impl ContainerNode {
     fn closed_size(&self) -> Result<Option<(u64, u64)>> {
         if lock(&self.c).is_none() {
             let b = &self.loc.mount.canonical[self.b];
-            if let Ok(meta) = b.dir(&self.loc.rel.join(format::META_DIR)) {
+            // A one-directory container (the look-up's marker says so by its size) holds its
+            // droppings itself.
+            // A size below a whole marker's (one that lags) cannot say: the container's open
+            // reads the marker.
+            let size = self.st.st_size as u64;
+            let rel = if format::is_flat_marker(size) {
+                Some(self.loc.rel.clone())
+            } else if size >= format::MARKER_LEN as u64 {
+                Some(self.loc.rel.join(format::META_DIR))
+            } else {
+                None
+            };
+            if let Some(Ok(meta)) = rel.map(|r| b.dir(&r)) {
                 return Ok(format::fast_size(&format::parse_droppings(&meta.list()?)));
             }
         }

@@ -1,0 +1,206 @@
+//! Where a container keeps what: its droppings (in `meta/`, or in the container directory itself
+//! in a one-directory container, format 3), the directories that hold its writers' logs (the
+//! container itself, its hostdirs, and hostdirs on shadow backends), and the directory a writer
+//! of this process makes its logs in (format.md §1, §5, §7).
+
+use super::dirs::{mkdir_exact, Expect};
+use super::{container_dir_mode, Container, SHADOW_ROOT_MODE};
+use crate::error::Result;
+use crate::format::{self, MetaDropping};
+use crate::sys::{self, Dir};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+impl Container {
+    /// Whether this is a one-directory container (format 3): no `meta/`, its droppings and the
+    /// logs of its writers on this backend in the container directory.
+    pub fn is_flat(&self) -> bool {
+        self.flat
+    }
+
+    /// Whether this process's writers on this backend keep their logs in the container directory
+    /// itself: in a one-directory container, unless `num_hostdirs` asks for hostdirs.
+    fn logs_at_top(&self) -> bool {
+        self.flat && self.mount.global.num_hostdirs <= 1
+    }
+
+    /// The container directory again, for `*at` calls on its logs: `O_PATH`, on an open file
+    /// description of its own. A duplicate of [`Container::dir`] would share its flock(2) lock,
+    /// and a reader or writer keeping it would hold the container open after its last close (an
+    /// unlinked file would never be deleted).
+    fn own_path_handle(&self) -> Result<Dir> {
+        Ok(self.dir.reopen_path()?.kept())
+    }
+
+    /// Display path of the directory holding the droppings (`meta/`, or the container itself).
+    pub fn meta_path(&self) -> PathBuf {
+        if self.flat {
+            self.dir.path().to_path_buf()
+        } else {
+            self.dir.sub(format::META_DIR)
+        }
+    }
+
+    /// The directory holding the droppings: the container itself in a one-directory container,
+    /// else `meta/` (opened once, `O_PATH`: for making and removing droppings in it).
+    fn meta(&self) -> Result<&Dir> {
+        if self.flat {
+            return Ok(&self.dir);
+        }
+        if let Some(d) = self.meta.get() {
+            return Ok(d);
+        }
+        let d = match self.dir.open_dir_path(format::META_DIR) {
+            Ok(d) => d,
+            Err(e) if sys::is_missing(&e) => {
+                // Created by fsck or by an earlier version without `meta/`: make it now.
+                self.dir.mkdir_ok(format::META_DIR, 0o755)?;
+                self.dir.open_dir_path(format::META_DIR)?
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(self.meta.get_or_init(|| d.kept()))
+    }
+
+    /// Lists and parses the droppings (of `meta/`, or of the container itself). Unknown names are
+    /// skipped (fsck reports them).
+    pub fn list_meta(&self) -> Result<Vec<MetaDropping>> {
+        if self.flat {
+            let names = self.dir.list()?;
+            let d = format::parse_droppings(&names);
+            *self.listing.lock().unwrap_or_else(|e| e.into_inner()) = Some(names);
+            return Ok(d);
+        }
+        let names: Vec<OsString> = match self.meta.get() {
+            Some(d) => d.list()?,
+            None => match self.dir.open_dir_opt(format::META_DIR)? {
+                Some(d) => d.list()?,
+                None => Vec::new(),
+            },
+        };
+        Ok(format::parse_droppings(&names))
+    }
+
+    /// Creates a zero-length dropping in `meta/`.
+    pub fn add_meta(&self, d: &MetaDropping) -> Result<()> {
+        self.meta()?.touch(d.name(), 0o644).map(drop)
+    }
+
+    /// Removes a dropping from `meta/` (missing is fine).
+    pub fn remove_meta(&self, d: &MetaDropping) -> Result<()> {
+        self.meta()?.unlink_opt(d.name()).map(drop)
+    }
+
+    /// Replaces dropping `from` by `to` (an open record becoming a close record): `to` is made
+    /// first, then `from` removed, so a reader sees one, or both (an open record sends stat to
+    /// the merged index, which is right either way), never neither. Not a rename: on a
+    /// distributed file system that hashes names to servers, renaming to a name that lives
+    /// elsewhere costs a link file and its locks (19 brick operations on the GlusterFS volume,
+    /// against 5 for a create and an unlink; docs/performance.md). Both left behind by a crash
+    /// between the two steps is what fsck reports as an open and closed writer, and repairs.
+    pub fn replace_meta(&self, from: &MetaDropping, to: &MetaDropping) -> Result<()> {
+        self.add_meta(to)?;
+        self.remove_meta(from)
+    }
+
+    /// The directory where a writer on `host` keeps its logs, and whether it is inside the
+    /// container. Created if `create`. Writers whose shadow backend is this container's canonical
+    /// backend use the container itself; others use `<shadow>/.plfs_shadow/<cid>/`.
+    pub fn writer_dir(&self, host: &str, create: bool) -> Result<(Dir, bool)> {
+        let hd = self.mount.hostdir_for(host);
+        let shadow = self.mount.shadow_for(host);
+        let (m, g) = (container_dir_mode(self.marker.st_mode), Some(self.marker.st_gid));
+        // A container this process made a moment ago has no hostdir yet; any other most likely
+        // has the one this host's writers share.
+        let expect = if self.made_here { Expect::New } else { Expect::There };
+        if Arc::ptr_eq(shadow, &self.mount.canonical[self.backend]) {
+            if self.logs_at_top() {
+                return Ok((self.own_path_handle()?, true));
+            }
+            if create {
+                return Ok((mkdir_exact(&self.dir, &hd, m, g, expect)?.kept(), true));
+            }
+            return Ok((self.dir.open_dir_kept(&hd)?, true));
+        }
+        let d = if create {
+            let root = shadow.root()?;
+            let sroot = mkdir_exact(root, format::SHADOW_ROOT, SHADOW_ROOT_MODE, None, Expect::There)?;
+            let cdir = mkdir_exact(&sroot, &format!("{:032x}", self.cid()?), m, g, expect)?;
+            mkdir_exact(&cdir, &hd, m, g, expect)?
+        } else {
+            shadow.dir(&self.shadow_rel()?.join(&hd))?
+        };
+        Ok((d.kept(), false))
+    }
+
+    /// fsync of the directory holding a writer's hostdir: the container, or its shadow directory
+    /// on the writer's shadow backend.
+    pub fn sync_hostdir_parent(&self, host: &str, in_container: bool) -> Result<()> {
+        if in_container && self.logs_at_top() {
+            return Ok(()); // the logs' directory is the container, synced by the caller
+        }
+        if in_container {
+            return self.dir.fsync();
+        }
+        self.mount.shadow_for(host).dir(&self.shadow_rel()?)?.fsync()
+    }
+
+    /// `.plfs_shadow/<cid>`, relative to a shadow backend's root.
+    pub fn shadow_rel(&self) -> Result<PathBuf> {
+        Ok(super::shadow_rel(self.cid()?))
+    }
+
+    /// Every directory holding logs of the container: its hostdirs, inside it and on shadow
+    /// backends, and in a one-directory container the container itself (first).
+    pub fn hostdirs(&self) -> Result<Vec<Dir>> {
+        Ok(self.hostdirs_with(None)?.into_iter().map(|(d, _)| d).collect())
+    }
+
+    /// [`Container::hostdirs`], each with its listing where one is at hand: in a one-directory
+    /// container, the container's listing that [`Container::list_meta`] took just before (a
+    /// refresh lists the directory once for its droppings and its logs). The others are `None`.
+    pub fn hostdirs_listed(&self) -> Result<Vec<(Dir, Option<Vec<OsString>>)>> {
+        let cached = self.listing.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.hostdirs_with(cached)
+    }
+
+    fn hostdirs_with(&self, listing: Option<Vec<OsString>>) -> Result<Vec<(Dir, Option<Vec<OsString>>)>> {
+        let mut out = Vec::new();
+        let names = match listing {
+            Some(n) if self.flat => n,
+            _ => self.dir.list()?,
+        };
+        for name in &names {
+            if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
+                if let Some(d) = self.dir.open_dir_opt(name)? {
+                    out.push((d.kept(), None));
+                }
+            }
+        }
+        if self.flat {
+            out.insert(0, (self.own_path_handle()?, Some(names)));
+        }
+        // Every shadow backend, the container's own included (a rename may have moved the
+        // container onto the backend that holds its shadow logs); with a single backend in all,
+        // every writer logs inside the container.
+        let m = &self.mount;
+        if m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]) {
+            return Ok(out);
+        }
+        let rel = self.shadow_rel()?;
+        for shadow in &self.mount.shadows {
+            // An unreachable shadow backend is an error: its logs may hold the file's data.
+            let Some(sdir) = shadow.dir_opt(&rel)? else { continue };
+            for name in sdir.list()? {
+                if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
+                    if let Some(d) = sdir.open_dir_opt(&name)? {
+                        out.push((d.kept(), None));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
