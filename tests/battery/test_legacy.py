@@ -70,7 +70,7 @@ def test_legacy_upgrade_then_write_through_the_front_end(fs):
     env = {k: v for k, v in fs.env.items() if k != "LD_PRELOAD"}
     p = subprocess.run([str(plfs_cli()), "upgrade", str(m)], env=env, capture_output=True)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.decode().count("upgraded to format v2") == 4, p.stdout
+    assert p.stdout.decode().count("upgraded to format v3") == 4, p.stdout
     for name in NAMES:
         ref = fs.plain / name
         ref.write_bytes((x / f"{name}.expected").read_bytes())
