@@ -116,8 +116,9 @@ enum Cmd {
     Fsck(fsck_cmd::FsckArgs),
     /// Check every write of a file against its data checksum. Exit codes: 0 ok, 4 mismatch, 8 error.
     Verify(fsck_cmd::VerifyArgs),
-    /// Convert files written by PLFS 2.x (read-only here) to this format, in place: FILE, or
-    /// every such file under DIR. Crash-safe: the original stays until its copy is verified.
+    /// Convert files written by PLFS 2.x (read-only here), and format 2 containers, to this
+    /// format, in place: FILE, or every such file under DIR. Crash-safe: the original stays until
+    /// its copy is verified.
     Upgrade(upgrade_cmd::UpgradeArgs),
     /// Probe a plain file system for a few seconds and predict whether PLFS helps an N-1 workload
     /// there (`plfs advise DIR [--writers N] [--record BYTES] [--quick]`); with `--scale [--costs

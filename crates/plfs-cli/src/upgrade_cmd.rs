@@ -1,4 +1,5 @@
-//! `plfs upgrade FILE|DIR...`: converts files written by PLFS 2.x to this format, in place
+//! `plfs upgrade FILE|DIR...`: converts files written by PLFS 2.x, and format 2 containers of this
+//! library, to this format, in place
 //! (`plfs_core::upgrade`: built beside the original, verified byte for byte, swapped in one
 //! rename), with a progress bar on a terminal. A file of a PLFS 2.x 1-N directory converts its
 //! whole directory (the old logs are shared by all its files).
@@ -17,12 +18,13 @@ use std::path::{Path, PathBuf};
 /// Arguments of `plfs upgrade`.
 #[derive(Debug, Args)]
 pub struct UpgradeArgs {
-    /// Logical files, or directories to convert every PLFS 2.x file under.
+    /// Logical files, or directories to convert every PLFS 2.x file and format 2 container under.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
 }
 
-/// Every file written by PLFS 2.x (or 1-N directory of them) at or under `path`.
+/// Every file written by PLFS 2.x (or 1-N directory of them), and every format 2 container, at or
+/// under `path`.
 fn targets(plfs: &Plfs, path: &Path, out: &mut Vec<Target>) -> Result<()> {
     let st = plfs.stat(path).at("cannot stat", path)?;
     match st.kind {
@@ -54,7 +56,14 @@ pub fn upgrade(cli: &Globals, a: &UpgradeArgs) -> Result<()> {
         targets(&plfs, &path, &mut todo)?;
         let is_file = plfs.stat(&path).is_ok_and(|s| s.kind == FileKind::File);
         if todo.len() == before && is_file {
-            let e = Failure::new(&path, 22, format!("{}: not a file written by PLFS 2.x", path.display()));
+            let e = Failure::new(
+                &path,
+                22,
+                format!(
+                    "{}: not a file written by PLFS 2.x, nor a format 2 container",
+                    path.display()
+                ),
+            );
             return Err(e.into());
         }
     }
@@ -103,7 +112,7 @@ pub fn upgrade(cli: &Globals, a: &UpgradeArgs) -> Result<()> {
             "format_version": plfs_core::FORMAT_VERSION, "upgraded": files,
         }));
     } else if todo.is_empty() {
-        outln!("no files written by PLFS 2.x found");
+        outln!("no files written by PLFS 2.x or in format 2 found");
     }
     if failed {
         return Err(Reported.into());

@@ -175,7 +175,10 @@ fn writes_refused_and_upgrade_converts() {
     let fsck = e.ok(&["fsck", &e.mount.display().to_string()]);
     assert!(fsck.contains("4 containers, "), "{fsck}");
     let out = e.ok(&["upgrade", &e.mount.display().to_string()]);
-    assert!(out.contains("no files written by PLFS 2.x found"), "{out}");
+    assert!(
+        out.contains("no files written by PLFS 2.x or in format 2 found"),
+        "{out}"
+    );
 }
 
 /// On a backend without `RENAME_EXCHANGE` the swap uses the rename fallback; the result is the

@@ -1,4 +1,5 @@
-//! `plfs upgrade`: converts files written by PLFS 2.x into this format, in place and crash-safe.
+//! `plfs upgrade`: converts files written by PLFS 2.x, and version 2 containers of this library
+//! ([`v2`]), into this format, in place and crash-safe.
 //!
 //! An N-1 container ([`upgrade`]):
 //!
@@ -32,8 +33,8 @@ use crate::error::{Error, Result};
 use crate::format::{self, legacy::small::SMALL_CONTAINER};
 use crate::layout::n1::{ContainerNode, Registry};
 use crate::layout::small::Small;
-use crate::layout::{Layout, Node, OpenFile};
-use crate::legacy::{self, LegacyContainer, LegacyFile, LegacySmallDir, LegacyStat};
+use crate::layout::Layout;
+use crate::legacy::{self, LegacyContainer, LegacyFile, LegacySmallDir};
 use crate::mount::{Loc, Probe};
 use crate::namespace::Plfs;
 use crate::sys::{Dir, TimeSpec};
@@ -43,24 +44,16 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Copy and compare in pieces of this size.
-const CHUNK: u64 = 8 << 20;
+mod transfer;
+mod v2;
 
-/// What one upgrade did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Upgraded {
-    /// The logical file.
-    pub logical: PathBuf,
-    /// Its size.
-    pub size: u64,
-    /// Data bytes copied (holes excluded).
-    pub copied: u64,
-}
+pub use transfer::Upgraded;
+use transfer::{at, compare, ro, swap, Transfer, CHUNK};
 
 /// What a path holds that `plfs upgrade` converts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    /// A PLFS 2.x N-1 container.
+    /// A PLFS 2.x N-1 container, or a version 2 container of this library.
     Container(PathBuf),
     /// A PLFS 2.x 1-N directory (converted whole).
     SmallDir(PathBuf),
@@ -78,46 +71,17 @@ fn data_runs(f: &LegacyFile) -> Vec<(u64, u64)> {
     runs
 }
 
-fn ro() -> OpenFlags {
-    OpenFlags {
-        read: true,
-        ..Default::default()
-    }
-}
-
-/// Nanoseconds since the epoch as a [`TimeSpec`].
-fn at(ns: i64) -> TimeSpec {
-    TimeSpec::At(ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000))
-}
-
-/// Reads `[pos, pos + buf.len())` of both and fails unless they are equal.
-fn compare(
-    what: &std::path::Path,
-    pos: u64,
-    want: &mut [u8],
-    got: &mut [u8],
-    old: impl FnOnce(&mut [u8]) -> Result<usize>,
-    new: &OpenFile,
-) -> Result<()> {
-    let n = want.len();
-    let a = old(want)?;
-    let b = new.read(got, pos)?;
-    if a != n || b != n || want != got {
-        return Err(Error::corrupt(
-            what,
-            format!("the converted copy differs from the original near offset {pos}"),
-        ));
-    }
-    Ok(())
-}
-
-/// Converts the PLFS 2.x N-1 file `path` to this format. `progress(done, total)` is called as data
-/// is copied and verified (`total` counts each data byte once copied and each byte once compared).
+/// Converts the PLFS 2.x N-1 file, or the version 2 container, `path` to this format.
+/// `progress(done, total)` is called as data is copied and verified (`total` counts each data
+/// byte once copied and each byte once compared).
 pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Upgraded> {
     let loc = plfs.resolve(path)?;
     let found = loc.find()?;
+    if found.probe == Probe::Container {
+        return v2::upgrade(loc, found.backend, progress);
+    }
     if found.probe != Probe::Legacy {
-        return Err(loc.err(Errno::INVAL, "not a file written by PLFS 2.x"));
+        return Err(loc.err(Errno::INVAL, "not a file written by PLFS 2.x or in format 2"));
     }
     let b = found.backend;
     let lc = LegacyContainer::open(&loc.mount, b, &loc.rel)?;
@@ -160,8 +124,10 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
     // A private table of open containers: the new one is open nowhere else.
     let node = |reg: Registry| ContainerNode::new(Arc::new(reg), tmploc.clone(), b, marker);
     let buf = vec![0u8; CHUNK.min(size.max(1)) as usize];
+    let mut read_old = |b: &mut [u8], off: u64| lf.index.read(b, off);
     let mut t = Transfer {
-        lf: &lf,
+        old: &mut read_old,
+        old_path: lf.container.path().to_path_buf(),
         size,
         total,
         done: 0,
@@ -169,7 +135,9 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
         buf,
         progress,
     };
-    t.copy(&node, &runs, &lst).map_err(fail)?;
+    let a = &lst.access;
+    let atime = TimeSpec::At(a.st_atime, a.st_atime_nsec as i64);
+    t.copy(&node, &runs, atime, lst.mtime_ns).map_err(fail)?;
     // Verify, through a fresh reader of what is on disk.
     t.verify(&node, &parent.sub(&tmp)).map_err(fail)?;
     let old = swap(&parent, &tmp, loc.name(), &lf.container.dir).map_err(fail)?;
@@ -182,83 +150,6 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
         size,
         copied: data,
     })
-}
-
-/// The data of one conversion: the legacy file's data copied into the new container, then both
-/// compared, with the progress of the two.
-struct Transfer<'a> {
-    lf: &'a LegacyFile,
-    /// The file's size.
-    size: u64,
-    /// Data bytes to copy plus bytes to compare.
-    total: u64,
-    /// Bytes copied and compared so far.
-    done: u64,
-    buf: Vec<u8>,
-    mine: Vec<u8>,
-    progress: &'a mut dyn FnMut(u64, u64),
-}
-
-impl Transfer<'_> {
-    /// Copies the data `runs` into a node of the new container made by `node`, sets its size
-    /// and the times of `lst`.
-    fn copy(&mut self, node: &dyn Fn(Registry) -> ContainerNode, runs: &[(u64, u64)], lst: &LegacyStat) -> Result<()> {
-        let (lf, size) = (self.lf, self.size);
-        let n = node(Registry::default());
-        let pid = std::process::id();
-        let w = n.open(
-            OpenFlags {
-                write: true,
-                ..Default::default()
-            },
-            pid,
-            true,
-        )?;
-        for &(off, len) in runs {
-            let mut pos = off;
-            while pos < off + len {
-                let k = (off + len - pos).min(CHUNK) as usize;
-                if lf.index.read(&mut self.buf[..k], pos)? != k {
-                    return Err(Error::corrupt(lf.container.path(), format!("short read at {pos}")));
-                }
-                w.write(&self.buf[..k], pos)?;
-                pos += k as u64;
-                self.done += k as u64;
-                (self.progress)(self.done, self.total);
-            }
-        }
-        if size > runs.last().map_or(0, |r| r.0 + r.1) {
-            w.truncate(size)?;
-        }
-        w.sync()?;
-        w.close()?;
-        // After the close, which raises the mtime.
-        let a = &lst.access;
-        let atime = TimeSpec::At(a.st_atime, a.st_atime_nsec as i64);
-        n.utimens(atime, at(lst.mtime_ns))
-    }
-
-    /// Compares the whole file with a fresh reader of the new container (a node made by `node`;
-    /// `path`: the new container, for errors).
-    fn verify(&mut self, node: &dyn Fn(Registry) -> ContainerNode, path: &std::path::Path) -> Result<()> {
-        let (lf, size, total) = (self.lf, self.size, self.total);
-        let pid = std::process::id();
-        let r = node(Registry::default()).open(ro(), pid, true)?;
-        if r.size()? != size {
-            let msg = format!("the converted copy has size {} instead of {size}", r.size()?);
-            return Err(Error::corrupt(path, msg));
-        }
-        let mut pos = 0u64;
-        while pos < size {
-            let k = (size - pos).min(CHUNK) as usize;
-            let old = |b: &mut [u8]| lf.index.read(b, pos);
-            compare(path, pos, &mut self.buf[..k], &mut self.mine[..k], old, &r)?;
-            pos += k as u64;
-            self.done += k as u64;
-            (self.progress)(self.done.min(total), total);
-        }
-        r.close()
-    }
 }
 
 /// Removes the superseded PLFS 2.x tree (renamed `old` in `parent` by the swap) and the shadow
@@ -290,35 +181,17 @@ fn remove_superseded(loc: &Loc, parent: &Dir, old: &str, lf: LegacyFile) {
     }
 }
 
-/// Puts the new container `tmp` in place of the legacy one at `name` in `parent`; returns the
-/// name the legacy one has then.
-fn swap(parent: &Dir, tmp: &str, name: &OsStr, legacy_dir: &Dir) -> Result<String> {
-    if parent.exchange(tmp, parent, name)? {
-        return Ok(tmp.to_string());
-    }
-    // No RENAME_EXCHANGE on this backend: the fallback of renames over a file (design.md,
-    // "Backends"). Between the two renames the name is missing; after a crash there, fsck moves
-    // the original back under the name it records.
-    let trash = format::tmp_name(format::RENAME_TRASH_PREFIX, crate::clock::random_u64());
-    legacy_dir.write_atomic(format::RENAME_NAME_FILE, name.as_encoded_bytes(), 0o600)?;
-    parent.rename(name, parent, &trash)?;
-    if let Err(e) = parent.rename(tmp, parent, name) {
-        match parent.rename(&trash, parent, name) {
-            Ok(()) => {
-                let _ = legacy_dir.unlink_opt(format::RENAME_NAME_FILE);
-            }
-            Err(e2) => crate::warn!("{e2}: could not move the original back after a failed rename (plfs fsck does)"),
-        }
-        return Err(e);
-    }
-    Ok(trash)
-}
-
-/// What `path` holds that `plfs upgrade` converts: a PLFS 2.x N-1 container, a file of a PLFS
-/// 2.x 1-N directory (its directory), or nothing.
+/// What `path` holds that `plfs upgrade` converts: a PLFS 2.x N-1 container or a version 2
+/// container of this library, a file of a PLFS 2.x 1-N directory (its directory), or nothing.
 pub fn target(plfs: &Plfs, path: &std::path::Path) -> Result<Option<Target>> {
     Ok(match plfs.storage(path)? {
         crate::types::Storage::Legacy(_) => Some(Target::Container(path.to_path_buf())),
+        crate::types::Storage::Container(_) => match plfs.file_format(path)? {
+            Some(crate::types::FileFormat::Container { version }) if version < format::FORMAT_VERSION => {
+                Some(Target::Container(path.to_path_buf()))
+            }
+            _ => None,
+        },
         crate::types::Storage::LegacyPacked => {
             let loc = plfs.resolve(path)?;
             Some(Target::SmallDir(loc.parent().logical))

@@ -95,6 +95,74 @@ fn golden_files_read_byte_exact(tarball: &str) {
     assert_eq!(names, ["a", "b", "c"], "{tarball}");
 }
 
+/// `plfs upgrade` converts each golden N-1 file (format 1, read as format 2: `meta/` and
+/// hostdirs) to a one-directory container (format 3) in place: the same bytes, its extended
+/// attributes kept, no `meta/` or hostdir left, fsck clean; a second upgrade refuses (nothing
+/// to convert), and so does one of a file some process has open.
+#[test]
+fn format_v1_golden_files_upgrade_to_format_3() {
+    use plfs_core::upgrade;
+    for tarball in TARBALLS {
+        let (t, p, exp) = extracted(tarball);
+        let n1: Vec<&str> = FILES.iter().copied().filter(|f| f.starts_with("n1/")).collect();
+        let busy = Path::new("/golden").join(n1[0]);
+        let held = p.open(&busy, ro(), 0, 7).unwrap();
+        let e = upgrade::upgrade(&p, &busy, &mut |_, _| {}).unwrap_err();
+        assert_eq!(e.raw_errno(), rustix::io::Errno::BUSY.raw_os_error(), "{tarball}: {e}");
+        held.close().unwrap();
+        for name in &n1 {
+            let path = Path::new("/golden").join(name);
+            let h = p.open(&path, ro(), 0, 1).unwrap();
+            h.setxattr(b"user.k", format!("value of {name}").as_bytes()).unwrap();
+            h.close().unwrap();
+            assert!(matches!(
+                upgrade::target(&p, &path).unwrap(),
+                Some(upgrade::Target::Container(_))
+            ));
+            let u = upgrade::upgrade(&p, &path, &mut |_, _| {}).unwrap();
+            let want = std::fs::read(exp.join(name)).unwrap();
+            assert_eq!(u.size, want.len() as u64, "{tarball}: {name}");
+            // Read by a fresh instance, as another process would.
+            let q = Plfs::new(p.config().clone()).unwrap();
+            let f = q.open(&path, ro(), 0, 2).unwrap();
+            assert!(
+                read_all(&f).unwrap() == want,
+                "{tarball}: {name}: bytes differ after the upgrade"
+            );
+            assert_eq!(f.getxattr(b"user.k").unwrap(), format!("value of {name}").as_bytes());
+            f.close().unwrap();
+            let fmt = q.file_format(&path).unwrap().unwrap().to_string();
+            assert_eq!(fmt, "plfs v3 (N-1 container)", "{tarball}: {name}");
+            let c = t.path().join("store").join(name.strip_prefix("n1/").unwrap());
+            let dirs: Vec<String> = std::fs::read_dir(&c)
+                .unwrap()
+                .map(|e| e.unwrap())
+                .filter(|e| e.file_type().unwrap().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            assert!(dirs.iter().all(|d| d == "xattrs"), "{tarball}: {name}: {dirs:?}");
+            assert!(
+                upgrade::target(&q, &path).unwrap().is_none(),
+                "{tarball}: {name}: converted twice"
+            );
+            let rep = fsck::fsck(&q, &path, &Options::default()).unwrap();
+            assert_eq!(
+                (rep.containers, rep.problems()),
+                (1, 0),
+                "{tarball}: {name}: {:?}",
+                rep.findings
+            );
+        }
+        // Nothing of the originals is left beside the converted files.
+        let left: Vec<String> = std::fs::read_dir(t.path().join("store"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".plfstmp"))
+            .collect();
+        assert!(left.is_empty(), "{tarball}: {left:?}");
+    }
+}
+
 #[test]
 fn format_v1_golden_metadata_patterns_checksums_and_fsck() {
     for tarball in TARBALLS {

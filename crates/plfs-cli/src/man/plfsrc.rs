@@ -23,7 +23,7 @@ const GLOBAL: &[(&str, &str, &str)] = &[
         "(ours) Format of the containers plfs makes. 3 (one directory per file: its marker, droppings and logs) \
          needs this version of plfs or a later one to read it; 2 (with meta/ and hostdirs) is also read by the \
          versions before, for a backend shared with them during an upgrade. Both are always read and written \
-         into, whatever this says.",
+         into, whatever this says; plfs upgrade converts version 2 files to version 3.",
     ),
     (
         "threadpool_size",

@@ -88,25 +88,26 @@ pub(super) fn is_container(d: &Dir) -> Result<bool> {
 }
 
 /// `.plfstmp.upgrade.*` entry `name` of `parent`: left by a `plfs upgrade` that did not finish.
-/// Either the superseded PLFS 2.x original (the swap happened: the file is converted and in
-/// place) or a partial new container (the original is intact). Removed by `--repair` once older
-/// than `tmp_min_age`.
+/// Either the superseded original, of PLFS 2.x or a version 2 container (the swap happened: the
+/// file is converted and in place), or a partial new container, of version 3 (the original is
+/// intact). Removed by `--repair` once older than `tmp_min_age`.
 pub(super) fn upgrade_debris(parent: &Dir, name: &OsStr, opts: &Options, rep: &mut Report) -> Result<()> {
     let Some(st) = parent.stat_opt(name)? else {
         return Ok(());
     };
     let superseded = match parent.open_dir_opt(name) {
-        Ok(Some(d)) => {
-            let old = d.stat_opt(ACCESS_NAME)?.is_some() || d.stat_opt(format::legacy::small::STAT_FILE)?.is_some();
-            old && d.stat_opt(format::MARKER_NAME)?.is_none()
-        }
+        Ok(Some(d)) => match d.stat_opt(format::MARKER_NAME)? {
+            // A version 2 container (a 48-byte marker): only ever the original.
+            Some(m) => (m.st_size as u64) >= format::MARKER_LEN as u64 && !format::is_flat_marker(m.st_size as u64),
+            None => d.stat_opt(ACCESS_NAME)?.is_some() || d.stat_opt(format::legacy::small::STAT_FILE)?.is_some(),
+        },
         _ => false,
     };
     let repair = super::debris::remove_when_old(parent, name, &st, opts, "an upgrade");
     let msg = if superseded {
-        "half-done `plfs upgrade`: the PLFS 2.x original, superseded (the file was converted and is in place)"
+        "half-done `plfs upgrade`: the original, superseded (the file was converted and is in place)"
     } else {
-        "half-done `plfs upgrade`: a partial copy (the PLFS 2.x original is intact; rerun `plfs upgrade`)"
+        "half-done `plfs upgrade`: a partial copy (the original is intact; rerun `plfs upgrade`)"
     };
     rep.push(Kind::UpgradeDebris, true, parent.sub(name), msg.into(), repair);
     Ok(())
