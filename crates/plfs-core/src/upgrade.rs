@@ -38,7 +38,6 @@ use crate::legacy::{self, LegacyContainer, LegacyFile, LegacySmallDir};
 use crate::mount::{Loc, Probe};
 use crate::namespace::Plfs;
 use crate::sys::{Dir, TimeSpec};
-use crate::types::OpenFlags;
 use rustix::io::Errno;
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -48,7 +47,7 @@ mod transfer;
 mod v2;
 
 pub use transfer::Upgraded;
-use transfer::{at, compare, ro, swap, Transfer, CHUNK};
+use transfer::{at, beside, compare, discard, ro, swap, wo, Transfer, CHUNK};
 
 /// What a path holds that `plfs upgrade` converts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,17 +107,9 @@ pub fn upgrade(plfs: &Plfs, path: &std::path::Path, progress: &mut dyn FnMut(u64
     .ok_or_else(|| Error::Exists(parent.sub(&tmp)))?;
     let marker = c.marker;
     drop(c);
-    let tmploc = Loc {
-        mount: loc.mount.clone(),
-        idx: loc.idx,
-        rel: loc.parent_rel().join(&tmp),
-        logical: loc.logical.clone(),
-    };
+    let tmploc = beside(&loc, &tmp);
     let fail = |e: Error| {
-        if let Ok(c) = Container::open(&loc.mount, b, &tmploc.rel) {
-            let _ = c.remove_shadows();
-        }
-        let _ = parent.remove_tree(&tmp);
+        discard(&loc, b, &parent, &tmp);
         e
     };
     // A private table of open containers: the new one is open nowhere else.
@@ -239,14 +230,7 @@ pub fn upgrade_small_dir(
         };
         let mode = st.access.st_mode & 0o777;
         let (node, _) = layout.create(&floc, mode, false)?;
-        let w = node.open(
-            OpenFlags {
-                write: true,
-                ..Default::default()
-            },
-            pid,
-            true,
-        )?;
+        let w = node.open(wo(), pid, true)?;
         w.truncate(0)?;
         let mut pos = 0u64;
         while pos < st.size {

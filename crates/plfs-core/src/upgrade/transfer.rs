@@ -2,11 +2,12 @@
 //! container and comparing the two ([`Transfer`]), and putting the new container in the old
 //! one's place ([`swap`]).
 
-use crate::container::DirExt;
+use crate::container::{Container, DirExt};
 use crate::error::{Error, Result};
 use crate::format;
 use crate::layout::n1::{ContainerNode, Registry};
 use crate::layout::{Node, OpenFile};
+use crate::mount::Loc;
 use crate::sys::{Dir, TimeSpec};
 use crate::types::OpenFlags;
 use std::ffi::OsStr;
@@ -91,14 +92,7 @@ impl Transfer<'_> {
         let size = self.size;
         let n = node(Registry::default());
         let pid = std::process::id();
-        let w = n.open(
-            OpenFlags {
-                write: true,
-                ..Default::default()
-            },
-            pid,
-            true,
-        )?;
+        let w = n.open(wo(), pid, true)?;
         for &(off, len) in runs {
             let mut pos = off;
             while pos < off + len {
@@ -168,4 +162,31 @@ pub(super) fn swap(parent: &Dir, tmp: &str, name: &OsStr, legacy_dir: &Dir) -> R
         return Err(e);
     }
     Ok(trash)
+}
+
+/// Flags of the writer that fills a new file.
+pub(super) fn wo() -> OpenFlags {
+    OpenFlags {
+        write: true,
+        ..Default::default()
+    }
+}
+
+/// The location of the new container built beside the file of `loc` under the name `tmp`.
+pub(super) fn beside(loc: &Loc, tmp: &str) -> Loc {
+    Loc {
+        mount: loc.mount.clone(),
+        idx: loc.idx,
+        rel: loc.parent_rel().join(tmp),
+        logical: loc.logical.clone(),
+    }
+}
+
+/// Removes the partial new container `tmp` in `parent` (on canonical backend `b`) and its shadow
+/// directories, after a failed conversion (best effort: the error that stopped it is reported).
+pub(super) fn discard(loc: &Loc, b: usize, parent: &Dir, tmp: &str) {
+    if let Ok(c) = Container::open(&loc.mount, b, &beside(loc, tmp).rel) {
+        let _ = c.remove_shadows();
+    }
+    let _ = parent.remove_tree(tmp);
 }

@@ -9,7 +9,7 @@
 //! place beside the original: `plfs fsck` reports either as `upgrade-debris` and `--repair`
 //! removes it.
 
-use super::transfer::{swap, Transfer, Upgraded, CHUNK};
+use super::transfer::{beside, discard, swap, Transfer, Upgraded, CHUNK};
 use crate::container::{Container, DirExt};
 use crate::error::{Error, Result};
 use crate::format::{self, xattr::XATTR_DIR};
@@ -49,14 +49,9 @@ pub(super) fn upgrade(loc: Loc, b: usize, progress: &mut dyn FnMut(u64, u64)) ->
     let c = Container::create(&loc.mount, b, &parent, OsStr::new(&tmp), m.st_mode & 0o7777, owner)?
         .ok_or_else(|| Error::Exists(parent.sub(&tmp)))?;
     let marker = c.marker;
-    let tmploc = Loc {
-        mount: loc.mount.clone(),
-        idx: loc.idx,
-        rel: loc.parent_rel().join(&tmp),
-        logical: loc.logical.clone(),
-    };
+    let tmploc = beside(&loc, &tmp);
     let fail = |e: Error| {
-        let _ = parent.remove_tree(&tmp);
+        discard(&loc, b, &parent, &tmp);
         e
     };
     copy_xattrs(&old, &c).map_err(fail)?;
