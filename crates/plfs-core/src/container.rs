@@ -133,11 +133,7 @@ impl Container {
     /// required of the directory, and the id is given.
     pub fn for_fsck(mount: &Arc<Mount>, backend: usize, dir: Dir, cid: u128) -> Result<Container> {
         let marker = dir.stat_opt(format::MARKER_NAME)?;
-        // A container without a readable marker is one directory unless it has `meta/`.
-        let flat = match &marker {
-            Some(m) if (m.st_size as u64) >= format::MARKER_LEN as u64 => format::is_flat_marker(m.st_size as u64),
-            _ => dir.stat_opt(format::META_DIR)?.is_none(),
-        };
+        let flat = layout_by_sight(&dir, marker.as_ref())?;
         let st = marker.unwrap_or(dir.fstat()?);
         let c = Container {
             mount: mount.clone(),
@@ -587,6 +583,16 @@ fn layout_of(dir: &Dir, st: &sys::RawStat) -> Result<bool> {
         return Ok(format::is_flat_marker(st.st_size as u64));
     }
     Ok(read_marker(dir)?.version >= 3)
+}
+
+/// Whether the container in `dir`, whose marker's stat is `marker`, is one directory (format 3),
+/// told without reading the marker, as fsck must when the marker may be damaged or missing: by
+/// the marker's size where it is a whole one's, else by whether `meta/` is missing.
+pub(crate) fn layout_by_sight(dir: &Dir, marker: Option<&sys::RawStat>) -> Result<bool> {
+    match marker {
+        Some(m) if (m.st_size as u64) >= format::MARKER_LEN as u64 => Ok(format::is_flat_marker(m.st_size as u64)),
+        _ => Ok(dir.stat_opt(format::META_DIR)?.is_none()),
+    }
 }
 
 /// Reads and checks the marker of the container in directory `d`.

@@ -108,10 +108,7 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
 fn list_droppings(dir: &Dir, rep: &mut Report) -> Result<(bool, Vec<u128>, Vec<MetaDropping>)> {
     // A one-directory container (format 3) says so by its marker's size; one whose marker
     // cannot say is one unless it has `meta/`.
-    let flat = match dir.stat_opt(format::MARKER_NAME)? {
-        Some(m) if m.st_size as u64 >= format::MARKER_LEN as u64 => format::is_flat_marker(m.st_size as u64),
-        _ => dir.stat_opt(format::META_DIR)?.is_none(),
-    };
+    let flat = crate::container::layout_by_sight(dir, dir.stat_opt(format::MARKER_NAME)?.as_ref())?;
     let meta_dir = if flat {
         dir.path().to_path_buf()
     } else {
