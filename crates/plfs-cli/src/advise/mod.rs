@@ -192,10 +192,15 @@ pub fn advise(g: &Globals, a: &AdviseArgs) -> Result<()> {
         });
         out::json(&v);
     } else {
+        // `num_hostdirs: 1` is the default (the logs in the container): named only when it is not.
+        let hostdirs = match x.num_hostdirs {
+            1 => String::new(),
+            k => format!(", num_hostdirs {k}"),
+        };
         let first = if x.use_plfs {
             format!(
-                "use plfs (workload n-1, num_hostdirs {}): predicted {:.2}x the plain shared file for {} writers of {} B",
-                x.num_hostdirs, x.ratio_plfs_vs_n1, a.writers, record
+                "use plfs (workload n-1{hostdirs}): predicted {:.2}x the plain shared file for {} writers of {} B",
+                x.ratio_plfs_vs_n1, a.writers, record
             )
         } else {
             format!(

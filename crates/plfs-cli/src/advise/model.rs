@@ -45,19 +45,26 @@ pub const CREATE_MKDIRS: f64 = 1.0;
 pub const OPEN_STATS: f64 = 8.0;
 /// ... of which the name's and the marker's first `lstat`s and the `flock` reach a server.
 pub const OPEN_SERVER_STATS: f64 = 3.0;
-/// Each writer's first write (design.md, write step 2): its hostdir's `mkdir` tried (`EEXIST`
-/// once made), `lstat`ed and opened ...
-pub const FIRST_WRITE_STATS: f64 = 3.0;
-/// ... of which the `mkdir` attempt reaches a server.
-pub const FIRST_WRITE_SERVER_STATS: f64 = 1.0;
+/// Each writer's first write (design.md, write step 2) in a one-directory container (format 3,
+/// `num_hostdirs: 1`, the default): its logs made in the container itself, then the marker
+/// `lstat`ed once they exist (the check against a chmod made meanwhile) ...
+pub const FIRST_WRITE_STATS: f64 = 1.0;
+/// ... which the client answers from what it looked up at the open.
+pub const FIRST_WRITE_SERVER_STATS: f64 = 0.0;
 /// ... `open.*` made by `mknod` in the container (format 2: in its `meta/`), shared by every writer ...
 pub const FIRST_WRITE_FILES_IN_META: f64 = 1.0;
-/// ... and the data log and the index log created with `O_EXCL` in the writer's hostdir (the
-/// index log gets its 64-byte header at once).
+/// ... and the data log and the index log created with `O_EXCL` in the writer's log directory
+/// (the container, or its hostdir; the index log gets its 64-byte header at once).
 pub const FIRST_WRITE_FILES_IN_HOSTDIR: f64 = 2.0;
 pub const FIRST_WRITE_FILES: f64 = FIRST_WRITE_FILES_IN_META + FIRST_WRITE_FILES_IN_HOSTDIR;
-/// ... and its hostdir made once per hostdir (format.md §1: `hostdir.<fnv1a64(host) %
-/// num_hostdirs>`); the model assumes the worst case, one per writer up to `num_hostdirs`.
+/// With `num_hostdirs` above 1 the logs go to a hostdir inside the container (format.md §1:
+/// `hostdir.<fnv1a64(host) % num_hostdirs>`): each writer tries its `mkdir` (`EEXIST` once
+/// made), `lstat`s and opens it ...
+pub const HOSTDIR_STATS: f64 = 3.0;
+/// ... of which the `mkdir` attempt reaches a server ...
+pub const HOSTDIR_SERVER_STATS: f64 = 1.0;
+/// ... and each hostdir is made once; the model assumes the worst case, one per writer up to
+/// `num_hostdirs`.
 pub const FIRST_WRITE_MKDIRS_PER_HOSTDIR: f64 = 1.0;
 /// Each writer's close (design.md, write step 5): the marker `lstat`ed and its mtime raised
 /// (`utimensat`), then the auto-compaction check: the container reopened, `flock`ed (exclusive,
@@ -81,7 +88,8 @@ pub const INDEX_RECORD_BYTES: f64 = 48.0;
 pub const PER_WRITE_CPU_US: f64 = 0.5;
 /// Read-open (design.md, "Data flow of a read", step 1; format.md §5): the marker `lstat`,
 /// readdir of the container (its droppings and logs; format 2 listed `meta/` too), one readdir per
-/// hostdir, then per writer its index log and data log opened (2 opens, counted as stats).
+/// hostdir when there are hostdirs, then per writer its index log and data log opened (2 opens,
+/// counted as stats).
 pub const READ_OPEN_STATS: f64 = 1.0;
 pub const READ_OPEN_READDIRS: f64 = 1.0;
 pub const READ_OPEN_STATS_PER_WRITER: f64 = 2.0;
@@ -123,11 +131,26 @@ pub struct Prediction {
 }
 
 /// The smallest prime ≥ sqrt(w) (the original PLFS's rule for `num_hostdirs`; docs/config.md),
-/// clamped to the configuration's 1..=1024.
+/// clamped to the configuration's 1..=1024: the candidate [`choose_hostdirs`] weighs against 1.
 pub fn num_hostdirs(w: u64) -> u64 {
     let target = (w as f64).sqrt().ceil().max(2.0) as u64;
     let is_prime = |n: u64| n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0);
     (target..).find(|&n| is_prime(n)).unwrap_or(2).min(1021)
+}
+
+/// The `num_hostdirs` to recommend for `w` writers: 1, the default (a writer's logs in the
+/// container directory itself, format 3), unless the original PLFS's rule ([`num_hostdirs`]) takes
+/// fewer of the seconds `secs` predicts for a number of hostdirs. Hostdirs cost a `mkdir` each
+/// and a look-up per writer; they pay only where changes of one directory are serialised and
+/// many writers change it at once (`--scale`'s lock chains), never in a model that counts every
+/// operation one after the other.
+pub fn choose_hostdirs(w: u64, secs: impl Fn(u64) -> f64) -> u64 {
+    let rule = num_hostdirs(w);
+    if rule > 1 && secs(rule) < secs(1) {
+        rule
+    } else {
+        1
+    }
 }
 
 /// MiB/s for `bytes` in `s` seconds (0 when nothing moved).
@@ -164,20 +187,39 @@ pub fn plfs_sync_us(p: &Probe) -> f64 {
     }
 }
 
-/// Seconds plfs spends on metadata for `w` writers spread over `hostdirs` hostdirs: the
-/// container, then per writer its open, first write and close, serialised.
+/// Seconds plfs spends on metadata for `w` writers with `hostdirs` hostdirs (1: none, the logs
+/// in the container): the container, then per writer its open, first write and close, serialised.
 fn plfs_metadata_s(p: &Probe, w: f64, hostdirs: u64) -> f64 {
     let s = |us: f64| us * 1e-6;
     let create = CREATE_STATS * s(p.stat_us)
         + CREATE_FILES * s(p.create_us)
         + CREATE_MKNODS * s(p.mknod_us)
         + CREATE_MKDIRS * s(p.mkdir_us);
-    let per_writer = (OPEN_STATS + FIRST_WRITE_STATS + CLOSE_STATS) * s(p.stat_us)
+    let (hostdir_stats, mkdirs) = if hostdirs > 1 {
+        (
+            HOSTDIR_STATS,
+            FIRST_WRITE_MKDIRS_PER_HOSTDIR * (hostdirs as f64).min(w) * s(p.mkdir_us),
+        )
+    } else {
+        (0.0, 0.0)
+    };
+    let per_writer = (OPEN_STATS + FIRST_WRITE_STATS + hostdir_stats + CLOSE_STATS) * s(p.stat_us)
         + FIRST_WRITE_FILES_IN_HOSTDIR * s(p.create_us)
         + (FIRST_WRITE_FILES_IN_META + CLOSE_FILES) * s(p.mknod_us)
         + CLOSE_UNLINKS * s(p.unlink_us);
-    let mkdirs = FIRST_WRITE_MKDIRS_PER_HOSTDIR * (hostdirs as f64).min(w) * s(p.mkdir_us);
     create + w * per_writer + mkdirs
+}
+
+/// Seconds of a read-open of the file of `w` writers of `writes` records each: the listings, an
+/// open per log, the index read and merged.
+fn read_open_s(p: &Probe, w: f64, writes: f64, hostdirs: u64) -> f64 {
+    let s = |us: f64| us * 1e-6;
+    let hostdir_listings = if hostdirs > 1 { (hostdirs as f64).min(w) } else { 0.0 };
+    READ_OPEN_STATS * s(p.stat_us)
+        + (READ_OPEN_READDIRS + hostdir_listings) * s(p.readdir_us)
+        + w * READ_OPEN_STATS_PER_WRITER * s(p.stat_us)
+        + secs(w * writes * INDEX_RECORD_BYTES, p.read_mibs)
+        + w * writes / MERGE_RECORDS_PER_S
 }
 
 /// Predicts the workload on the probed file system and recommends.
@@ -188,7 +230,7 @@ pub fn predict(p: &Probe, wl: Workload) -> Prediction {
     let total = w * b;
     let writes = (b / r).ceil();
     let s = |us: f64| us * 1e-6;
-    let hostdirs = num_hostdirs(wl.writers);
+    let hostdirs = choose_hostdirs(wl.writers, |k| plfs_metadata_s(p, w, k) + read_open_s(p, w, writes, k));
 
     // Plain N-1: the first writer creates, every writer opens; then the shared-file bandwidth.
     let n1_meta = s(p.create_us) + w * s(p.stat_us);
@@ -196,7 +238,6 @@ pub fn predict(p: &Probe, wl: Workload) -> Prediction {
     // Plain N-N: W creates in one directory, serialised; then the file-per-writer bandwidth.
     let t_nn = w * s(p.create_us) + secs(total, p.nn_write_mibs);
     let meta = plfs_metadata_s(p, w, hostdirs);
-    let index_bytes = w * writes * INDEX_RECORD_BYTES;
     // Each write's own cost, measured: the probe wrote the same records through plfs (frames,
     // index records and their appends, the library's CPU, the file system's price for the logs'
     // writes) right after the plain N-N run, and the difference per write is charged to every
@@ -210,11 +251,7 @@ pub fn predict(p: &Probe, wl: Workload) -> Prediction {
     // Reads: the same bytes at the measured read bandwidth; plfs first opens every log and merges
     // every index record.
     let t_read_plain = s(p.stat_us) + secs(total, p.read_mibs);
-    let read_open = READ_OPEN_STATS * s(p.stat_us)
-        + (READ_OPEN_READDIRS + (hostdirs as f64).min(w)) * s(p.readdir_us)
-        + w * READ_OPEN_STATS_PER_WRITER * s(p.stat_us)
-        + secs(index_bytes, p.read_mibs)
-        + w * writes / MERGE_RECORDS_PER_S;
+    let read_open = read_open_s(p, w, writes, hostdirs);
     let t_read_plfs = read_open + secs(total, p.read_mibs);
 
     let plain_n1 = mibs(total, t_n1);
@@ -341,7 +378,9 @@ mod tests {
         assert!(x.use_plfs, "{x:?}");
         assert!(x.ratio_plfs_vs_n1 > 5.0, "{x:?}");
         assert!(x.plfs_mibs < x.plain_nn_mibs, "plfs is N-N plus costs: {x:?}");
-        assert_eq!(x.num_hostdirs, 11);
+        // Every operation counted one after the other: hostdirs only add (a mkdir each, a look-up
+        // per writer), so the logs stay in the container, format 3's default.
+        assert_eq!(x.num_hostdirs, 1);
     }
 
     #[test]

@@ -25,10 +25,10 @@
 //! cite the code and the docs; nothing here counts them again.
 
 use super::model::{
-    num_hostdirs, Workload, CLOSE_FILES, CLOSE_SERVER_STATS, CLOSE_UNLINKS, CREATE_FILES, CREATE_MKDIRS, CREATE_MKNODS,
-    CREATE_SERVER_STATS, FIRST_WRITE_FILES, FIRST_WRITE_FILES_IN_HOSTDIR, FIRST_WRITE_FILES_IN_META,
-    FIRST_WRITE_MKDIRS_PER_HOSTDIR, FIRST_WRITE_SERVER_STATS, FRAME_BYTES, INDEX_RECORD_BYTES, OPEN_SERVER_STATS,
-    PER_WRITE_CPU_US, RECOMMEND_RATIO,
+    choose_hostdirs, Workload, CLOSE_FILES, CLOSE_SERVER_STATS, CLOSE_UNLINKS, CREATE_FILES, CREATE_MKDIRS,
+    CREATE_MKNODS, CREATE_SERVER_STATS, FIRST_WRITE_FILES, FIRST_WRITE_FILES_IN_HOSTDIR, FIRST_WRITE_FILES_IN_META,
+    FIRST_WRITE_MKDIRS_PER_HOSTDIR, FIRST_WRITE_SERVER_STATS, FRAME_BYTES, HOSTDIR_SERVER_STATS, INDEX_RECORD_BYTES,
+    OPEN_SERVER_STATS, PER_WRITE_CPU_US, RECOMMEND_RATIO,
 };
 use super::probe::Probe;
 use serde_json::{json, Map, Value};
@@ -207,7 +207,8 @@ const MIB: f64 = 1_048_576.0;
 pub struct Point {
     pub writers: u64,
     pub clients: u64,
-    /// Hostdirs of the plfs container (the smallest prime ≥ √writers).
+    /// `num_hostdirs` of the plfs container: 1, or the smallest prime ≥ √writers where the model
+    /// predicts that faster ([`choose_hostdirs`]).
     pub hostdirs: u64,
     pub plain_n1_mibs: f64,
     pub plain_nn_mibs: f64,
@@ -254,28 +255,42 @@ impl Burst {
     }
 }
 
-/// Seconds of plfs metadata for `w` writers (or aggregators) on `clients` client nodes.
-fn plfs_metadata(c: &Costs, w: f64, clients: f64) -> f64 {
-    let hostdirs = num_hostdirs(w as u64) as f64;
-    // One hostdir per host name's hash: a client's writers share one, several clients may.
-    let used = hostdirs.min(clients);
-    let per_hostdir = (clients / used).ceil();
+/// Seconds of plfs metadata for `w` writers (or aggregators) on `clients` client nodes, with
+/// `hostdirs` hostdirs (1: none, every writer's logs in the container directory, format 3).
+fn plfs_metadata(c: &Costs, w: f64, clients: f64, hostdirs: u64) -> f64 {
     let mut create = Burst::default();
     create.own(c, CREATE_SERVER_STATS + CREATE_FILES + CREATE_MKNODS + CREATE_MKDIRS);
     let mut open = Burst::default();
-    open.lookups(c, (OPEN_SERVER_STATS + FIRST_WRITE_SERVER_STATS) * w);
-    open.changes(c, FIRST_WRITE_FILES_IN_META * w, 1.0, clients);
-    open.changes(c, FIRST_WRITE_FILES_IN_HOSTDIR * w, used, per_hostdir);
-    open.changes(c, FIRST_WRITE_MKDIRS_PER_HOSTDIR * used, 1.0, used);
-    open.own(
-        c,
-        OPEN_SERVER_STATS + FIRST_WRITE_SERVER_STATS + FIRST_WRITE_FILES + FIRST_WRITE_MKDIRS_PER_HOSTDIR,
-    );
+    let own = OPEN_SERVER_STATS + FIRST_WRITE_SERVER_STATS + FIRST_WRITE_FILES;
+    if hostdirs > 1 {
+        // One hostdir per host name's hash: a client's writers share one, several clients may.
+        let used = (hostdirs as f64).min(clients);
+        let per_hostdir = (clients / used).ceil();
+        open.lookups(
+            c,
+            (OPEN_SERVER_STATS + FIRST_WRITE_SERVER_STATS + HOSTDIR_SERVER_STATS) * w,
+        );
+        open.changes(c, FIRST_WRITE_FILES_IN_META * w, 1.0, clients);
+        open.changes(c, FIRST_WRITE_FILES_IN_HOSTDIR * w, used, per_hostdir);
+        open.changes(c, FIRST_WRITE_MKDIRS_PER_HOSTDIR * used, 1.0, used);
+        open.own(c, own + HOSTDIR_SERVER_STATS + FIRST_WRITE_MKDIRS_PER_HOSTDIR);
+    } else {
+        // The open droppings and the logs are all entries of the container: one chain.
+        open.lookups(c, (OPEN_SERVER_STATS + FIRST_WRITE_SERVER_STATS) * w);
+        open.changes(c, FIRST_WRITE_FILES * w, 1.0, clients);
+        open.own(c, own);
+    }
     let mut close = Burst::default();
     close.changes(c, CLOSE_SERVER_STATS * w, 1.0, clients);
     close.changes(c, (CLOSE_FILES + CLOSE_UNLINKS) * w, 1.0, clients);
     close.own(c, CLOSE_SERVER_STATS + CLOSE_FILES + CLOSE_UNLINKS);
     create.secs(c) + open.secs(c) + close.secs(c)
+}
+
+/// [`plfs_metadata`] with the `num_hostdirs` [`choose_hostdirs`] picks, and that number.
+fn plfs_metadata_best(c: &Costs, w: f64, clients: f64) -> (f64, u64) {
+    let k = choose_hostdirs(w as u64, |k| plfs_metadata(c, w, clients, k));
+    (plfs_metadata(c, w, clients, k), k)
 }
 
 /// Seconds to move `total` MiB written by `producers` writers (`per_writer_s` each at least)
@@ -334,19 +349,19 @@ pub fn point(c: &Costs, wl: Workload, aggregators: u64) -> Point {
     // plfs: the metadata above; the data plus frames and index records, a log per writer.
     let overhead = 1.0 + (FRAME_BYTES + INDEX_RECORD_BYTES) / (r * MIB);
     let per_writer_s = stream_s * overhead + writes * PER_WRITE_CPU_US * 1e-6;
-    let plfs_meta = plfs_metadata(c, w, clients);
+    let (plfs_meta, hostdirs) = plfs_metadata_best(c, w, clients);
     let plfs_data = data_secs(c, total * overhead, per_writer_s, w, clients);
 
     // Aggregated plfs: `a` aggregators on as many client nodes (at most all of them) receive the
     // writers' data and alone open, write and close logs.
     let a = (aggregators.max(1) as f64).min(w);
     let agg_clients = a.min(clients);
-    let agg_t = plfs_metadata(c, a, agg_clients) + data_secs(c, total * overhead, per_writer_s, a, agg_clients);
+    let agg_t = plfs_metadata_best(c, a, agg_clients).0 + data_secs(c, total * overhead, per_writer_s, a, agg_clients);
 
     Point {
         writers: wl.writers,
         clients: clients as u64,
-        hostdirs: num_hostdirs(wl.writers),
+        hostdirs,
         plain_n1_mibs: total / t_n1,
         plain_nn_mibs: total / t_nn,
         plfs_mibs: total / (plfs_meta + plfs_data),
@@ -547,6 +562,29 @@ mod tests {
     /// MB/s as the paper prints them, in MiB/s.
     fn paper_mibs(mbs: f64) -> f64 {
         mbs * 1e6 / MIB
+    }
+
+    #[test]
+    fn hostdirs_are_recommended_only_where_they_are_predicted_faster() {
+        let (c, b, r, _) = sierra();
+        let pts = curve(&c, b, r, 1);
+        for p in &pts {
+            let w = p.writers as f64;
+            let clients = c.clients(w);
+            let one = plfs_metadata(&c, w, clients, 1);
+            let rule = plfs_metadata(&c, w, clients, super::super::model::num_hostdirs(p.writers));
+            assert_eq!(p.plfs_metadata_s, one.min(rule), "{p:?}");
+            assert_eq!(p.hostdirs == 1, one <= rule, "{p:?}");
+        }
+        // One or two writers: the logs stay in the container (format 3's default). Many writers
+        // on Lustre-like costs, where one directory's lock serialises its changes and calls back
+        // every client's cached lock: hostdirs split the longest chain (from 4 writers here, the
+        // open droppings in the container and the logs in a hostdir already make two chains).
+        assert_eq!((at(&pts, 1).hostdirs, at(&pts, 2).hostdirs), (1, 1));
+        assert!(
+            pts.iter().filter(|p| p.writers >= 16).all(|p| p.hostdirs > 1),
+            "{pts:?}"
+        );
     }
 
     #[test]
