@@ -108,13 +108,17 @@ pub fn read_at(e: &Entry, fd: i32, buf: &mut [u8], at: Option<u64>) -> Res<usize
     let off = at.or(cur.as_ref().map(Cursor::off)).unwrap_or(0);
     let r = (|| {
         let f = file_of(e, &mut st)?;
+        // A load of the index begun after this count (the first read's, or the refresh below)
+        // saw every write that returned before this call: looking again would find nothing more.
+        let loads = f.index_loads();
         let epoch = entry::EPOCH.load(Ordering::Relaxed);
         if e.seen.swap(epoch, Ordering::Relaxed) != epoch {
             f.refresh()?;
         }
         let mut n = f.read(buf, off)?;
-        if n < buf.len() {
-            // At the end as we know it: look for what other processes wrote since we loaded the index.
+        if n < buf.len() && f.index_loads() == loads {
+            // At the end as we know it, from an index loaded before this call: look for what
+            // other processes wrote since.
             f.refresh()?;
             n += f.read(&mut buf[n..], off + n as u64)?;
         }

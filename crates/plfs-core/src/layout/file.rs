@@ -144,6 +144,13 @@ pub trait Handle: Send + Sync + std::fmt::Debug {
     fn read(&self, buf: &mut [u8], off: u64) -> Result<usize>;
     /// Picks up what other processes made visible since the open.
     fn refresh(&self) -> Result<()>;
+    /// Loads of the file's merged index from the backend so far, each counted as it begins (0
+    /// for a layout without one). A caller that reads the count before a read and finds it moved
+    /// after knows that a load began after it asked, and so saw every write that had returned by
+    /// then: a [`Handle::refresh`] would find nothing more (ldplfs's look for more at a short read).
+    fn index_loads(&self) -> u64 {
+        0
+    }
     /// Makes this handle's writes visible to other processes (no fsync).
     fn flush(&self) -> Result<()>;
     /// Makes this handle's writes durable.
@@ -291,6 +298,12 @@ impl OpenFile {
     /// Re-reads index logs written by other processes since the index was loaded.
     pub fn refresh(&self) -> Result<()> {
         self.handle.refresh()
+    }
+
+    /// Loads of the merged index begun so far ([`Handle::index_loads`]): a load begun after a
+    /// caller read this count saw every write that had returned when it read it.
+    pub fn index_loads(&self) -> u64 {
+        self.handle.index_loads()
     }
 
     /// Makes this handle's writes visible to other processes without making them durable: appends

@@ -100,6 +100,10 @@ impl Handle for ContainerHandle {
         self.shared.with_index(true, |_| Ok(()))
     }
 
+    fn index_loads(&self) -> u64 {
+        self.shared.loads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn flush(&self) -> Result<()> {
         let ws: Vec<_> = lock(&self.writers).values().cloned().collect();
         for w in ws {

@@ -14,7 +14,7 @@ use crate::sys::{File, TimeSpec};
 use rustix::io::Errno;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Per-process state of one container.
@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     /// Set before a merged index is loaded into `index`, cleared when it is dropped: a write that
     /// finds it clear has no merged index to keep current and takes no lock for it (`write`).
     index_live: AtomicBool,
+    /// Loads and refreshes of `index` begun so far, counted as each begins (before it flushes or
+    /// lists anything): see [`crate::layout::file::Handle::index_loads`].
+    pub(super) loads: AtomicU64,
     /// Set when the file was unlinked while open here: its shadow directories and the name its
     /// container was renamed aside to, deleted at the last close.
     doomed: Mutex<Option<Doomed>>,
@@ -114,6 +117,7 @@ impl Shared {
             writers: Mutex::new(HashMap::new()),
             index: Mutex::new(None),
             index_live: AtomicBool::new(false),
+            loads: AtomicU64::new(0),
             doomed: Mutex::new(None),
             auto: Default::default(),
             append_lock: Mutex::new(None),
@@ -166,6 +170,7 @@ impl Shared {
     /// not in each of its instances: a reader comes here at its first read and its refreshes).
     #[inline(never)]
     fn load_index(&self, g: &mut Option<IndexState>, stale: bool) -> Result<()> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
         // Before the flush: a write that then finds the flag clear has its record in a
         // buffer that the flush below writes out, and the load reads (see `write`).
         self.index_live.store(true, Ordering::SeqCst);
