@@ -752,6 +752,47 @@ fn an_explicit_compaction_waits_out_a_moment_of_the_lock() {
     t.join().unwrap();
 }
 
+/// Three processes each write 5000 bytes of `path` in turn and close: the model of the file.
+fn three_closed_writers(fx: &Fixture, path: &std::path::Path) -> Model {
+    let mut m = Model::default();
+    for w in 0..3u64 {
+        let p = fx.plfs();
+        let f = p.open(path, rw(), 0o644, 1 + w as u32).unwrap();
+        let d = data(w, w * 5000, 5000);
+        f.write(&d, w * 5000).unwrap();
+        m.write(w * 5000, &d);
+        f.close().unwrap();
+    }
+    m
+}
+
+/// A read-open opens each data log once. The load sizes the data log of a writer that closed by
+/// a look-up; the first read of it opens it. Before, the load opened and closed every data log
+/// to learn its size and the read opened it again (two system calls more per log).
+#[test]
+fn a_reader_opens_each_data_log_once() {
+    let fx = Fixture::new("one-open", 1, 0, no_auto());
+    let path = fx.path("f");
+    let m = three_closed_writers(&fx, &path);
+    let calls = count_metadata_calls(&fx);
+    let p = fx.plfs();
+    let f = p.open(&path, ro(), 0, 9).unwrap();
+    let before = calls();
+    f.refresh().unwrap();
+    let loaded = calls();
+    assert_eq!(read_all(&f).unwrap(), m.0);
+    let read = calls();
+    // [readdir, open, stat, create]. The load: the flat index tried (there is none), the three
+    // index logs opened, the three data logs looked up. The reads: each data log opened once.
+    let (load, reads) = (
+        std::array::from_fn::<u64, 4, _>(|i| loaded[i] - before[i]),
+        std::array::from_fn::<u64, 4, _>(|i| read[i] - loaded[i]),
+    );
+    assert_eq!((load[1], load[2]), (4, 3), "opens and stats of the load: {load:?}");
+    assert_eq!(reads, [0, 3, 0, 0], "calls of the reads: {reads:?}");
+    f.close().unwrap();
+}
+
 /// A reader of a closed file looks for more at every short read (ldplfs) and every fstat: that
 /// look lists `meta/` and nothing else while the droppings are the ones it last merged with no
 /// writer open (issue 22: a `cat` of a closed file listed `meta/`, the container and each hostdir
@@ -761,15 +802,7 @@ fn an_explicit_compaction_waits_out_a_moment_of_the_lock() {
 fn a_reader_of_a_closed_file_lists_only_meta_when_it_looks_for_more() {
     let fx = Fixture::new("quiet-reader", 1, 0, no_auto());
     let path = fx.path("f");
-    let mut m = Model::default();
-    for w in 0..3u64 {
-        let p = fx.plfs();
-        let f = p.open(&path, rw(), 0o644, 1 + w as u32).unwrap();
-        let d = data(w, w * 5000, 5000);
-        f.write(&d, w * 5000).unwrap();
-        m.write(w * 5000, &d);
-        f.close().unwrap();
-    }
+    let mut m = three_closed_writers(&fx, &path);
     let calls = count_metadata_calls(&fx);
     let p = fx.plfs();
     let f = p.open(&path, ro(), 0, 9).unwrap();

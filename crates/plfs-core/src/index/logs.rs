@@ -109,24 +109,18 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
             recovered: Vec::new(),
         });
     }
-    let (data, len) = match no_link(dir.open_file_sized(&data_name, Access::Read), dir, &data_name) {
-        Ok(v) => v,
-        // A writer creates its data log before its index log, and a framed log that has no
-        // records yet may be gone with a wipe: nothing to recover then.
-        Err(e) if crate::sys::is_missing(&e) && end == 0 => return Ok(nothing(consumed)),
-        Err(e) if crate::sys::is_missing(&e) => {
-            return Err(Error::corrupt(
-                dir.sub(&data_name),
-                format!("missing, but its index log {} has records", f.path.display()),
-            ))
-        }
-        Err(e) => return Err(e),
+    // A writer creates its data log before its index log, and a framed log that has no records
+    // yet may be gone with a wipe: nothing to recover then.
+    let Some((data, len)) = data_log(dir, f, data_name.as_ref(), end, framed)? else {
+        return Ok(nothing(consumed));
     };
     // A size that lags (see above) is checked against the data itself before the records are
     // called damaged.
     let mut data_len = len;
-    if end > len && holds_byte(&data, end - 1)? {
-        data_len = end;
+    if let Some(data) = data.as_ref().filter(|_| end > len) {
+        if holds_byte(data, end - 1)? {
+            data_len = end;
+        }
     }
     // A writer still writing can have a record visible before the data it points at: on
     // GlusterFS a reader on another client sees what the writer's client has sent to the bricks,
@@ -150,7 +144,10 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
         // The scan reads on past the size fstat gave while the log holds whole frames (that
         // size can lag, see above), so the writes read here and the writes `plfs fsck --repair`
         // later indexes from the same log are the same ones.
-        tail.end = scan_frames(&data, from, data_len, tail.flags.unwrap_or(0), &mut recovered)?;
+        // (A framed log's data log was opened above.)
+        if let Some(data) = data.as_ref() {
+            tail.end = scan_frames(data, from, data_len, tail.flags.unwrap_or(0), &mut recovered)?;
+        }
         data_len = data_len.max(tail.end);
     }
     Ok(LogRead {
@@ -160,6 +157,41 @@ pub(super) fn read_log(dir: &Dir, f: &FoundLog, start: u64, tail: Tail, open: bo
         tail,
         recovered,
     })
+}
+
+/// The data log `name` of index log `f` whose records end at `end`: its size, and a descriptor
+/// where its bytes are needed (`framed`: frames to scan; or records past that size, which may
+/// lag). The size comes from a look-up by name: the reads that follow open only the data logs
+/// they read, once. Anything but a plain file takes the open, which says what is wrong with it.
+/// `None`: missing with no record pointing into it.
+fn data_log(
+    dir: &Dir,
+    f: &FoundLog,
+    name: &std::ffi::OsStr,
+    end: u64,
+    framed: bool,
+) -> Result<Option<(Option<File>, u64)>> {
+    let missing = || {
+        Error::corrupt(
+            dir.sub(name),
+            format!("missing, but its index log {} has records", f.path.display()),
+        )
+    };
+    let size = match dir.stat_opt(name)? {
+        Some(st) if crate::sys::is_file(&st) => Some(st.st_size as u64),
+        Some(_) => None,
+        None if end == 0 => return Ok(None),
+        None => return Err(missing()),
+    };
+    match size {
+        Some(len) if !framed && end <= len => Ok(Some((None, len))),
+        _ => match no_link(dir.open_file_sized(name, Access::Read), dir, name) {
+            Ok((file, len)) => Ok(Some((Some(file), len))),
+            Err(e) if crate::sys::is_missing(&e) && end == 0 => Ok(None),
+            Err(e) if crate::sys::is_missing(&e) => Err(missing()),
+            Err(e) => Err(e),
+        },
+    }
 }
 
 /// Where the records of `dec` end in their data log (0: none).
