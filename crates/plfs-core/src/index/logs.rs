@@ -177,11 +177,12 @@ fn data_log(
             format!("missing, but its index log {} has records", f.path.display()),
         )
     };
-    let size = match dir.stat_opt(name)? {
-        Some(st) if crate::sys::is_file(&st) => Some(st.st_size as u64),
-        Some(_) => None,
-        None if end == 0 => return Ok(None),
-        None => return Err(missing()),
+    // A framed log (a writer still writing, or killed) is scanned, so opened anyway: no look-up.
+    let size = match if framed { None } else { Some(dir.stat_opt(name)?) } {
+        Some(Some(st)) if crate::sys::is_file(&st) => Some(st.st_size as u64),
+        Some(None) if end == 0 => return Ok(None),
+        Some(None) => return Err(missing()),
+        _ => None,
     };
     match size {
         Some(len) if !framed && end <= len => Ok(Some((None, len))),
