@@ -563,3 +563,55 @@ fn a_refresh_past_a_size_that_lags_reads_each_record_once() {
     r.close().expect("close the reader");
     assert!(lagged() > 0, "no stat reached the failpoint");
 }
+
+/// Zeros where a live writer's next index record goes are a record not there yet, not damage.
+/// A backend can show a log's new length before its bytes: on MooseFS, CI's
+/// `reader_refreshes_while_a_writer_appends` once failed with "record checksum mismatch at body
+/// offset 1536" in the index log of the writer it watched (2026-11-27), the symptom
+/// docs/backends.md describes for MooseFS's client, here past `O_DIRECT` reads. Here the log is
+/// lengthened by a zero record's 8 bytes, as such a reader sees it: the reader shows what the
+/// records before the zeros say, reads the record once the writer's next flush puts it there,
+/// and calls the same zeros damage in the log of a writer that closed.
+#[test]
+fn zeros_at_the_end_of_a_live_index_log_are_a_record_not_there_yet() {
+    if common::child_role().is_some() {
+        return;
+    }
+    let fx = Fixture::new(
+        "live-zeros",
+        1,
+        0,
+        GlobalParams {
+            index_buffer_records: 1,
+            ..GlobalParams::default()
+        },
+    );
+    let path = fx.path("z");
+    let (pw, pr) = (fx.plfs(), fx.plfs());
+    let w = pw
+        .open(&path, common::wo_create(), 0o644, 101)
+        .expect("open for writing");
+    let first = common::pattern(SEED, 0, 4096);
+    w.write(&first, 0).expect("write");
+    let log = fx.log_of_pid("z", "index", 101);
+    let lengthen = || {
+        let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+        let len = f.metadata().unwrap().len();
+        f.set_len(len + 8).unwrap();
+    };
+    lengthen();
+    let r = pr.open(&path, common::ro(), 0, 202).expect("open for reading");
+    let got = common::read_all(&r).expect("read with zeros past the last record");
+    common::assert_bytes_eq(&got, &first, "before the record is there");
+    let second = common::pattern(SEED, 4096, 4096);
+    w.write(&second, 4096).expect("write over the zeros");
+    r.refresh().expect("refresh");
+    let mut both = first.clone();
+    both.extend_from_slice(&second);
+    common::assert_bytes_eq(&common::read_all(&r).expect("read"), &both, "once the record is there");
+    w.close().expect("close");
+    r.close().expect("close the reader");
+    lengthen();
+    let e = common::read_fresh(&fx, &path).expect_err("zeros in the log of a writer that closed");
+    assert!(e.to_string().contains("torn record"), "{e}");
+}

@@ -510,7 +510,15 @@ pub fn decode_records(body: &[u8]) -> DecodedRecords {
         }
         let crc = le_u32(&rest[4 + blen..total]);
         if crc != crate::crc::crc32c(&rest[..4 + blen]) {
-            out.tail_error = Some(format!("record checksum mismatch at body offset {pos}"));
+            // A record's checksum is its last bytes. Zeros there are a record not (all) there
+            // yet: a log being written whose size a reader sees before its bytes (MooseFS can
+            // show an appended length before the bytes, even to `O_DIRECT` reads), or a tail a
+            // power loss left as zeros. Torn, like a record cut short; in a closed log, damage.
+            out.tail_error = Some(if crc == 0 {
+                format!("torn record at body offset {pos} (zeros where its checksum belongs)")
+            } else {
+                format!("record checksum mismatch at body offset {pos}")
+            });
             break;
         }
         if kind == REC_PATTERN {
@@ -666,6 +674,39 @@ mod tests {
         ] {
             assert_eq!(Frame::decode(&bad.encode()), None);
         }
+    }
+
+    /// Zeros where a record's checksum belongs make it torn (a record whose bytes are not all
+    /// visible yet), not a checksum mismatch: a reader of a log still being written waits for it.
+    #[test]
+    fn a_record_ending_in_zeros_is_torn() {
+        let r = WriteRecord {
+            logical_off: 3,
+            length: 4096,
+            physical_off: 96,
+            ts: 11,
+            data_crc: 0,
+        };
+        let mut buf = Vec::new();
+        r.encode_into(&mut buf);
+        let mut log = buf.clone();
+        // All of the second record zeros (its length visible before its bytes), or only its
+        // end (the bytes past a block boundary not visible yet).
+        for visible in [0, 8, WRITE_REC_LEN - 4] {
+            let mut second = vec![0u8; WRITE_REC_LEN];
+            second[..visible].copy_from_slice(&buf[..visible]);
+            log.truncate(WRITE_REC_LEN);
+            log.extend_from_slice(&second);
+            let d = decode_records(&log);
+            assert_eq!((d.records.len(), d.valid_len), (1, WRITE_REC_LEN), "{visible} bytes");
+            let e = d.tail_error.expect("a tail error");
+            assert!(e.starts_with("torn record at body offset 48"), "{visible} bytes: {e}");
+        }
+        // A wrong checksum that is not zeros is damage.
+        let mut bad = buf.clone();
+        bad[WRITE_REC_LEN - 1] ^= 0x40;
+        let e = decode_records(&bad).tail_error.expect("a tail error");
+        assert!(e.starts_with("record checksum mismatch"), "{e}");
     }
 
     #[test]
