@@ -600,6 +600,31 @@ fn every_write_that_returned_survives_sigkill() {
     );
 }
 
+/// Runs writer 0 of `t`, whose death is a failpoint, until it is killed there; the writes it
+/// acknowledged.
+fn run_until_killed(fx: &Fixture, t: &Trial, path: &Path) -> [u64; 1] {
+    use std::os::unix::process::ExitStatusExt;
+    let mut c = writer_command(fx, t, path, 0);
+    let out = c.stderr(Stdio::null()).output().expect("run the writer");
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "the writer was not killed at its failpoint"
+    );
+    [last_ack(&String::from_utf8_lossy(&out.stdout))]
+}
+
+/// Asserts that `check` (fsck) reported writes found in a data log's frames and not in its index
+/// log, and that `rep` (its `--repair`) left no problem.
+fn found_and_repaired_unindexed(check: &fsck::Report, rep: &fsck::Report, when: &str) {
+    assert!(
+        check.of(Kind::UnindexedData).iter().any(|f| f.problem),
+        "{when}: fsck found no unindexed writes to recover: {:#?}",
+        check.findings
+    );
+    assert!(rep.exit_code() <= 1, "{when}: fsck --repair: {:#?}", rep.findings);
+}
+
 /// A size that lags behind a data log's bytes (a network file system's cached attributes; here
 /// the `sys::stale_size` failpoint makes every stat of this fixture's files say 0) hides no
 /// write of a killed writer: a reader reads the file exactly as with true sizes, fsck calls
@@ -607,7 +632,6 @@ fn every_write_that_returned_survives_sigkill() {
 /// GlusterFS volume once read such a file differently before and after `fsck --repair`.
 #[test]
 fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
-    use std::os::unix::process::ExitStatusExt;
     if common::child_role().is_some() {
         return;
     }
@@ -619,14 +643,7 @@ fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
         sync_every: 7,
         death: Death::Failpoint("sys::pwrite_all", 150),
     };
-    let mut c = writer_command(&fx, &t, &path, 0);
-    let out = c.stderr(Stdio::null()).output().expect("run the writer");
-    assert_eq!(
-        out.status.signal(),
-        Some(9),
-        "the writer was not killed at its failpoint"
-    );
-    let acked = [last_ack(&String::from_utf8_lossy(&out.stdout))];
+    let acked = run_until_killed(&fx, &t, &path);
     let truth = check_content(&fx, &t, &path, &acked, "read with true sizes").expect("the file");
 
     let stale = common::lagging_sizes(&fx);
@@ -653,19 +670,132 @@ fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
         );
     }
     // The writes past the last sync are only in the data log's frames: the case at stake.
-    assert!(
-        check.of(Kind::UnindexedData).iter().any(|f| f.problem),
-        "no unindexed writes to recover: {:#?}",
-        check.findings
-    );
-    let rep = rep.expect("fsck --repair");
-    assert!(
-        rep.exit_code() <= 1,
-        "fsck --repair with sizes of 0: {:#?}",
-        rep.findings
-    );
+    found_and_repaired_unindexed(&check, &rep.expect("fsck --repair"), "with sizes of 0");
     common::assert_bytes_eq(&after_lagged.expect("the file"), &truth, "after the repair, sizes 0");
     let after = check_content(&fx, &t, &path, &acked, "after the repair").expect("the file");
     common::assert_bytes_eq(&after, &truth, "after the repair");
     assert!(stat_hits > 0, "no stat of the fixture reached the failpoint");
+}
+
+/// Counts `sys::fsync` on backend paths containing `filter`.
+fn fsync_counter(filter: &str) -> impl Fn() -> u64 {
+    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
+        name: "sys::fsync".into(),
+        filter: filter.into(),
+        action: plfs_core::failpoint::Action::Kill,
+        after: u64::MAX,
+        times: None,
+    });
+    let filter = filter.to_string();
+    move || plfs_core::failpoint::hits_for("sys::fsync", &filter)
+}
+
+/// A sync makes the writes before it durable through the data log, whose frames describe each
+/// of them. Only a writer's first sync also syncs its index log (whose header says the data log
+/// is framed) and its logs' names; later syncs fsync the data log alone, and the close fsyncs the
+/// index log once, before the close record after which readers trust it (the data log first if
+/// it was written after the last sync). Before, every sync fsynced both logs: a database synced
+/// once per transaction (sqlite) paid two fsyncs per transaction.
+#[test]
+fn a_sync_after_the_first_fsyncs_only_the_data_log() {
+    if common::child_role().is_some() {
+        return;
+    }
+    let fx = Fixture::simple("crash-syncs");
+    let path = fx.path("syncs-per-close");
+    let data = fsync_counter("syncs-per-close/data.");
+    let index = fsync_counter("syncs-per-close/index.");
+    let counts = || (data(), index());
+    let p = fx.plfs();
+    let mut model = vec![0u8; 6 * 4096];
+    let mut put = |f: &plfs_core::OpenFile, k: usize| {
+        let buf = vec![k as u8 + 1; 4096];
+        f.write(&buf, (k * 4096) as u64).unwrap();
+        model[k * 4096..(k + 1) * 4096].copy_from_slice(&buf);
+    };
+    let f = p.open(&path, common::wo_create(), 0o644, 1).unwrap();
+    let write_only = OpenFlags {
+        write: true,
+        ..Default::default()
+    };
+    let reopen = |pid| p.open(&path, write_only, 0, pid).unwrap();
+    put(&f, 0);
+    f.sync().unwrap();
+    assert_eq!(counts(), (1, 1), "the first sync: both logs");
+    put(&f, 1);
+    f.sync().unwrap();
+    put(&f, 2);
+    f.sync().unwrap();
+    assert_eq!(counts(), (3, 1), "two more syncs: the data log only");
+    f.close().unwrap();
+    assert_eq!(
+        counts(),
+        (3, 2),
+        "the close of a writer synced since its last write: the index log"
+    );
+
+    // A second writer writes after its last sync: its close syncs the data log, then the index.
+    let g = reopen(2);
+    put(&g, 3);
+    g.sync().unwrap();
+    put(&g, 4);
+    g.sync().unwrap();
+    put(&g, 5);
+    g.close().unwrap();
+    assert_eq!(
+        counts(),
+        (6, 4),
+        "a writer that wrote after its last sync, at its close"
+    );
+
+    // A writer that never syncs is not synced at its close (close(2) does not fsync).
+    let h = reopen(3);
+    put(&h, 0);
+    h.close().unwrap();
+    assert_eq!(counts(), (6, 4), "a writer that never synced");
+    plfs_core::failpoint::clear();
+    common::assert_bytes_eq(&common::read_fresh(&fx, &path).unwrap(), &model, "read back");
+}
+
+/// What a sync leaves unsynced in the index log is found again in the data log's frames: a
+/// writer killed after many syncs, whose index log then loses every record (a power loss can take
+/// what was appended after the index log's last fsync, and only a writer's first sync and its
+/// close sync it), is read back with every synced write, in the order they were made; fsck
+/// reports the writes missing from the index log, and its repair indexes exactly what readers saw.
+#[test]
+fn synced_writes_survive_the_loss_of_every_index_record() {
+    if common::child_role().is_some() {
+        return;
+    }
+    let fx = Fixture::simple("crash-index-loss");
+    let path = fx.path("cut");
+    let t = Trial {
+        seed: 0x5c1,
+        writers: 1,
+        sync_every: 5,
+        // Each sync appends the buffered records to the index log with one pwrite: killed in
+        // the 41st sync.
+        death: Death::Failpoint("sys::pwrite_all[index.]", 41),
+    };
+    let acked = run_until_killed(&fx, &t, &path);
+    assert_eq!(acked[0], 40 * 5, "writes acknowledged");
+    let logs = fx.logs("cut", "index.");
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let cut = std::fs::OpenOptions::new().write(true).open(&logs[0]).unwrap();
+    assert!(
+        cut.metadata().unwrap().len() > 64,
+        "the index log holds no record to lose"
+    );
+    cut.set_len(64).unwrap();
+
+    let read = check_content(&fx, &t, &path, &acked, "after the index log lost its records").expect("the file");
+    let check = fsck::fsck(&fx.plfs(), &path, &Options::default()).expect("fsck");
+    let opts = Options {
+        repair: true,
+        ..Options::default()
+    };
+    let rep = fsck::fsck(&fx.plfs(), &path, &opts).expect("fsck --repair");
+    found_and_repaired_unindexed(&check, &rep, "after the index log lost its records");
+    let after = check_content(&fx, &t, &path, &acked, "after the repair").expect("the file");
+    common::assert_bytes_eq(&after, &read, "after the repair");
 }

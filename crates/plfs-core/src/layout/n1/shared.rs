@@ -369,24 +369,33 @@ impl Shared {
         }
     }
 
+    /// Makes every write made through `w` durable (docs/design.md, "Crash semantics"): the data
+    /// log, whose frames describe each write. Only the first sync also syncs the index log (its
+    /// header says the data log is framed) and the new logs' names; later ones leave the records
+    /// they append unsynced, and the close syncs the index log before its close record
+    /// (`Writer::sync_owed_index`). Until then a reader after a power loss finds the writer open
+    /// and reads the writes its index log lost from the frames, as after a crash.
     pub(crate) fn sync(&self, w: &Arc<Mutex<Writer>>) -> Result<()> {
         let mut wg = lock(w);
-        if let Some(l) = &wg.logs {
+        if let Some(l) = wg.logs.as_mut() {
             // Data must be durable before the records that point at it.
             l.data.fsync()?;
+            l.data_synced_off = l.data_off;
         }
         wg.flush_index()?;
         if let Some(l) = wg.logs.as_mut() {
+            if l.dirs_synced {
+                l.index_owed = true;
+                return Ok(());
+            }
             l.index.fsync()?;
-            if !l.dirs_synced {
-                // The first sync also makes the new logs' names durable: their hostdir, and the
-                // hostdir's own entry in its parent (the container or its shadow directory).
-                l.dir.fsync()?;
-                let in_container = l.in_container;
-                self.c.sync_hostdir_parent(&wg.host, in_container)?;
-                if let Some(l) = wg.logs.as_mut() {
-                    l.dirs_synced = true;
-                }
+            // The first sync also makes the new logs' names durable: their hostdir, and the
+            // hostdir's own entry in its parent (the container or its shadow directory).
+            l.dir.fsync()?;
+            let in_container = l.in_container;
+            self.c.sync_hostdir_parent(&wg.host, in_container)?;
+            if let Some(l) = wg.logs.as_mut() {
+                l.dirs_synced = true;
             }
         }
         Ok(())

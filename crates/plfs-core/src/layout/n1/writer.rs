@@ -38,8 +38,15 @@ pub(crate) struct WriterLogs {
     pub(crate) index: File,
     pub(crate) data_off: u64,
     pub(crate) index_off: u64,
-    /// Whether the directory entries of the new logs have been made durable.
+    /// Whether the directory entries of the new logs have been made durable (at the first sync,
+    /// which also syncs the index log: its header, which says the data log is framed).
     pub(crate) dirs_synced: bool,
+    /// `data_off` at the last fsync of the data log.
+    pub(crate) data_synced_off: u64,
+    /// Set by a sync after the first, which syncs the data log only (its frames describe every
+    /// write it made durable): the index log must be synced before a close record names this
+    /// writer closed, since readers then trust its index log and scan no frames.
+    pub(crate) index_owed: bool,
     /// Whether the logs are in the container itself (else on a shadow backend).
     pub(crate) in_container: bool,
     /// The data log's header, until it is written together with the first data.
@@ -140,6 +147,8 @@ impl Writer {
             data_off: format::DATA_HEADER_LEN as u64,
             index_off: format::INDEX_HEADER_LEN as u64,
             dirs_synced: false,
+            data_synced_off: 0,
+            index_owed: false,
             in_container,
             data_header: Some(header(format::DATA_MAGIC)),
         });
@@ -152,7 +161,7 @@ impl Writer {
     /// last write's (raised even when the records could not be appended: the data was written).
     /// A real close and compaction's rotation of a writer both end an identity through here.
     pub(crate) fn close_records(&mut self, c: &Container) -> Result<()> {
-        let flushed = self.flush_index();
+        let flushed = self.flush_index().and_then(|()| self.sync_owed_index());
         if !self.announced {
             return flushed;
         }
@@ -169,6 +178,23 @@ impl Writer {
         };
         let _ = c.bump_mtime(self.mtime_ns);
         flushed.and_then(|()| c.replace_meta(&self.open_record(), &d))
+    }
+
+    /// Syncs the index log if a sync left it unsynced (`index_owed`), the data log first if it
+    /// was written since its last sync (data is durable before the records that point at it), so
+    /// that a close record that survives a power loss names a writer whose index log holds every
+    /// write a sync made durable.
+    fn sync_owed_index(&mut self) -> Result<()> {
+        let Some(l) = self.logs.as_mut().filter(|l| l.index_owed) else {
+            return Ok(());
+        };
+        if l.data_off != l.data_synced_off {
+            l.data.fsync()?;
+            l.data_synced_off = l.data_off;
+        }
+        l.index.fsync()?;
+        l.index_owed = false;
+        Ok(())
     }
 
     /// Appends the buffered records to the index log.
