@@ -22,6 +22,9 @@ use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 
+/// How long a conversion waits for the container's lock before it calls the file open.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Converts the version 2 container of `loc` on canonical backend `b`.
 pub(super) fn upgrade(loc: Loc, b: usize, progress: &mut dyn FnMut(u64, u64)) -> Result<Upgraded> {
     if loc.mount.global.container_format < 3 {
@@ -34,7 +37,10 @@ pub(super) fn upgrade(loc: Loc, b: usize, progress: &mut dyn FnMut(u64, u64)) ->
     if old.is_flat() {
         return Err(loc.err(Errno::INVAL, "already in this format"));
     }
-    if !old.dir.try_lock_exclusive()? {
+    // Waited for a moment: a process that forks keeps a copy of every descriptor in the child,
+    // and so the shared lock of a file it had open then, until the child's exec or exit (a test
+    // thread that spawned `tar` while another closed the file made this EBUSY in CI).
+    if !old.dir.try_lock_exclusive_within(LOCK_PATIENCE)? {
         return Err(loc.err(
             Errno::BUSY,
             "the file is open (plfs upgrade converts a file no process has open)",
