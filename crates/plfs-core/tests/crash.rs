@@ -677,19 +677,6 @@ fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
     assert!(stat_hits > 0, "no stat of the fixture reached the failpoint");
 }
 
-/// Counts `sys::fsync` on backend paths containing `filter`.
-fn fsync_counter(filter: &str) -> impl Fn() -> u64 {
-    plfs_core::failpoint::set(plfs_core::failpoint::Spec {
-        name: "sys::fsync".into(),
-        filter: filter.into(),
-        action: plfs_core::failpoint::Action::Kill,
-        after: u64::MAX,
-        times: None,
-    });
-    let filter = filter.to_string();
-    move || plfs_core::failpoint::hits_for("sys::fsync", &filter)
-}
-
 /// A sync makes the writes before it durable through the data log, whose frames describe each
 /// of them. Only a writer's first sync also syncs its index log (whose header says the data log
 /// is framed) and its logs' names; later syncs fsync the data log alone, and the close fsyncs the
@@ -703,8 +690,8 @@ fn a_sync_after_the_first_fsyncs_only_the_data_log() {
     }
     let fx = Fixture::simple("crash-syncs");
     let path = fx.path("syncs-per-close");
-    let data = fsync_counter("syncs-per-close/data.");
-    let index = fsync_counter("syncs-per-close/index.");
+    let data = common::calls_matching("sys::fsync", "syncs-per-close/data.");
+    let index = common::calls_matching("sys::fsync", "syncs-per-close/index.");
     let counts = || (data(), index());
     let p = fx.plfs();
     let mut model = vec![0u8; 6 * 4096];

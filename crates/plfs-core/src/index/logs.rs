@@ -178,20 +178,22 @@ fn data_log(
         )
     };
     // A framed log (a writer still writing, or killed) is scanned, so opened anyway: no look-up.
-    let size = match if framed { None } else { Some(dir.stat_opt(name)?) } {
-        Some(Some(st)) if crate::sys::is_file(&st) => Some(st.st_size as u64),
-        Some(None) if end == 0 => return Ok(None),
-        Some(None) => return Err(missing()),
-        _ => None,
-    };
-    match size {
-        Some(len) if !framed && end <= len => Ok(Some((None, len))),
-        _ => match no_link(dir.open_file_sized(name, Access::Read), dir, name) {
-            Ok((file, len)) => Ok(Some((Some(file), len))),
-            Err(e) if crate::sys::is_missing(&e) && end == 0 => Ok(None),
-            Err(e) if crate::sys::is_missing(&e) => Err(missing()),
-            Err(e) => Err(e),
-        },
+    if !framed {
+        match dir.stat_opt(name)? {
+            Some(st) if crate::sys::is_file(&st) && end <= st.st_size as u64 => {
+                return Ok(Some((None, st.st_size as u64)))
+            }
+            None if end == 0 => return Ok(None),
+            None => return Err(missing()),
+            // Not a plain file, or records past a size that may lag: the open below.
+            Some(_) => {}
+        }
+    }
+    match no_link(dir.open_file_sized(name, Access::Read), dir, name) {
+        Ok((file, len)) => Ok(Some((Some(file), len))),
+        Err(e) if crate::sys::is_missing(&e) && end == 0 => Ok(None),
+        Err(e) if crate::sys::is_missing(&e) => Err(missing()),
+        Err(e) => Err(e),
     }
 }
 

@@ -474,15 +474,21 @@ pub fn crc(b: &[u8]) -> u32 {
 /// `sys::mkdir`) under the fixture's directory; returns a closure that reads its count.
 pub fn call_counter(fx: &Fixture, name: &str) -> impl Fn() -> u64 {
     let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    calls_matching(name, &tag)
+}
+
+/// Arms a counting point (it never fires) for backend call `name` on the paths containing
+/// `filter`; returns a closure that reads its count.
+pub fn calls_matching(name: &str, filter: &str) -> impl Fn() -> u64 {
     plfs_core::failpoint::set(plfs_core::failpoint::Spec {
         name: name.into(),
-        filter: tag.clone(),
+        filter: filter.into(),
         action: plfs_core::failpoint::Action::Kill,
         after: u64::MAX,
         times: None,
     });
-    let name = name.to_string();
-    move || plfs_core::failpoint::hits_for(&name, &tag)
+    let (name, filter) = (name.to_string(), filter.to_string());
+    move || plfs_core::failpoint::hits_for(&name, &filter)
 }
 
 /// Makes every stat of the fixture's files (and every open's fstat) report a size of 0, a size
