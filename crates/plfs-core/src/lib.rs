@@ -73,6 +73,7 @@ pub use layout::OpenFile;
 pub use namespace::Plfs;
 pub use sys::descriptors_anywhere;
 pub use sys::failpoint;
+pub use sys::may_be_kept_descriptor;
 pub use sys::TimeSpec;
 pub use types::{DirEntry, FileFormat, FileKind, IndexStats, OpenFlags, PackedUsage, Stat, Storage};
 

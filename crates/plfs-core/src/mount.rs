@@ -20,24 +20,41 @@ use std::sync::{Arc, OnceLock};
 pub struct Backend {
     /// Its path, as configured.
     pub path: PathBuf,
+    /// The mount point it serves (the first, where several share it), for the error of a
+    /// backend that is not there.
+    mount_point: PathBuf,
     root: OnceLock<Dir>,
 }
 
 impl Backend {
-    /// A backend at `path` (opened at first use).
-    pub fn new(path: PathBuf) -> Backend {
+    /// A backend at `path` of mount point `mount_point` (opened at first use).
+    pub fn new(path: PathBuf, mount_point: PathBuf) -> Backend {
         Backend {
             path,
+            mount_point,
             root: OnceLock::new(),
         }
     }
 
-    /// The backend's root directory, opened on first use and kept for the process.
+    /// The backend's root directory, opened on first use and kept for the process. A backend
+    /// that is not there is a configuration error, found here rather than by a `stat` of every
+    /// backend of every mount point when the library starts (a process pays only for the
+    /// backends it uses).
     pub fn root(&self) -> Result<&Dir> {
         if let Some(d) = self.root.get() {
             return Ok(d);
         }
-        let d = Dir::open_root(&self.path)?;
+        let d = Dir::open_root(&self.path).map_err(|e| match e {
+            Error::Io {
+                errno: Errno::NOENT | Errno::NOTDIR,
+                ..
+            } => Error::Config(format!(
+                "mount point {}: backend {} does not exist (create it, or run `plfs check-config --mkdir`)",
+                self.mount_point.display(),
+                self.path.display()
+            )),
+            _ => e,
+        })?;
         Ok(self.root.get_or_init(|| d))
     }
 
@@ -108,7 +125,7 @@ impl Mount {
             if let Some(b) = all.iter().find(|b| b.path == p) {
                 return b.clone();
             }
-            let b = Arc::new(Backend::new(p.to_path_buf()));
+            let b = Arc::new(Backend::new(p.to_path_buf(), cfg.mount_point.clone()));
             all.push(b.clone());
             b
         };
@@ -120,15 +137,10 @@ impl Mount {
                 cfg.mount_point.display()
             )));
         }
-        for b in &cfg.backends {
-            if create {
+        // Configured backends must exist: `Backend::root` says so at the first use of one.
+        if create {
+            for b in &cfg.backends {
                 sys::mkdir_all(&b.location, 0o700)?;
-            } else if sys::stat_follow_opt(&b.location)?.is_none() {
-                return Err(Error::Config(format!(
-                    "mount point {}: backend {} does not exist (create it, or run `plfs check-config --mkdir`)",
-                    cfg.mount_point.display(),
-                    b.location.display()
-                )));
             }
         }
         Ok(Mount {

@@ -487,3 +487,32 @@ fn inner_modes_follow_the_file_mode() {
     check(0o604);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_missing_backend_is_a_configuration_error_naming_it_at_its_first_use() {
+    // The library no longer stats every backend of every mount point when it starts: a backend
+    // that is not there is found when a call first needs it, with the same message.
+    let d = tmpdir("nobackend");
+    let p = plfs_at(&d, 2);
+    let gone = d.join("b1");
+    std::fs::remove_dir(&gone).unwrap();
+    // Each backend holds the files whose names hash to it: some of these land on the missing one.
+    let mut failed = 0;
+    for i in 0..16 {
+        let f = format!("/mnt/plfs/f{i}");
+        match p.create(Path::new(&f), 0o644, true) {
+            Ok(_) => assert!(p.stat(Path::new(&f)).is_ok()),
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains(&gone.display().to_string()) && msg.contains("does not exist"),
+                    "{msg}"
+                );
+                assert_eq!(e.raw_errno(), rustix::io::Errno::INVAL.raw_os_error(), "{msg}");
+                failed += 1;
+            }
+        }
+    }
+    assert!(failed > 0, "no file hashed to the missing backend");
+    std::fs::remove_dir_all(&d).unwrap();
+}

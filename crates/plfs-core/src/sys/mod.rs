@@ -82,17 +82,35 @@ impl Umask {
 }
 
 /// The process's file mode creation mask now, read from /proc/self/status without changing it
-/// (0o022 if unknown).
+/// (0o022 if unknown). Its `Umask:` line is the second, so the read stops at the first buffer
+/// that holds the whole line: three system calls (open, read, close), not a read to the end.
 pub fn umask_now() -> u32 {
-    read_file(Path::new("/proc/self/status"))
-        .ok()
-        .and_then(|b| {
-            String::from_utf8_lossy(&b).lines().find_map(|l| {
-                l.strip_prefix("Umask:")
-                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-            })
-        })
-        .unwrap_or(0o022)
+    let path = Path::new("/proc/self/status");
+    let Ok(fd) = fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) else {
+        return 0o022;
+    };
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        if let Some(m) = umask_in(&got) {
+            return m;
+        }
+        match rustix::io::read(&fd, &mut buf) {
+            Ok(0) => return 0o022,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(Errno::INTR) => continue,
+            Err(_) => return 0o022,
+        }
+    }
+}
+
+/// The mask of a `Umask:\t0022\n` line in the start of /proc/self/status, once the line is
+/// whole.
+fn umask_in(status: &[u8]) -> Option<u32> {
+    let at = status.windows(7).position(|w| w == b"\nUmask:")?;
+    let rest = &status[at + 7..];
+    let end = rest.iter().position(|&c| c == b'\n')?;
+    u32::from_str_radix(std::str::from_utf8(&rest[..end]).ok()?.trim(), 8).ok()
 }
 
 /// The process's effective group id (the group of the files it creates), read once.
@@ -128,7 +146,24 @@ pub(crate) fn high_dup(fd: &OwnedFd) -> Option<OwnedFd> {
     if fd.as_raw_fd() >= HIGH_FD || !HIGH_FDS.load(std::sync::atomic::Ordering::Relaxed) {
         return None;
     }
-    rustix::io::fcntl_dupfd_cloexec(fd, HIGH_FD).ok()
+    let moved = rustix::io::fcntl_dupfd_cloexec(fd, HIGH_FD).ok();
+    if moved.is_none() {
+        LOW_KEPT.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    moved
+}
+
+/// Set when a descriptor the core keeps stayed below [`HIGH_FD`] (the descriptor limit is lower).
+static LOW_KEPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether descriptor `fd` may be one the core keeps: false below [`HIGH_FD`] while every
+/// descriptor the core kept went up there, so that a front end can tell a program's `dup2` onto
+/// 0, 1 or 2 from one onto the core's descriptors without asking the kernel what `fd` is. (A
+/// descriptor the core opens for a moment, inside one call, is not kept and not covered.)
+pub fn may_be_kept_descriptor(fd: i32) -> bool {
+    fd >= HIGH_FD
+        || !HIGH_FDS.load(std::sync::atomic::Ordering::Relaxed)
+        || LOW_KEPT.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Grows this process's descriptor table to hold [`HIGH_FD`] now, so that the first descriptor
@@ -232,16 +267,6 @@ pub fn stat_follow(path: &Path) -> std::result::Result<RawStat, Errno> {
     fs::stat(path)
 }
 
-/// stat that follows symbolic links (configuration files and backend roots named by the
-/// administrator); `Ok(None)` when the path does not exist.
-pub fn stat_follow_opt(path: &Path) -> Result<Option<RawStat>> {
-    match fs::stat(path) {
-        Ok(s) => Ok(Some(s)),
-        Err(Errno::NOENT) | Err(Errno::NOTDIR) => Ok(None),
-        Err(e) => Err(Error::io(path, "stat", e)),
-    }
-}
-
 /// lstat by absolute path; `Ok(None)` when the path does not exist.
 pub fn lstat_opt(path: &Path) -> Result<Option<RawStat>> {
     failpoint::hit("sys::stat", "lstat", path)?;
@@ -327,4 +352,17 @@ pub fn mtime_ns(st: &RawStat) -> i64 {
     st.st_mtime
         .saturating_mul(1_000_000_000)
         .saturating_add(st.st_mtime_nsec as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_umask_is_read_from_its_line_once_the_line_is_whole() {
+        assert_eq!(super::umask_in(b"Name:\tx\nUmask:\t0027\nState:\tR\n"), Some(0o027));
+        assert_eq!(super::umask_in(b"Name:\tx\nUmask:\t00"), None, "a line cut short");
+        assert_eq!(super::umask_in(b"Name:\tx\nState:\tR\n"), None);
+        // What the short read finds is what the whole file says.
+        let whole = super::read_file(std::path::Path::new("/proc/self/status")).unwrap();
+        assert_eq!(Some(super::umask_now()), super::umask_in(&whole));
+    }
 }
