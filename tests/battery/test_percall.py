@@ -85,6 +85,44 @@ def test_rm_of_a_file_costs_at_most_40_calls_more_than_plain(fs):
 
 
 @pytest.mark.parametrize("method", ["preload"])
+def test_touch_of_a_new_file_costs_at_most_31_calls_more_than_plain(fs):
+    # Issue 26's U9 (goal +20): 35 more on 2026-11-27, 31 after the backend root's stat went (its
+    # open says the same), the umask was read in one read instead of two, and the library's own
+    # closes and dup3s stopped going through its `syscall` wrapper (which made the table confirm
+    # every descriptor again, the new one included, by fstat). What is left: the backend root's
+    # open (3), the look-up (1), the umask (3), the container's mkdir and open (4), its id and
+    # flock (2), the marker (5), the writer's id and host (2), the placeholder (6 more than an
+    # open) and the close (5).
+    plain, _, _ = syscalls(fs, ["touch", fs.plain / "t"])
+    plfs, calls, _ = syscalls(fs, ["touch", fs.mount / "t"])
+    print(f"touch: {plain} system calls for a plain file, {plfs} for a PLFS file")
+    assert plfs - plain <= 31, f"{plfs} system calls for a PLFS file vs {plain} for a plain file: {calls}"
+    assert fs.sh(f"ls {fs.mount}") == "t\n" and fs.sh(f"wc -c < {fs.mount}/t") == "0\n"
+
+
+@pytest.mark.parametrize("method", ["preload"])
+def test_opening_a_file_leaves_the_other_open_descriptors_trusted(fs):
+    # Each descriptor of the table is confirmed by fstat only after something may have changed
+    # it behind the library's back. The library's own close and dup3 inside an open (the
+    # placeholder's) once went through its `syscall` wrapper and counted as such: every open of a
+    # PLFS file cost each other open PLFS descriptor an fstat at its next use.
+    assert shutil.which("strace"), "strace is needed (scripts/install-deps.sh installs it)"
+    env = {k: v for k, v in fs.env.items() if k != "LD_PRELOAD"}
+    script = (f"exec 3>{fs.mount}/f1; echo a >&3; exec 4>{fs.mount}/f2; echo b >&3; echo c >&4; "
+              f"exec 5>{fs.mount}/f3; echo d >&3; echo e >&4; exec 3>&- 4>&- 5>&-")
+    with tempfile.NamedTemporaryFile(prefix="strace-", dir=fs.root) as out:
+        subprocess.run(["strace", "-f", "-qq", "-o", out.name, "-E", f"LD_PRELOAD={fs.env['LD_PRELOAD']}",
+                        "bash", "-c", script], env=env, check=True)
+        trace = Path(out.name).read_text().splitlines()
+    placeholders = sum("memfd_create(" in line for line in trace)
+    # A placeholder is a sealed memfd: mode 0777, the only regular files of that mode here.
+    confirmations = [line for line in trace if "fstat(" in line and "S_IFREG|0777" in line]
+    assert placeholders == 3, trace
+    assert len(confirmations) == placeholders, f"placeholders checked again: {confirmations}"
+    assert fs.sh(f"cat {fs.mount}/f1 {fs.mount}/f2 {fs.mount}/f3") == "a\nb\nd\nc\ne\n"
+
+
+@pytest.mark.parametrize("method", ["preload"])
 def test_stat_of_a_closed_file_costs_at_most_9_calls_more_than_plain(fs):
     # 9 more on 2026-11-27, 12 before the size of a closed file came from listing meta/ by its
     # path: the look-up's two lstats, the listing's open, two getdents and a close. The stat's

@@ -107,7 +107,7 @@ fn chdir_p(p: PathBuf) -> Res<c_int> {
     for d in plfs()?.backend_dirs(&p)? {
         let dir = paths::cstring(&d)?;
         // SAFETY: a valid C string.
-        if unsafe { libc::syscall(libc::SYS_chdir, dir.as_ptr()) } == 0 {
+        if unsafe { crate::raw_syscall!(libc::SYS_chdir, dir.as_ptr()) } == 0 {
             paths::set_logical_cwd(p);
             return Ok(0);
         }

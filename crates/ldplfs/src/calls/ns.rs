@@ -308,7 +308,7 @@ fn access_p(p: PathBuf, mode: c_int, nofollow: bool) -> Res<c_int> {
             Followed::Plfs(p, _) => p,
             Followed::Real(c) => {
                 // SAFETY: a valid C string.
-                return match unsafe { libc::syscall(libc::SYS_access, c.as_ptr(), mode) } {
+                return match unsafe { crate::raw_syscall!(libc::SYS_access, c.as_ptr(), mode) } {
                     0 => Ok(0),
                     _ => Err(Errno(crate::rt::errno::errno())),
                 };

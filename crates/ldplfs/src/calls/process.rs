@@ -169,7 +169,7 @@ pub extern "C" fn _exit(status: c_int) -> ! {
     at_exit_raw();
     crate::real!(_exit(status): fn(c_int) -> ());
     // SAFETY: terminates the process.
-    unsafe { libc::syscall(libc::SYS_exit_group, status) };
+    unsafe { crate::raw_syscall!(libc::SYS_exit_group, status) };
     unreachable!("exit_group returned")
 }
 

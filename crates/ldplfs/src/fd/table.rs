@@ -391,7 +391,7 @@ pub fn close_all() {
 /// True if `fd` is a descriptor the core holds (it points into a backend directory). Programs
 /// do not know about these: a dup2 onto one or a close of one must not pull it from the core.
 pub fn core_fd(fd: i32) -> bool {
-    if fd < 0 || !plfs_active() || maybe_ours(fd) {
+    if fd < 0 || !plfs_active() || maybe_ours(fd) || !plfs_core::may_be_kept_descriptor(fd) {
         return false;
     }
     let Some(c) = conf() else { return false };

@@ -153,7 +153,7 @@ pub fn search(file: &[u8], path_env: Option<&[u8]>) -> Option<Vec<u8>> {
 
 fn real_executable(c: &CStr) -> bool {
     // SAFETY: a valid C string; faccessat is a plain system call here.
-    unsafe { libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, c.as_ptr(), libc::X_OK, 0) == 0 }
+    unsafe { crate::raw_syscall!(libc::SYS_faccessat, libc::AT_FDCWD, c.as_ptr(), libc::X_OK, 0) == 0 }
 }
 
 /// The libraries mapped so far: logical path → `/proc/self/fd/N` of its memfd, kept open for
@@ -246,7 +246,7 @@ fn copy_to_memfd(f: &plfs_core::OpenFile, p: &Path, cloexec: bool) -> Res<i32> {
     let name = CString::new(name).map_err(|_| Errno(libc::EINVAL))?;
     let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
     // SAFETY: a valid C string and integer flags.
-    let w = check(unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), flags) })? as i32;
+    let w = check(unsafe { crate::raw_syscall!(libc::SYS_memfd_create, name.as_ptr(), flags) })? as i32;
     let r = fill_and_reopen(f, w, cloexec);
     let _ = crate::rt::real::sys::close(w);
     r
@@ -261,7 +261,8 @@ fn fill_and_reopen(f: &plfs_core::OpenFile, w: i32, cloexec: bool) -> Res<i32> {
         while done < n {
             let chunk = &buf[done..n];
             // SAFETY: `chunk` is valid for reading for its length.
-            let k = unsafe { libc::syscall(libc::SYS_pwrite64, w, chunk.as_ptr(), chunk.len(), off + done as u64) };
+            let k =
+                unsafe { crate::raw_syscall!(libc::SYS_pwrite64, w, chunk.as_ptr(), chunk.len(), off + done as u64) };
             done += check(k)? as usize;
         }
         off += n as u64;
@@ -274,7 +275,7 @@ fn fill_and_reopen(f: &plfs_core::OpenFile, w: i32, cloexec: bool) -> Res<i32> {
     let path = proc_path(w);
     let flags = libc::O_RDONLY | if cloexec { libc::O_CLOEXEC } else { 0 };
     // SAFETY: a valid C string and integer flags.
-    Ok(check(unsafe { libc::syscall(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags) })? as i32)
+    Ok(check(unsafe { crate::raw_syscall!(libc::SYS_openat, libc::AT_FDCWD, path.as_ptr(), flags) })? as i32)
 }
 
 #[cfg(test)]

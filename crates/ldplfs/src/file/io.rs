@@ -72,14 +72,27 @@ impl Cursor {
     }
 
     /// Moves the position past the `done` bytes transferred (None: the call failed, the
-    /// position stays where it was).
+    /// position stays where it was). The position kept in the process is the common case, inline;
+    /// the kernel's, which takes a system call, is out of line.
+    #[inline]
     fn settle(self, st: &mut FileState, fd: i32, done: Option<u64>) -> Res<()> {
         match self {
             Cursor::Local(p) => {
                 if let Some(n) = done {
                     st.pos = Some(p + n);
                 }
+                Ok(())
             }
+            kernel => kernel.settle_kernel(fd, done),
+        }
+    }
+
+    /// [`Cursor::settle`] of a position the kernel keeps.
+    #[cold]
+    #[inline(never)]
+    fn settle_kernel(self, fd: i32, done: Option<u64>) -> Res<()> {
+        match self {
+            Cursor::Local(_) => {}
             Cursor::Reserved { len, .. } => {
                 let n = done.unwrap_or(0);
                 if n < len {

@@ -70,7 +70,7 @@ extern "C" fn c_read(c: *mut c_void, buf: *mut c_char, n: size_t) -> ssize_t {
         match ours(fd) {
             Some(e) => io::read_at(&e, fd, b, None),
             // SAFETY: a raw read into the caller's buffer.
-            None => match unsafe { libc::syscall(libc::SYS_read, fd, buf, n) } {
+            None => match unsafe { crate::raw_syscall!(libc::SYS_read, fd, buf, n) } {
                 r if r < 0 => Err(Errno(crate::rt::errno::errno())),
                 r => Ok(r as usize),
             },
@@ -97,7 +97,7 @@ extern "C" fn c_write(c: *mut c_void, buf: *const c_char, n: size_t) -> ssize_t 
                 let mut done = 0;
                 while done < n {
                     // SAFETY: a raw write of the caller's bytes.
-                    let r = unsafe { libc::syscall(libc::SYS_write, fd, buf.add(done), n - done) };
+                    let r = unsafe { crate::raw_syscall!(libc::SYS_write, fd, buf.add(done), n - done) };
                     if r < 0 {
                         if crate::rt::errno::errno() == libc::EINTR {
                             continue;

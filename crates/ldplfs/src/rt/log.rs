@@ -24,10 +24,10 @@ fn level() -> u8 {
 
 fn emit(tag: &str, msg: std::fmt::Arguments<'_>) {
     // SAFETY: getpid cannot fail.
-    let pid = unsafe { libc::syscall(libc::SYS_getpid) };
+    let pid = unsafe { crate::raw_syscall!(libc::SYS_getpid) };
     let line = format!("ldplfs[{pid}]: {tag}: {msg}\n");
     // SAFETY: writes a valid buffer to fd 2 with a raw system call.
-    unsafe { libc::syscall(libc::SYS_write, 2, line.as_ptr(), line.len()) };
+    unsafe { crate::raw_syscall!(libc::SYS_write, 2, line.as_ptr(), line.len()) };
 }
 
 /// Logs a warning (printed with `LDPLFS_LOG=warn` or `debug`).

@@ -1,6 +1,7 @@
 //! The real libc functions, found with `dlsym(RTLD_NEXT, name)` once per symbol and cached, and
 //! the few raw system calls the library makes on its own descriptors (never through an
-//! interposable symbol, so bookkeeping never re-enters the wrappers).
+//! interposable symbol, so bookkeeping never re-enters the wrappers: not even `syscall(3)`,
+//! which this library defines itself, so that `libc::syscall` here would be our own wrapper).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -40,9 +41,22 @@ macro_rules! real {
     }};
 }
 
+/// A system call made with the instruction itself ([`sys::raw6`]) in libc's convention: the
+/// result, or -1 with `errno` set. What `libc::syscall` would be if this library did not define
+/// `syscall` itself: inside the library that name binds to our wrapper, which treats a close or
+/// a dup3 as one made behind our back (every descriptor of the table was then confirmed again by
+/// `fstat` at its next use, after each open of a PLFS file). Used inside `unsafe`, as
+/// `libc::syscall` is: `raw_syscall!(libc::SYS_close, fd)`.
+#[macro_export]
+macro_rules! raw_syscall {
+    ($n:expr $(, $a:expr)* $(,)?) => {
+        $crate::rt::real::sys::call($n, $crate::rt::real::sys::args(&[$($a as libc::c_long),*]))
+    };
+}
+
 /// Raw system calls on descriptors, returning `Err(errno)` on failure.
 pub mod sys {
-    use crate::rt::errno::{errno, Errno};
+    use crate::rt::errno::{errno, set_errno, Errno};
 
     /// A raw system call's result: `Err(errno)` when negative.
     pub fn check(r: libc::c_long) -> Result<libc::c_long, Errno> {
@@ -53,10 +67,34 @@ pub mod sys {
         }
     }
 
+    /// [`raw6`] in libc's convention: -1 and `errno` for a negative errno (out of line: the
+    /// callers are on rare paths of hot functions, which stay small).
+    ///
+    /// # Safety
+    /// As [`raw6`].
+    #[inline(never)]
+    pub unsafe fn call(n: libc::c_long, a: [libc::c_long; 6]) -> libc::c_long {
+        // SAFETY: the caller vouches for the arguments.
+        let r = unsafe { raw6(n, a) };
+        if (-4095..0).contains(&r) {
+            set_errno(-r as i32);
+            -1
+        } else {
+            r
+        }
+    }
+
+    /// Up to six arguments of [`raw6`], the rest zero.
+    pub fn args(given: &[libc::c_long]) -> [libc::c_long; 6] {
+        let mut a = [0; 6];
+        a[..given.len()].copy_from_slice(given);
+        a
+    }
+
     /// lseek(2).
     pub fn lseek(fd: i32, off: i64, whence: i32) -> Result<i64, Errno> {
         // SAFETY: plain system call with integer arguments.
-        check(unsafe { libc::syscall(libc::SYS_lseek, fd, off, whence) })
+        check(unsafe { crate::raw_syscall!(libc::SYS_lseek, fd, off, whence) })
     }
 
     /// fstat(2): the (st_dev, st_ino) of a descriptor.
@@ -64,26 +102,26 @@ pub mod sys {
         // SAFETY: `st` is a valid, writable stat buffer for the duration of the call.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: see above.
-        check(unsafe { libc::syscall(libc::SYS_fstat, fd, &mut st as *mut libc::stat) })?;
+        check(unsafe { crate::raw_syscall!(libc::SYS_fstat, fd, &mut st as *mut libc::stat) })?;
         Ok((st.st_dev, st.st_ino))
     }
 
     /// close(2).
     pub fn close(fd: i32) -> Result<(), Errno> {
         // SAFETY: plain system call with an integer argument.
-        check(unsafe { libc::syscall(libc::SYS_close, fd) }).map(drop)
+        check(unsafe { crate::raw_syscall!(libc::SYS_close, fd) }).map(drop)
     }
 
     /// dup3(2).
     pub fn dup3(old: i32, new: i32, flags: i32) -> Result<i32, Errno> {
         // SAFETY: plain system call with integer arguments.
-        check(unsafe { libc::syscall(libc::SYS_dup3, old, new, flags) }).map(|v| v as i32)
+        check(unsafe { crate::raw_syscall!(libc::SYS_dup3, old, new, flags) }).map(|v| v as i32)
     }
 
     /// fcntl(2) with an integer argument.
     pub fn fcntl_int(fd: i32, cmd: i32, arg: libc::c_long) -> Result<i32, Errno> {
         // SAFETY: plain system call with integer arguments.
-        check(unsafe { libc::syscall(libc::SYS_fcntl, fd, cmd, arg) }).map(|v| v as i32)
+        check(unsafe { crate::raw_syscall!(libc::SYS_fcntl, fd, cmd, arg) }).map(|v| v as i32)
     }
 
     /// Any system call with six arguments, made with the instruction itself (no libc symbol, no
@@ -113,6 +151,6 @@ pub mod sys {
     /// getpid(2), never cached.
     pub fn getpid() -> u32 {
         // SAFETY: getpid cannot fail.
-        unsafe { libc::syscall(libc::SYS_getpid) as u32 }
+        unsafe { crate::raw_syscall!(libc::SYS_getpid) as u32 }
     }
 }

@@ -149,7 +149,7 @@ pub fn init() {
         return;
     }
     // SAFETY: plain fcntl on a descriptor number.
-    let fd = unsafe { libc::syscall(libc::SYS_fcntl, 2, libc::F_DUPFD_CLOEXEC, 700) };
+    let fd = unsafe { crate::raw_syscall!(libc::SYS_fcntl, 2, libc::F_DUPFD_CLOEXEC, 700) };
     if fd >= 0 {
         STDERR.store(fd as i32, Ordering::Relaxed);
     }
@@ -181,7 +181,7 @@ pub fn print_if_wanted(pid: u32) {
     let mut b = t.as_bytes();
     while !b.is_empty() {
         // SAFETY: a valid buffer; a plain write(2) to the copy of stderr.
-        let n = unsafe { libc::syscall(libc::SYS_write, fd, b.as_ptr(), b.len()) };
+        let n = unsafe { crate::raw_syscall!(libc::SYS_write, fd, b.as_ptr(), b.len()) };
         if n <= 0 {
             break;
         }
