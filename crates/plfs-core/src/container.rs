@@ -52,6 +52,10 @@ pub struct Container {
     listing: std::sync::Mutex<Option<Vec<OsString>>>,
     cid: OnceLock<u128>,
     meta: OnceLock<Dir>,
+    /// The container directory opened `O_PATH` on a description of its own, made at the first
+    /// need and shared by the index and the writers of this process
+    /// ([`Container::own_path_handle`]).
+    own: OnceLock<Arc<Dir>>,
 }
 
 /// How long a creator waits for another creator's container to be published before it takes
@@ -106,6 +110,7 @@ impl Container {
             listing: Default::default(),
             cid: OnceLock::new(),
             meta: OnceLock::new(),
+            own: OnceLock::new(),
         })
     }
 
@@ -147,6 +152,7 @@ impl Container {
             listing: Default::default(),
             cid: OnceLock::new(),
             meta: OnceLock::new(),
+            own: OnceLock::new(),
         };
         let _ = c.cid.set(cid);
         Ok(c)
@@ -326,6 +332,7 @@ impl Container {
             listing: Default::default(),
             cid: OnceLock::new(),
             meta: OnceLock::new(),
+            own: OnceLock::new(),
         };
         let _ = c.cid.set(cid);
         if let Some(meta) = meta {
@@ -369,12 +376,20 @@ impl Container {
         self.follow_mode(mode)
     }
 
-    /// chown of the logical file (`u32::MAX` leaves an id unchanged): the marker, the container
-    /// and what follows its owner ([`Container::follow_owner`]).
+    /// chown of the logical file (`u32::MAX` leaves an id unchanged): the marker, what follows
+    /// its owner ([`Container::follow_owner`]), and last the container directory, whose owner
+    /// therefore says that the last chown finished. A chown to the ids the directory has already
+    /// (sqlite's of every journal it makes, as root) changes the marker alone: the logs have
+    /// them, unless a chown was cut short, which leaves the directory's old ids and is done again
+    /// whole by the next.
     pub fn set_owner(&self, uid: u32, gid: u32) -> Result<()> {
+        let d = self.dir.fstat()?;
+        let done = (uid == u32::MAX || uid == d.st_uid) && (gid == u32::MAX || gid == d.st_gid);
         self.dir.chown(format::MARKER_NAME, uid, gid)?;
-        self.dir.chown_self(uid, gid)?;
-        self.follow_owner(uid, gid)
+        if !done {
+            self.follow_owner(uid, gid)?;
+        }
+        self.dir.chown_self(uid, gid)
     }
 
     /// Gives every directory of the container below its own (`meta/`, hostdirs, shadow
@@ -402,25 +417,29 @@ impl Container {
         on_dir: &dyn Fn(&Dir) -> Result<()>,
         on_file: &dyn Fn(&Dir, &OsString) -> Result<()>,
     ) -> Result<()> {
+        // One listing of a one-directory container gives its logs and its hostdirs.
+        let mut listed = None;
         if self.flat {
-            for name in self.dir.list()? {
+            let names = self.dir.list()?;
+            for name in &names {
                 if name.to_str().and_then(format::parse_log_name).is_some() {
-                    follow(on_file(&self.dir, &name))?;
+                    follow(on_file(&self.dir, name))?;
                 }
             }
+            listed = Some(names);
         } else if let Some(m) = self.dir.open_dir_opt(format::META_DIR)? {
             follow(on_dir(&m))?;
         }
-        let rel = self.shadow_rel()?;
-        for shadow in &self.mount.shadows {
-            if let Some(d) = shadow.dir_opt(&rel)? {
-                follow(on_dir(&d))?;
+        if self.shadows_in_use() {
+            let rel = self.shadow_rel()?;
+            for shadow in &self.mount.shadows {
+                if let Some(d) = shadow.dir_opt(&rel)? {
+                    follow(on_dir(&d))?;
+                }
             }
         }
-        for h in self.hostdirs()? {
-            if self.flat && h.path() == self.dir.path() {
-                continue; // its logs are done above
-            }
+        // The container itself is done above.
+        for (h, _) in self.hostdirs_with(listed, false)? {
             follow(on_dir(&h))?;
             for name in h.list()? {
                 follow(on_file(&h, &name))?;

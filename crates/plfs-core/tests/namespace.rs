@@ -586,3 +586,59 @@ fn fsync_of_a_directory_syncs_each_backend_copy_and_the_1n_records_in_it() {
     assert_eq!(fsyncs(), 6, "the names are synced once: the log and d");
     f.close().unwrap();
 }
+
+/// The owner of a backend object.
+fn owner(p: &Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(p).unwrap();
+    (m.uid(), m.gid())
+}
+
+#[test]
+fn a_chown_follows_into_every_log_and_one_that_changes_nothing_lists_nothing() {
+    let fx = fixture("chown-follow", 1);
+    let p = fx.plfs();
+    let f = fx.path("o");
+    // Two writers, two pairs of logs.
+    for k in 0..2u64 {
+        let h = p.open(&f, wo_create(), 0o644, 10 + k as u32).unwrap();
+        h.write(&pattern(k, 0, 3000), k * 3000).unwrap();
+        h.close().unwrap();
+    }
+    let me = (rustix::process::geteuid().as_raw(), rustix::process::getegid().as_raw());
+    // As root the ids change; otherwise only the group may be given (to the process's own).
+    let to = if me.0 == 0 { (1234, 5678) } else { me };
+    let c = fx.container_dir("o");
+    let logs: Vec<PathBuf> = fx
+        .logs("o", "index.")
+        .into_iter()
+        .chain(fx.logs("o", "data."))
+        .collect();
+    assert_eq!(logs.len(), 4, "{logs:?}");
+    p.chown(&f, to.0, to.1).unwrap();
+    for o in logs.iter().chain([&c, &c.join(".plfscontainer")]) {
+        assert_eq!(owner(o), to, "{}", o.display());
+    }
+    // A chown to the ids the file has: the marker only, no listing of the container.
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    let listed = common::calls_matching("sys::readdir", &tag);
+    let before = listed();
+    p.chown(&f, to.0, to.1).unwrap();
+    p.chown(&f, u32::MAX, to.1).unwrap();
+    assert_eq!(
+        listed() - before,
+        0,
+        "a chown that changes nothing listed the container"
+    );
+    if me.0 == 0 {
+        // A chown cut short after its logs, before the container directory (the last step):
+        // the next chown to the same ids does it all again.
+        std::os::unix::fs::lchown(&logs[0], Some(0), Some(0)).unwrap();
+        std::os::unix::fs::lchown(&c, Some(0), Some(0)).unwrap();
+        p.chown(&f, to.0, to.1).unwrap();
+        assert_eq!(owner(&logs[0]), to, "a chown cut short was not finished");
+        assert_eq!(owner(&c), to);
+        assert!(listed() > before, "the finishing chown did not look at the logs");
+    }
+    assert_bytes_eq(&get(&p, &f), &[pattern(0, 0, 3000), pattern(1, 0, 3000)].concat(), "o");
+}

@@ -100,3 +100,28 @@ fn sizes_after_writes_made_before_the_load_list_only_meta() {
     f2.close().unwrap();
     f1.close().unwrap();
 }
+
+#[test]
+fn the_index_and_the_writers_of_a_process_share_one_handle_on_the_container() {
+    // The container directory, reopened on a description of its own (never a duplicate of the
+    // locked descriptor): once per container and process, not once for the index, once for each
+    // writer's logs and once again at each refresh that reads every log.
+    let fx = Fixture::simple("own-handle");
+    let path = fx.path("db");
+    let reopened = call_counter(&fx, "sys::lookup");
+    let p = fx.plfs();
+    let f = p.open(&path, rw_create(), 0o644, 1).unwrap();
+    let before = reopened();
+    assert_eq!(f.size().unwrap(), 0); // the index, loaded
+    f.write(b"abc", 0).unwrap(); // a writer's logs, made
+    assert_eq!(f.size().unwrap(), 3); // a refresh that reads every log again
+    let g = p.open(&path, rw_create(), 0o644, 2).unwrap();
+    g.write(b"de", 3).unwrap(); // a second writer of the process
+    assert_eq!(f.size().unwrap(), 5);
+    let mut b = [0u8; 5];
+    assert_eq!(f.read(&mut b, 0).unwrap(), 5);
+    assert_eq!(&b, b"abcde");
+    assert_eq!(reopened() - before, 1, "the container was reopened more than once");
+    g.close().unwrap();
+    f.close().unwrap();
+}

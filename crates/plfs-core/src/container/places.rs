@@ -13,6 +13,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// A directory holding logs of a container, with its listing where one is at hand.
+pub type Hostdir = (Arc<Dir>, Option<Vec<OsString>>);
+
 impl Container {
     /// Whether this is a one-directory container (format 3): no `meta/`, its droppings and the
     /// logs of its writers on this backend in the container directory.
@@ -29,9 +32,14 @@ impl Container {
     /// The container directory again, for `*at` calls on its logs: `O_PATH`, on an open file
     /// description of its own. A duplicate of [`Container::dir`] would share its flock(2) lock,
     /// and a reader or writer keeping it would hold the container open after its last close (an
-    /// unlinked file would never be deleted).
-    fn own_path_handle(&self) -> Result<Dir> {
-        Ok(self.dir.reopen_path()?.kept())
+    /// unlinked file would never be deleted). Made once and shared: the index and every writer
+    /// of this process on the container use the same one (three system calls each, before).
+    fn own_path_handle(&self) -> Result<Arc<Dir>> {
+        if let Some(d) = self.own.get() {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(self.dir.reopen_path()?.kept());
+        Ok(self.own.get_or_init(|| d).clone())
     }
 
     /// Display path of the directory holding the droppings (`meta/`, or the container itself).
@@ -108,7 +116,7 @@ impl Container {
     /// The directory where a writer on `host` keeps its logs, and whether it is inside the
     /// container. Created if `create`. Writers whose shadow backend is this container's canonical
     /// backend use the container itself; others use `<shadow>/.plfs_shadow/<cid>/`.
-    pub fn writer_dir(&self, host: &str, create: bool) -> Result<(Dir, bool)> {
+    pub fn writer_dir(&self, host: &str, create: bool) -> Result<(Arc<Dir>, bool)> {
         let hd = self.mount.hostdir_for(host);
         let shadow = self.mount.shadow_for(host);
         let (m, g) = (container_dir_mode(self.marker.st_mode), Some(self.marker.st_gid));
@@ -120,9 +128,9 @@ impl Container {
                 return Ok((self.own_path_handle()?, true));
             }
             if create {
-                return Ok((mkdir_exact(&self.dir, &hd, m, g, expect)?.kept(), true));
+                return Ok((Arc::new(mkdir_exact(&self.dir, &hd, m, g, expect)?.kept()), true));
             }
-            return Ok((self.dir.open_dir_kept(&hd)?, true));
+            return Ok((Arc::new(self.dir.open_dir_kept(&hd)?), true));
         }
         let d = if create {
             let root = shadow.root()?;
@@ -132,7 +140,7 @@ impl Container {
         } else {
             shadow.dir(&self.shadow_rel()?.join(&hd))?
         };
-        Ok((d.kept(), false))
+        Ok((Arc::new(d.kept()), false))
     }
 
     /// fsync of the directory holding a writer's hostdir: the container, or its shadow directory
@@ -147,6 +155,13 @@ impl Container {
         self.mount.shadow_for(host).dir(&self.shadow_rel()?)?.fsync()
     }
 
+    /// Whether writers may keep this container's logs on shadow backends: not with a single
+    /// backend in all, where every writer logs inside the container.
+    pub(super) fn shadows_in_use(&self) -> bool {
+        let m = &self.mount;
+        !(m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]))
+    }
+
     /// `.plfs_shadow/<cid>`, relative to a shadow backend's root.
     pub fn shadow_rel(&self) -> Result<PathBuf> {
         Ok(super::shadow_rel(self.cid()?))
@@ -154,19 +169,21 @@ impl Container {
 
     /// Every directory holding logs of the container: its hostdirs, inside it and on shadow
     /// backends, and in a one-directory container the container itself (first).
-    pub fn hostdirs(&self) -> Result<Vec<Dir>> {
-        Ok(self.hostdirs_with(None)?.into_iter().map(|(d, _)| d).collect())
+    pub fn hostdirs(&self) -> Result<Vec<Arc<Dir>>> {
+        Ok(self.hostdirs_with(None, true)?.into_iter().map(|(d, _)| d).collect())
     }
 
     /// [`Container::hostdirs`], each with its listing where one is at hand: in a one-directory
     /// container, the container's listing that [`Container::list_meta`] took just before (a
     /// refresh lists the directory once for its droppings and its logs). The others are `None`.
-    pub fn hostdirs_listed(&self) -> Result<Vec<(Dir, Option<Vec<OsString>>)>> {
+    pub fn hostdirs_listed(&self) -> Result<Vec<Hostdir>> {
         let cached = self.listing.lock().unwrap_or_else(|e| e.into_inner()).take();
-        self.hostdirs_with(cached)
+        self.hostdirs_with(cached, true)
     }
 
-    fn hostdirs_with(&self, listing: Option<Vec<OsString>>) -> Result<Vec<(Dir, Option<Vec<OsString>>)>> {
+    /// The hostdirs of [`Container::hostdirs`], from `listing` (the container's, where the
+    /// caller took one), without the container itself unless `with_top`.
+    pub(super) fn hostdirs_with(&self, listing: Option<Vec<OsString>>, with_top: bool) -> Result<Vec<Hostdir>> {
         let mut out = Vec::new();
         let names = match listing {
             Some(n) if self.flat => n,
@@ -175,18 +192,16 @@ impl Container {
         for name in &names {
             if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
                 if let Some(d) = self.dir.open_dir_opt(name)? {
-                    out.push((d.kept(), None));
+                    out.push((Arc::new(d.kept()), None));
                 }
             }
         }
-        if self.flat {
+        if self.flat && with_top {
             out.insert(0, (self.own_path_handle()?, Some(names)));
         }
         // Every shadow backend, the container's own included (a rename may have moved the
-        // container onto the backend that holds its shadow logs); with a single backend in all,
-        // every writer logs inside the container.
-        let m = &self.mount;
-        if m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]) {
+        // container onto the backend that holds its shadow logs).
+        if !self.shadows_in_use() {
             return Ok(out);
         }
         let rel = self.shadow_rel()?;
@@ -196,7 +211,7 @@ impl Container {
             for name in sdir.list()? {
                 if name.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
                     if let Some(d) = sdir.open_dir_opt(&name)? {
-                        out.push((d.kept(), None));
+                        out.push((Arc::new(d.kept()), None));
                     }
                 }
             }

@@ -340,22 +340,22 @@ fn collect_writers(
     rep: &mut Report,
 ) -> Result<BTreeMap<u64, WriterState>> {
     let mut out: BTreeMap<u64, WriterState> = BTreeMap::new();
-    let in_container = || -> Result<Vec<Dir>> {
+    let in_container = || -> Result<Vec<Arc<Dir>>> {
         // Without a cid only the hostdirs inside the container can be found.
         let mut v = Vec::new();
         if c.is_flat() {
-            v.push(c.dir.try_clone()?);
+            v.push(Arc::new(c.dir.try_clone()?));
         }
         for n in c.dir.list()? {
             if n.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
                 if let Ok(Some(d)) = c.dir.open_dir_opt(&n) {
-                    v.push(d);
+                    v.push(Arc::new(d));
                 }
             }
         }
         Ok(v)
     };
-    let mut dirs: Vec<Dir> = if have_cid { c.hostdirs()? } else { in_container()? };
+    let mut dirs: Vec<Arc<Dir>> = if have_cid { c.hostdirs()? } else { in_container()? };
     if have_cid {
         debris::stranded_shadow(c, &dirs, opts, rep)?;
         if opts.repair {
@@ -366,7 +366,6 @@ fn collect_writers(
         // The container itself, in a one-directory container: its other entries are checked by
         // `check_root_entries`.
         let top = c.is_flat() && d.path() == c.dir.path();
-        let d = Arc::new(d);
         let names = match d.list() {
             Ok(n) => n,
             Err(e) => {

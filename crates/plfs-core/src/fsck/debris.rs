@@ -123,7 +123,7 @@ pub(super) fn build_debris(parent: &Dir, name: &OsStr, st: &sys::RawStat, opts: 
 /// Logs under `<own canonical backend>/.plfs_shadow/<cid>/`, which readers of a container on that
 /// backend do not look at (the backend's writers log inside the container). Repair moves them
 /// into the container's own hostdirs, where readers find them.
-pub(super) fn stranded_shadow(c: &Container, seen: &[Dir], opts: &Options, rep: &mut Report) -> Result<()> {
+pub(super) fn stranded_shadow(c: &Container, seen: &[Arc<Dir>], opts: &Options, rep: &mut Report) -> Result<()> {
     let own = &c.mount.canonical[c.backend];
     if !c.mount.shadows.iter().any(|s| Arc::ptr_eq(s, own)) {
         return Ok(());

@@ -418,7 +418,7 @@ impl IndexState {
                 None => hd.list()?,
             };
             let path = hd.path().to_path_buf();
-            let dir = self.add_dir(Arc::new(hd));
+            let dir = self.add_dir(hd);
             for name in names {
                 let Some(info) = name.to_str().and_then(format::parse_log_name) else {
                     continue;

@@ -136,7 +136,6 @@ fn closed_logs(c: &Container, closed: &HashSet<u64>, own: &HashSet<u64>) -> Resu
     let mut out = Vec::new();
     let mut others = false;
     for hd in c.hostdirs()? {
-        let hd = Arc::new(hd);
         for n in hd.list()? {
             let Some(l) = n.to_str().and_then(format::parse_log_name) else {
                 continue;
@@ -480,7 +479,7 @@ fn write_and_commit(sh: &Shared, plan: &Plan, pending: Vec<String>, opts: &Compa
     let wc = clock::random_u64();
     let host = clock::hostname();
     let mut entries = Vec::new();
-    let mut new_dir: Option<Dir> = None;
+    let mut new_dir: Option<Arc<Dir>> = None;
     let mut copied = 0;
     if plan.live > 0 {
         let (dir, close, bytes) = write_new_logs(c, plan, wc, host, opts)?;
@@ -529,7 +528,7 @@ fn write_new_logs(
     wc: u64,
     host: &str,
     opts: &CompactOptions,
-) -> Result<(Dir, MetaDropping, u64)> {
+) -> Result<(Arc<Dir>, MetaDropping, u64)> {
     let (dir, in_container) = c.writer_dir(host, true)?;
     let srcs: Vec<(&Dir, &str)> = plan.olds.iter().map(|o| (&*o.dir, o.data_name.as_str())).collect();
     let built = rewrite::write_logs(

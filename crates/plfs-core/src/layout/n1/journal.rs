@@ -51,7 +51,6 @@ pub(crate) fn remove(c: &Container) -> Result<()> {
 pub(crate) fn all_logs(c: &Container) -> Result<HashMap<String, Arc<Dir>>> {
     let mut out = HashMap::new();
     for hd in c.hostdirs()? {
-        let hd = Arc::new(hd);
         for n in hd.list()? {
             if let Some(s) = n.to_str() {
                 out.insert(s.to_string(), hd.clone());

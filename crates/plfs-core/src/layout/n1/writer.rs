@@ -141,7 +141,7 @@ impl Writer {
         }
         self.maker = clock::pid();
         self.logs = Some(WriterLogs {
-            dir: Arc::new(dir),
+            dir,
             data,
             index,
             data_off: format::DATA_HEADER_LEN as u64,
