@@ -205,7 +205,8 @@ pub struct Found {
 }
 
 /// Classifies what backend `b` holds at `rel` (two `lstat`s for a container: itself and its
-/// marker; three for a directory: itself, the marker, a PLFS 2.x access file; one otherwise).
+/// marker; three for a directory: itself, the marker, a PLFS 2.x access file, two for the
+/// backend's root; one otherwise).
 /// A directory in the build mode without a whole marker is a file being created: `Missing`.
 /// Returns the probe and the stat described in [`Found`].
 pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
@@ -229,9 +230,11 @@ pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
             }
             Some(_) => (Probe::Missing, None),
             None if format::is_build_mode(st.st_mode) && !rel.as_os_str().is_empty() => (Probe::Missing, None),
+            // The backend's root is the mount point, never a PLFS 2.x file: no look for one.
+            None if rel.as_os_str().is_empty() => (Probe::Dir, Some(st)),
             None => match inside(format::legacy::ACCESS_NAME)? {
-                Some(a) if !rel.as_os_str().is_empty() => (Probe::Legacy, Some(a)),
-                _ => (Probe::Dir, Some(st)),
+                Some(a) => (Probe::Legacy, Some(a)),
+                None => (Probe::Dir, Some(st)),
             },
         },
         sys::FileType::Symlink => (Probe::Symlink, Some(st)),
@@ -248,6 +251,10 @@ pub fn probe_stable(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawSt
     loop {
         let r = probe(b, rel)?;
         let (Probe::Dir, Some(st)) = r else { return Ok(r) };
+        // The backend's root is not renamed by anyone using the mount.
+        if rel.as_os_str().is_empty() {
+            return Ok(r);
+        }
         let again = b.root()?.stat_beneath_opt(rel)?;
         if again.is_some_and(|a| (a.st_dev, a.st_ino) == (st.st_dev, st.st_ino)) || tries == 8 {
             return Ok(r);

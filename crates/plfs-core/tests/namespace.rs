@@ -642,3 +642,19 @@ fn a_chown_follows_into_every_log_and_one_that_changes_nothing_lists_nothing() {
     }
     assert_bytes_eq(&get(&p, &f), &[pattern(0, 0, 3000), pattern(1, 0, 3000)].concat(), "o");
 }
+
+#[test]
+fn a_stat_of_the_mount_point_looks_for_no_plfs_2_file() {
+    // The backend's root is the mount point: it is a directory, never a PLFS 2.x file, and
+    // nothing renames it. Its stat is its own and its marker's (a container at a mount point's
+    // root is still read), not a look for a PLFS 2.x access file and a second stat as well.
+    let fx = fixture("root-stat", 1);
+    let p = fx.plfs();
+    p.mkdir(&fx.path("d"), 0o755).unwrap(); // the backend root is opened, and has links
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    let stats = common::calls_matching("sys::stat", &tag);
+    let before = stats();
+    let st = p.stat(Path::new(common::MOUNT)).unwrap();
+    assert_eq!(st.kind, FileKind::Dir);
+    assert_eq!(stats() - before, 2, "stats of the mount point's backend root");
+}
