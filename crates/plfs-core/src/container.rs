@@ -23,6 +23,7 @@ pub(crate) use dirs::DirExt;
 pub use dirs::{container_dir_mode, log_mode, SHADOW_ROOT_MODE};
 use dirs::{follow, mkdir_exact, Expect};
 pub(crate) use lock::CompactionLock;
+pub use places::ListingStamp;
 
 /// An open container.
 #[derive(Debug)]

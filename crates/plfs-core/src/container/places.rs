@@ -13,6 +13,22 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// What [`Container::listing_stamp`] read of the container directory before a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListingStamp {
+    /// Its mtime (ns), ctime (s, ns) and inode.
+    pub id: (i128, i64, i64, u64),
+    /// Whether a listing taken now could miss an entry made later that leaves the stamp as it is.
+    pub recent: bool,
+}
+
+impl ListingStamp {
+    /// Whether a listing taken with `self` is still whole when the directory's stamp is `now`.
+    pub fn vouches_at(&self, now: &ListingStamp) -> bool {
+        !self.recent && self.id == now.id
+    }
+}
+
 /// A directory holding logs of a container, with its listing where one is at hand.
 pub type Hostdir = (Arc<Dir>, Option<Vec<OsString>>);
 
@@ -70,6 +86,29 @@ impl Container {
             Err(e) => return Err(e),
         };
         Ok(self.meta.get_or_init(|| d.kept()))
+    }
+
+    /// The stamp of a one-directory container's directory on a local file system, read before a
+    /// listing of it: `None` for any other container, or on any other file system (where a stat
+    /// can lag behind another client's change, as an attribute cache lets it). Every change a
+    /// merged index depends on makes, removes or renames an entry of that directory: a dropping
+    /// (every writer's open dropping comes before its first log, wherever its logs are), a log,
+    /// a truncate's dropping or a wipe, a compaction's journal and logs, a flattened index. An
+    /// unchanged stamp therefore vouches for a listing taken with it, unless the listing was
+    /// taken so soon after the directory's mtime that a later change could have left it as it
+    /// was ([`ListingStamp::recent`], `Dir::listing_may_miss`; design.md, "Noticing a new log").
+    pub fn listing_stamp(&self) -> Result<Option<ListingStamp>> {
+        if !self.flat || !self.dir.has_local_clock() {
+            return Ok(None);
+        }
+        let now = i128::from(crate::clock::now_ns());
+        let coarse = crate::clock::coarse_now_ns();
+        let st = self.dir.fstat()?;
+        let mtime = i128::from(sys::mtime_ns(&st));
+        Ok(Some(ListingStamp {
+            id: (mtime, st.st_ctime, st.st_ctime_nsec as i64, st.st_ino),
+            recent: self.dir.listing_may_miss(mtime, now, coarse),
+        }))
     }
 
     /// Lists and parses the droppings (of `meta/`, or of the container itself). Unknown names are

@@ -80,6 +80,9 @@ pub struct IndexState {
     /// writer of another process had the file open: a refresh that lists the same droppings has
     /// nothing to read.
     quiet_sig: Option<u64>,
+    /// The container directory's stamp read before the listing that found `quiet_sig`
+    /// ([`Container::listing_stamp`]): while the directory keeps it, a refresh lists nothing.
+    quiet_stamp: Option<crate::container::ListingStamp>,
     /// This process's writers, whose writes reach the map from the write path (`note_write`):
     /// their open droppings do not stop a refresh from being quiet. Only in the process that
     /// noted them (`own_pid`): a forked child's copy of this state sees them as another
@@ -125,6 +128,7 @@ impl IndexState {
             written: HashMap::new(),
             flat_sig: None,
             quiet_sig: None,
+            quiet_stamp: None,
             own: HashSet::new(),
             own_pid: 0,
             last_own: None,
@@ -347,6 +351,17 @@ impl IndexState {
         if !self.own.is_empty() {
             self.own_writers_here();
         }
+        // A quiet file whose directory has not changed since the listing that found it quiet:
+        // nothing to list (one stat of the directory, not its listing: sqlite's database at
+        // every stat and read of a transaction, on a local file system).
+        let stamp = c.listing_stamp()?;
+        if self.quiet_sig.is_some() {
+            if let (Some(was), Some(now)) = (&self.quiet_stamp, &stamp) {
+                if was.vouches_at(now) {
+                    return Ok(());
+                }
+            }
+        }
         let meta = c.list_meta()?;
         // Nothing was opened, written, closed, truncated or compacted by another process since
         // the last refresh, which found no writer of another process open: every one of those
@@ -357,6 +372,7 @@ impl IndexState {
         // listing of `meta/`, not every directory.
         let sig = self.quiet_signature(&meta);
         if sig.is_some() && sig == self.quiet_sig {
+            self.quiet_stamp = stamp;
             return Ok(());
         }
         if let Some(sig) = self.flat_sig {
@@ -399,6 +415,7 @@ impl IndexState {
         }
         self.check_written(c, &meta, &found)?;
         self.quiet_sig = sig;
+        self.quiet_stamp = stamp;
         Ok(())
     }
 

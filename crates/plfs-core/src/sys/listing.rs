@@ -88,6 +88,12 @@ impl Dir {
         }
     }
 
+    /// Whether this directory's file system takes its timestamps from this kernel's clock (and
+    /// so a stat of it is never stale: a local file system's, by `statfs`).
+    pub fn has_local_clock(&self) -> bool {
+        self.local_clock()
+    }
+
     /// Whether this directory's file system takes its timestamps from this kernel's clock.
     fn local_clock(&self) -> bool {
         self.caps.local_clock(|| {
