@@ -286,3 +286,31 @@ fn creates_in_a_directory_this_process_writes_see_other_processes() {
     assert!(e.is_not_found(), "create in a removed directory: {e}");
     assert!(p2.stat(&dir).unwrap_err().is_not_found());
 }
+
+/// A view that listed the store well past its mtime's tick trusts the store's stamp from then
+/// on. Another view's new log moves the mtime; set back by hand (or by a tool that restores
+/// times), it would have hidden that log for ever: the stamp holds the ctime too, which nobody
+/// can set back.
+#[test]
+fn a_log_whose_store_mtime_was_set_back_is_still_found() {
+    let t = TempDir::new("small-setback");
+    let (rc, backend) = small_rc(&t);
+    let (p1, p2) = (view(&rc), view(&rc));
+    let dir = Path::new(MOUNT).join("back");
+    p1.mkdir(&dir, 0o755).unwrap();
+    create(&p1, &dir.join("first"));
+    let store = backend.join("back/.plfs_small");
+    let window = plfs_core::testing::timestamp_window_ns(&backend).unwrap();
+    std::thread::sleep(std::time::Duration::from_nanos(window as u64 + 50_000_000));
+    let seen = std::fs::metadata(&store).unwrap().modified().unwrap();
+    // Listed long after the mtime: the stamps vouch for this listing.
+    p1.stat(&dir.join("first")).unwrap();
+    assert!(p1.stat(&dir.join("second")).is_err());
+    create(&p2, &dir.join("second"));
+    std::fs::File::open(&store).unwrap().set_modified(seen).unwrap();
+    assert_eq!(std::fs::metadata(&store).unwrap().modified().unwrap(), seen);
+    assert!(
+        p1.stat(&dir.join("second")).is_ok(),
+        "the other view's file was not found"
+    );
+}
