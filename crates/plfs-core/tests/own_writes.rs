@@ -183,3 +183,30 @@ fn a_quiet_file_whose_directory_keeps_its_stamp_is_not_listed() {
     assert_eq!(&b[..], b"0123xxxxxxxxxxxxxxxxyyzz");
     f1.close().unwrap();
 }
+
+#[test]
+fn a_process_asks_the_kind_of_its_backend_once() {
+    // Whether reads bypass the page cache (MooseFS) and whether a directory's stamp can be
+    // trusted (a local file system) both follow from the backend's statfs type, asked once per
+    // backend and process: on a FUSE backend each fstatfs is a request to its servers (3 brick
+    // operations on the GlusterFS volume, one more per file read before 2026-11-28).
+    let fx = Fixture::simple("statfs-once");
+    let writer = fx.plfs();
+    for name in ["a", "b"] {
+        let f = writer.open(&fx.path(name), rw_create(), 0o644, 1).unwrap();
+        f.write(name.as_bytes(), 0).unwrap();
+        f.close().unwrap();
+    }
+    let asked = call_counter(&fx, "sys::statfs");
+    let p = fx.plfs();
+    for name in ["a", "b"] {
+        let f = p.open(&fx.path(name), common::ro(), 0, 2).unwrap();
+        let mut b = [0u8; 1];
+        assert_eq!(f.read(&mut b, 0).unwrap(), 1);
+        assert_eq!(&b, name.as_bytes());
+        assert_eq!(f.size().unwrap(), 1);
+        assert_eq!(f.size().unwrap(), 1);
+        f.close().unwrap();
+    }
+    assert_eq!(asked(), 1, "statfs of the backend per process");
+}

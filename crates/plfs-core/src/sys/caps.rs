@@ -19,6 +19,10 @@ pub struct Caps {
     locks: AtomicU8,
     local_clock: AtomicU8,
     direct_reads: AtomicU8,
+    /// The backend's `statfs` `f_type` (0: not asked yet; -1: `fstatfs` failed), asked once for
+    /// every answer that depends on the kind of file system: on a FUSE backend each `fstatfs`
+    /// is a request to its servers (3 brick operations on the GlusterFS volume).
+    fs_type: std::sync::atomic::AtomicI64,
 }
 
 /// Features `$PLFS_CAPS_DISABLE` (a comma-separated list of `noreplace`, `exchange`,
@@ -45,6 +49,7 @@ impl Default for Caps {
             locks: init("locks"),
             local_clock: init("local_clock"),
             direct_reads: AtomicU8::new(0),
+            fs_type: std::sync::atomic::AtomicI64::new(0),
         }
     }
 }
@@ -114,6 +119,18 @@ impl Caps {
             crate::debug!("backend refuses renameat2(RENAME_EXCHANGE): using the fallback");
         }
         learn(&self.exchange, yes)
+    }
+
+    /// The backend's `statfs` `f_type`, asked of `ask` at the first call (-1 if it fails).
+    pub fn fs_type(&self, ask: impl FnOnce() -> Option<i64>) -> i64 {
+        match self.fs_type.load(Ordering::Relaxed) {
+            0 => {
+                let t = ask().filter(|&t| t != 0).unwrap_or(-1);
+                self.fs_type.store(t, Ordering::Relaxed);
+                t
+            }
+            t => t,
+        }
     }
 
     /// Whether the backend's timestamps come from this machine's kernel clock (a local file

@@ -26,11 +26,10 @@ const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 
 /// Whether the file system of `fd` is one whose page cache a reader cannot trust while other
 /// processes write (see the module comment): a FUSE mount of MooseFS or of its fork LizardFS.
-/// Costs one `fstatfs`, and on FUSE one `fstat` and a read of `/proc/self/mountinfo`.
-pub(super) fn stale_page_cache(fd: BorrowedFd<'_>) -> bool {
-    let Ok(sfs) = fs::fstatfs(fd) else { return false };
-    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
-    if sfs.f_type as i64 != FUSE_SUPER_MAGIC {
+/// `fs_type` is the backend's `statfs` `f_type`; on FUSE this costs one `fstat` and a read of
+/// `/proc/self/mountinfo`.
+pub(super) fn stale_page_cache(fd: BorrowedFd<'_>, fs_type: i64) -> bool {
+    if fs_type != FUSE_SUPER_MAGIC {
         return false;
     }
     let Ok(st) = fs::fstat(fd) else { return false };

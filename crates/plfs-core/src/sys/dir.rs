@@ -393,8 +393,10 @@ impl Dir {
         let mut flags = access.flags() | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
         // A file only read is read past the page cache where that cache can be stale
         // (`super::coherence`); a backend that refuses `O_DIRECT` is learned once.
-        let mut direct =
-            access == Access::Read && self.caps.direct_reads(|| super::coherence::stale_page_cache(self.fd()));
+        let mut direct = access == Access::Read
+            && self
+                .caps
+                .direct_reads(|| super::coherence::stale_page_cache(self.fd(), self.fs_type()));
         if direct {
             flags |= OFlags::DIRECT;
         }

@@ -96,11 +96,15 @@ impl Dir {
 
     /// Whether this directory's file system takes its timestamps from this kernel's clock.
     fn local_clock(&self) -> bool {
-        self.caps.local_clock(|| {
-            fs::fstatfs(&self.fd).is_ok_and(|s| {
-                #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
-                LOCAL_FS.contains(&(s.f_type as i64))
-            })
+        self.caps.local_clock(|| LOCAL_FS.contains(&self.fs_type()))
+    }
+
+    /// The `statfs` `f_type` of this directory's backend, asked once per backend.
+    pub(super) fn fs_type(&self) -> i64 {
+        self.caps.fs_type(|| {
+            hit("sys::statfs", "statfs", &self.path).ok()?;
+            #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+            fs::fstatfs(&self.fd).ok().map(|s| s.f_type as i64)
         })
     }
 }

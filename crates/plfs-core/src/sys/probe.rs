@@ -142,7 +142,7 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
     // Not tried by writing (a stale page shows only under a race): known from the mount.
     out.push(item(
         "a page cache kept current by other processes' writes",
-        if super::coherence::stale_page_cache(fd) {
+        if super::coherence::stale_page_cache(fd, d.fs_type()) {
             Err(Errno::NOTSUP)
         } else {
             Ok(())
