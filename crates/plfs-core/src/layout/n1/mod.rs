@@ -254,12 +254,10 @@ impl ContainerNode {
         // The container opened by name may be deleted before this process holds it (it was
         // unlinked, or replaced by a rename): open the name again, which is then the new file or
         // nothing. Its marker may already be gone when it is opened (`EISDIR`): the same.
-        // Opened for real at once: holding it takes its lock, which an `O_PATH` descriptor
-        // cannot (it was opened `O_PATH`, then again for real: two system calls more per open).
         let mut tries = 0;
         loop {
             let r = self
-                .take_container_real()
+                .take_container()
                 .and_then(|c| self.reg.shared(c, &self.loc.logical));
             match r {
                 Err(e) if (e.is_not_found() || e.raw_errno() == Errno::ISDIR.raw_os_error()) && tries < 8 => tries += 1,
