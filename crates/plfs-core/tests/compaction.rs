@@ -813,11 +813,13 @@ fn a_reader_of_a_closed_file_lists_only_meta_when_it_looks_for_more() {
         assert_eq!(f.stat().unwrap().size, 15_000);
     }
     let after = calls();
-    // [readdir, open, stat, create]: one listing of meta/ per look, two looks a round (the
-    // refresh, and the size the stat asks for).
-    assert_eq!(
-        after[0] - before[0],
-        20,
+    // [readdir, open, stat, create]: at most one listing of meta/ per look, two looks a round
+    // (the refresh, and the size the stat asks for). None on a local file system once the
+    // directory's stamp vouches for the last listing, which depends on how soon after the
+    // writers' closes the first look came (`own_writes::a_quiet_file_whose_directory_keeps_its_stamp_is_not_listed`
+    // pins that case). More than one per look would be a regression.
+    assert!(
+        after[0] - before[0] <= 20,
         "listings for 20 looks (before, after): {before:?} {after:?}"
     );
     assert_eq!(after[3] - before[3], 0, "creates");
