@@ -400,10 +400,9 @@ impl Node for ContainerNode {
         if flags.trunc && flags.write && !created {
             shared.truncate(0)?;
         }
+        // A writer is made at its first write (`ContainerHandle::writer`): a handle opened for
+        // writing that never writes (`touch`, `: > F`) draws no writer id and asks no host name.
         let h = ContainerHandle::new(shared);
-        if flags.write {
-            h.writer(pid);
-        }
         Ok(OpenFile::new(Box::new(h), self.loc.logical.clone(), flags, pid))
     }
 
