@@ -20,8 +20,8 @@ use std::sync::{Arc, OnceLock};
 pub struct Backend {
     /// Its path, as configured.
     pub path: PathBuf,
-    /// The mount point it serves (the first, where several share it), for the error of a
-    /// backend that is not there.
+    /// The mount point it belongs to (each mount point has backends of its own), for the error
+    /// of a backend that is not there.
     mount_point: PathBuf,
     root: OnceLock<Dir>,
 }
