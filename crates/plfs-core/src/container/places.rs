@@ -17,7 +17,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListingStamp {
     /// Its mtime (ns), ctime (s, ns) and inode.
-    pub id: (i128, i64, i64, u64),
+    pub id: sys::DirStamp,
     /// Whether a listing taken now could miss an entry made later that leaves the stamp as it is.
     pub recent: bool,
 }
@@ -103,11 +103,10 @@ impl Container {
         }
         let now = i128::from(crate::clock::now_ns());
         let coarse = crate::clock::coarse_now_ns();
-        let st = self.dir.fstat()?;
-        let mtime = i128::from(sys::mtime_ns(&st));
+        let id = sys::dir_stamp(&self.dir.fstat()?);
         Ok(Some(ListingStamp {
-            id: (mtime, st.st_ctime, st.st_ctime_nsec as i64, st.st_ino),
-            recent: self.dir.listing_may_miss(mtime, now, coarse),
+            id,
+            recent: self.dir.listing_may_miss(id.0, now, coarse),
         }))
     }
 

@@ -63,7 +63,7 @@ impl Dir {
     /// entry that does not change the mtime; a later entry does. `LOCAL_WINDOW_NS` on a local
     /// file system, `REMOTE_WINDOW_NS` on any other (and with `PLFS_CAPS_DISABLE=local_clock`).
     pub fn timestamp_window_ns(&self) -> i128 {
-        if self.local_clock() {
+        if self.has_local_clock() {
             LOCAL_WINDOW_NS
         } else {
             REMOTE_WINDOW_NS
@@ -81,7 +81,7 @@ impl Dir {
     /// stamped now moves it back). That takes one tick (4 ms at HZ=250) where
     /// [`Dir::timestamp_window_ns`]'s two ticks took 20 ms. Elsewhere, the window either way.
     pub fn listing_may_miss(&self, mtime_ns: i128, now_ns: i128, coarse_ns: i128) -> bool {
-        if self.local_clock() {
+        if self.has_local_clock() {
             coarse_ns <= mtime_ns && mtime_ns - coarse_ns < LOCAL_WINDOW_NS
         } else {
             (now_ns - mtime_ns).abs() < REMOTE_WINDOW_NS
@@ -91,11 +91,6 @@ impl Dir {
     /// Whether this directory's file system takes its timestamps from this kernel's clock (and
     /// so a stat of it is never stale: a local file system's, by `statfs`).
     pub fn has_local_clock(&self) -> bool {
-        self.local_clock()
-    }
-
-    /// Whether this directory's file system takes its timestamps from this kernel's clock.
-    fn local_clock(&self) -> bool {
         self.caps.local_clock(|| LOCAL_FS.contains(&self.fs_type()))
     }
 

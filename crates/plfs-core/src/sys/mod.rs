@@ -354,6 +354,21 @@ pub fn mtime_ns(st: &RawStat) -> i64 {
         .saturating_add(st.st_mtime_nsec as i64)
 }
 
+/// A directory's stamp for a listing taken with it: mtime (ns), ctime (s, ns), inode. An entry made,
+/// removed or renamed in the directory moves the mtime and the ctime; nobody can set a ctime back
+/// (design.md, "Noticing a new log").
+pub type DirStamp = (i128, i64, i64, u64);
+
+/// The [`DirStamp`] of a directory's stat.
+pub fn dir_stamp(st: &RawStat) -> DirStamp {
+    (
+        i128::from(mtime_ns(st)),
+        st.st_ctime,
+        st.st_ctime_nsec as i64,
+        st.st_ino,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -11,8 +11,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// A store directory's stamp: mtime (ns), ctime (s, ns), inode; all zero where it does not exist.
-pub(super) type DirStamp = (i128, i64, i64, u64);
 /// A packed file's attributes and data map.
 #[derive(Debug, Clone)]
 pub(super) struct SmallMeta {
@@ -61,10 +59,10 @@ pub(super) struct Inner {
     /// must be. Maps such an id to the file's (first) id.
     pub(super) alias: HashMap<u64, u64>,
     pub(super) logs: Vec<LogRef>,
-    /// Modification stamp (mtime ns, ctime s and ns, inode) of each backend's store directory at
-    /// the last listing: the ctime, which nobody can set, moves where a new log's mtime was set
-    /// back by hand (or by a tool restoring times).
-    pub(super) dir_stamps: Vec<DirStamp>,
+    /// The stamp of each backend's store directory at the last listing (`sys::dir_stamp`; all
+    /// zero where it does not exist): the ctime in it, which nobody can set, moves where a new
+    /// log's mtime was set back by hand (or by a tool restoring times).
+    pub(super) dir_stamps: Vec<crate::sys::DirStamp>,
     /// Whether the last listing was taken within a timestamp window of a store's mtime
     /// (`Dir::timestamp_window_ns`): a log created after it may then have left the mtime as it
     /// was, so the stamps cannot vouch for the listing and the next refresh lists again.

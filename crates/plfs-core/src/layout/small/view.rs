@@ -78,7 +78,7 @@ impl SmallDir {
     /// listing taken now could miss a log created later without changing a stamp
     /// ([`sys::Dir::listing_may_miss`]: a local file system's clock has not yet left the tick of
     /// the stamp; elsewhere, a stamp within its backend's timestamp window of now).
-    fn stamps(&self) -> Result<(Vec<super::state::DirStamp>, bool)> {
+    fn stamps(&self) -> Result<(Vec<sys::DirStamp>, bool)> {
         let rel = self.store_rel();
         let mut out = Vec::with_capacity(self.mount.canonical.len());
         let now = i128::from(clock::now_ns());
@@ -87,14 +87,7 @@ impl SmallDir {
         for b in &self.mount.canonical {
             let root = b.root()?;
             let st = root.stat_beneath_opt(rel)?;
-            let stamp = st.map_or((0, 0, 0, 0), |s| {
-                (
-                    i128::from(sys::mtime_ns(&s)),
-                    s.st_ctime,
-                    s.st_ctime_nsec as i64,
-                    s.st_ino,
-                )
-            });
+            let stamp = st.map_or((0, 0, 0, 0), |s| sys::dir_stamp(&s));
             recent |= stamp.0 != 0 && root.listing_may_miss(stamp.0, now, coarse);
             out.push(stamp);
         }
@@ -156,7 +149,7 @@ impl SmallDir {
         Ok(out)
     }
 
-    fn replay(&self, g: &mut Inner, stamps: Vec<super::state::DirStamp>, tries: u32) -> Result<()> {
+    fn replay(&self, g: &mut Inner, stamps: Vec<sys::DirStamp>, tries: u32) -> Result<()> {
         let own = g.writer.as_ref().map(|w| (w.id, w.file.clone(), w.off));
         let mut logs: Vec<LogRef> = Vec::new();
         let mut recs: Vec<(u64, u64, usize, Rec)> = Vec::new();
