@@ -656,7 +656,9 @@ fn a_size_that_lags_hides_no_write_from_readers_or_fsck() {
     let rep = fsck::fsck(&fx.plfs(), &path, &opts);
     let after_lagged = check_content(&fx, &t, &path, &acked, "read after the repair, sizes 0");
     let stat_hits = stale();
-    plfs_core::failpoint::clear();
+    // Its own point only: the tests of this binary run side by side.
+    let tag = fx.dir.path().file_name().unwrap().to_string_lossy().into_owned();
+    plfs_core::failpoint::clear_for("sys::stale_size", &tag);
 
     common::assert_bytes_eq(&lagged.expect("the file"), &truth, "read while every size says 0");
     let check = check.expect("fsck");
@@ -740,7 +742,11 @@ fn a_sync_after_the_first_fsyncs_only_the_data_log() {
     put(&h, 0);
     h.close().unwrap();
     assert_eq!(counts(), (6, 4), "a writer that never synced");
-    plfs_core::failpoint::clear();
+    // Its own counting points only: a clear of all of them disarmed the stale sizes of
+    // `a_size_that_lags_hides_no_write_from_readers_or_fsck` when the two ran side by side (a CI
+    // run at ee476ed: no stat reached that test's failpoint).
+    plfs_core::failpoint::clear_for("sys::fsync", "syncs-per-close/data.");
+    plfs_core::failpoint::clear_for("sys::fsync", "syncs-per-close/index.");
     common::assert_bytes_eq(&common::read_fresh(&fx, &path).unwrap(), &model, "read back");
 }
 

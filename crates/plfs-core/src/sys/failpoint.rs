@@ -194,6 +194,16 @@ pub fn clear() {
     STATE.store(1, Ordering::Release);
 }
 
+/// Disarms the points named `name` armed with exactly this `filter`, and no other: a test running
+/// beside others in one process takes back its own (a [`clear`] there disarmed theirs too).
+pub fn clear_for(name: &str, filter: &str) {
+    let mut t = table();
+    t.retain(|a| !(a.spec.name == name && a.spec.filter == filter));
+    if t.is_empty() {
+        STATE.store(1, Ordering::Release);
+    }
+}
+
 /// Matching hits counted so far by each armed point named `name` (summed), whether it fired or
 /// not. Arm a point with a huge `after` to count the calls a workload makes.
 pub fn hits(name: &str) -> u64 {
