@@ -112,6 +112,20 @@ fn child_entry() {
             println!("{CHILD_TAG} reads {reads}");
             println!("{CHILD_TAG} missing {missing}");
         }
+        // Stats and reads `target` (version K) under the failpoints of `PLFS_FAILPOINTS`, which
+        // stand for a backend's passing faults; reports how many times they fired.
+        "faulty_reader" => {
+            let target = dir.join("target");
+            let want = version(arg_u64("K"));
+            let st = p.stat(&target).unwrap();
+            assert_eq!(st.kind, plfs_core::FileKind::File, "{} is a file", target.display());
+            assert_eq!(st.size, want.len() as u64, "stat of {}", target.display());
+            let f = p.open(&target, common::ro(), 0, 2).unwrap();
+            let got = common::read_all(&f).unwrap();
+            f.close().unwrap();
+            assert!(got == want, "read {} bytes of {}", got.len(), want.len());
+            println!("{CHILD_TAG} injected {}", plfs_core::failpoint::injected());
+        }
         // Renames `src` over `target` (a failpoint kills it mid-way).
         "killed_renamer" => {
             p.rename(&dir.join("src"), &dir.join("target")).unwrap();
@@ -300,6 +314,59 @@ fn rename_over_a_file_without_exchange_is_whole() {
     // Without RENAME_EXCHANGE a reader may find no file between the two renames (docs/design.md);
     // what it does read is always one whole version, and nothing is left behind.
     rename_over("noreplace,exchange", 200);
+}
+
+/// A fixture whose `d/target` holds version `k`, written by one writer.
+fn with_target(tag: &str, k: u64) -> Fixture {
+    let fx = fixture(tag);
+    let f = fx.plfs().open(&fx.path("d/target"), excl(), 0o644, 1).unwrap();
+    f.write(&version(k), 0).unwrap();
+    f.close().unwrap();
+    fx
+}
+
+/// Stats and reads `target` (version `k`) in a child on a backend taken for a distributed one
+/// (`local_clock` disabled), under failpoints `spec`; how many times they fired.
+fn read_under_faults(fx: &Fixture, k: u64, spec: &str) -> u64 {
+    let out = child(fx, "faulty_reader", "local_clock", &[("K", k.to_string())])
+        .env("PLFS_FAILPOINTS", spec)
+        .output()
+        .unwrap();
+    assert_child_ok(&out, spec);
+    child_lines(&out, "injected")[0].parse().unwrap()
+}
+
+/// A listing of a one-directory container that comes back without some of its entries, as
+/// GlusterFS's does while the container is renamed (docs/design.md, "Listings that miss a
+/// server"), is taken again where the rest says it cannot be whole, or sends stat to the index:
+/// stat and read give the file, never a shorter one.
+#[test]
+fn a_listing_that_misses_entries_is_not_a_shorter_file() {
+    let fx = with_target("be-partial", 3);
+    // The first `after` listings of the entry are whole, the next `times` are not.
+    let point = |what: &str, after: u32, times: u32| format!("sys::partial_listing[{what}]=EIO@{after}*{times}");
+    let cases = [
+        // The marker and all of a writer: the marker's absence says it (a stat of size 0 before).
+        [".plfscontainer", "close.", "index.", "data."]
+            .map(|w| point(w, 0, 1))
+            .join(","),
+        // All of its only writer (what a reader saw in a CI run on GlusterFS: 0 bytes): a
+        // listing without any log is taken again.
+        ["close.", "index.", "data."].map(|w| point(w, 0, 1)).join(","),
+        // Its close dropping: the fast stat's answer was size 0 before.
+        point("close.", 0, 1),
+        // Its index log, in the open's listings.
+        point("index.", 1, 3),
+        // Its data log, in the open's listings (harmless: the index names its data log), which
+        // says the listing may lack more.
+        point("data.", 1, 2),
+    ];
+    for case in cases {
+        assert!(
+            read_under_faults(&fx, 3, &case) >= 1,
+            "{case}: nothing was left out of a listing"
+        );
+    }
 }
 
 #[test]

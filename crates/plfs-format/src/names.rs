@@ -225,6 +225,30 @@ pub fn fast_size(droppings: &[MetaDropping]) -> Option<(u64, u64)> {
     Some((size, mtime))
 }
 
+/// [`fast_size`] of a container from a listing of the directory holding its droppings: `None`
+/// also when an index log in the listing (a one-directory container's) has no open or close
+/// dropping of its writer. A writer makes its open dropping before its logs and removes it after
+/// its close dropping, so such a log is one whose dropping the listing missed (a distributed file
+/// system can return a listing without some entries), or an empty one (its writer wrote
+/// nothing): the index decides (format.md §5).
+pub fn fast_size_of_listing(names: &[std::ffi::OsString]) -> Option<(u64, u64)> {
+    let droppings = parse_droppings(names);
+    let noted = |w: u64| {
+        droppings.iter().any(|d| match *d {
+            MetaDropping::Open { writer_id, .. } | MetaDropping::Close { writer_id, .. } => writer_id == w,
+            MetaDropping::Trunc { .. } => false,
+        })
+    };
+    let unnoted = names
+        .iter()
+        .filter_map(|n| n.to_str().and_then(parse_log_name))
+        .any(|l| l.is_index && !noted(l.writer_id));
+    if unnoted {
+        return None;
+    }
+    fast_size(&droppings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,6 +297,24 @@ mod tests {
                 host: "h".into()
             }]),
             None
+        );
+    }
+
+    #[test]
+    fn an_index_log_without_a_dropping_of_its_writer_leaves_the_size_to_the_index() {
+        let names = |l: &[&str]| l.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let close = "close.0000000000000001.1.2.10.10.2";
+        let index = "index.0000000000000001.7.h";
+        let other = "index.0000000000000002.7.h";
+        assert_eq!(fast_size_of_listing(&names(&[close, index])), Some((10, 2)));
+        assert_eq!(fast_size_of_listing(&names(&[close, index, other])), None);
+        assert_eq!(fast_size_of_listing(&names(&[index])), None);
+        let open = "open.0000000000000002.7.h";
+        assert_eq!(fast_size_of_listing(&names(&[close, index, other, open])), None);
+        // Data logs alone (a compaction's retired ones) say nothing.
+        assert_eq!(
+            fast_size_of_listing(&names(&[close, index, "data.0000000000000003.7.h"])),
+            Some((10, 2))
         );
     }
 }

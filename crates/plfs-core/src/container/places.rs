@@ -114,7 +114,7 @@ impl Container {
     /// skipped (fsck reports them).
     pub fn list_meta(&self) -> Result<Vec<MetaDropping>> {
         if self.flat {
-            let names = self.dir.list()?;
+            let names = super::listing::list_whole(&self.dir, self.shadows_in_use())?;
             let d = format::parse_droppings(&names);
             *self.listing.lock().unwrap_or_else(|e| e.into_inner()) = Some(names);
             return Ok(d);
@@ -127,6 +127,16 @@ impl Container {
             },
         };
         Ok(format::parse_droppings(&names))
+    }
+
+    /// Size and mtime of the closed file from its droppings, `None` where the index must decide
+    /// ([`format::fast_size_of_listing`]).
+    pub fn fast_size(&self) -> Result<Option<(u64, u64)>> {
+        if self.flat {
+            let names = super::listing::list_whole(&self.dir, self.shadows_in_use())?;
+            return Ok(format::fast_size_of_listing(&names));
+        }
+        Ok(format::fast_size(&self.list_meta()?))
     }
 
     /// Creates a zero-length dropping in `meta/`.
@@ -196,8 +206,7 @@ impl Container {
     /// Whether writers may keep this container's logs on shadow backends: not with a single
     /// backend in all, where every writer logs inside the container.
     pub(super) fn shadows_in_use(&self) -> bool {
-        let m = &self.mount;
-        !(m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]))
+        shadows_in_use(&self.mount)
     }
 
     /// `.plfs_shadow/<cid>`, relative to a shadow backend's root.
@@ -225,6 +234,7 @@ impl Container {
         let mut out = Vec::new();
         let names = match listing {
             Some(n) if self.flat => n,
+            _ if self.flat => super::listing::list_whole(&self.dir, self.shadows_in_use())?,
             _ => self.dir.list()?,
         };
         for name in &names {
@@ -256,4 +266,9 @@ impl Container {
         }
         Ok(out)
     }
+}
+
+/// [`Container::shadows_in_use`] of the containers of mount point `m`.
+pub(crate) fn shadows_in_use(m: &crate::mount::Mount) -> bool {
+    !(m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]))
 }

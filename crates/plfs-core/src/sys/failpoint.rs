@@ -7,7 +7,8 @@
 //! (an open with `O_CREAT`), `sys::mkdir`, `sys::rename`, `sys::unlink`, `sys::ftruncate`, and
 //! `sys::openat2`, whose errno stands for the kernel's answer to `openat2` (see [`answer`]), and
 //! `sys::stale_size`, which stands for a size that lags behind a file's bytes (see
-//! [`stale_size`]).
+//! [`stale_size`]), and `sys::partial_listing`, which leaves an entry out of a listing (see
+//! [`left_out`]).
 //!
 //! Configuration, in-process ([`set`], [`Spec`]) or through the environment for processes that
 //! cannot be driven through the API (ldplfs, FUSE, the CLI), read at the first hit:
@@ -105,6 +106,16 @@ pub fn answer(name: &'static str, path: &Path) -> Option<Errno> {
 #[inline]
 pub fn stale_size(path: &Path) -> bool {
     armed() && hit("sys::stale_size", "", path).is_err()
+}
+
+/// For `sys::partial_listing`, a point that stands for a listing a distributed file system
+/// returns without some of its entries (GlusterFS leaves out the part of a server that cannot
+/// resolve the directory for a moment, as while it renames it): whether the entry `path` (the
+/// listed directory joined with the entry's name, which `FILTER` matches) is left out of the
+/// listing being read. Each entry that matches counts as one hit.
+#[inline]
+pub fn left_out(path: &Path) -> bool {
+    armed() && hit("sys::partial_listing", "", path).is_err()
 }
 
 #[cold]

@@ -10,8 +10,8 @@ use super::failpoint::hit;
 use crate::error::{Error, Result};
 use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{self, Mode, RawDir};
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -114,6 +114,9 @@ fn read_names<T>(fd: BorrowedFd<'_>, path: &Path, each: impl Fn(OsString, bool) 
         let ent = ent.map_err(|e| Error::io(path, "readdir", e))?;
         let n = ent.file_name().to_bytes();
         if n != b"." && n != b".." {
+            if super::failpoint::armed() && super::failpoint::left_out(&path.join(OsStr::from_bytes(n))) {
+                continue;
+            }
             out.push(each(
                 OsString::from_vec(n.to_vec()),
                 ent.file_type() == fs::FileType::Directory,

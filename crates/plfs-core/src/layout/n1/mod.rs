@@ -292,10 +292,15 @@ impl ContainerNode {
                 None
             };
             if let Some(Ok(meta)) = rel.map(|r| b.dir(&r)) {
-                return Ok(format::fast_size(&format::parse_droppings(&meta.list()?)));
+                let names = if format::is_flat_marker(size) {
+                    crate::container::list_whole(&meta, crate::container::shadows_in_use(&self.loc.mount))?
+                } else {
+                    meta.list()?
+                };
+                return Ok(format::fast_size_of_listing(&names));
             }
         }
-        self.with_c(|c| Ok(format::fast_size(&c.list_meta()?)))
+        self.with_c(|c| c.fast_size())
     }
 
     fn marker_path(&self) -> PathBuf {
