@@ -246,8 +246,16 @@ pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
 /// container replaced by a rename between them (on a backend without `RENAME_EXCHANGE`) would
 /// look like a directory without a marker. A directory is stat'ed again and the probe repeated
 /// if it is no longer the same directory.
+///
+/// On a backend that is not a local file system, the probe of a directory changed within the
+/// last [`sys::REMOTE_WINDOW_NS`] (a rename sets its ctime) is also repeated, up to
+/// [`RENAMED_RETRIES`] times: GlusterFS answers a look-up of a name inside a directory that it is
+/// renaming with `ENOENT` for a moment, so a container renamed by another process looked like a
+/// directory without a marker, and its open failed with `EISDIR` (5 of 3,344 opens of a file
+/// renamed back and forth, 2026-11-28; docs/design.md, "Backends").
 pub fn probe_stable(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
     let mut tries = 0;
+    let mut renamed = 0;
     loop {
         let r = probe(b, rel)?;
         let (Probe::Dir, Some(st)) = r else { return Ok(r) };
@@ -255,12 +263,29 @@ pub fn probe_stable(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawSt
         if rel.as_os_str().is_empty() {
             return Ok(r);
         }
-        let again = b.root()?.stat_beneath_opt(rel)?;
-        if again.is_some_and(|a| (a.st_dev, a.st_ino) == (st.st_dev, st.st_ino)) || tries == 8 {
+        let root = b.root()?;
+        let again = root.stat_beneath_opt(rel)?;
+        let same = again.is_some_and(|a| (a.st_dev, a.st_ino) == (st.st_dev, st.st_ino));
+        if same && renamed < RENAMED_RETRIES && changed_lately(&st) && !root.has_local_clock() {
+            std::thread::sleep(std::time::Duration::from_millis(1 << renamed));
+            renamed += 1;
+            continue;
+        }
+        if same || tries == 8 {
             return Ok(r);
         }
         tries += 1;
     }
+}
+
+/// How many times [`probe_stable`] probes again a directory changed lately on a backend that is
+/// not a local file system: 1 + 2 + 4 = 7 ms of pauses.
+const RENAMED_RETRIES: u32 = 3;
+
+/// Whether the ctime of `st` lies within [`sys::REMOTE_WINDOW_NS`] of this machine's clock.
+fn changed_lately(st: &sys::RawStat) -> bool {
+    let ctime = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
+    (i128::from(crate::clock::now_ns()) - ctime).abs() < sys::REMOTE_WINDOW_NS
 }
 
 /// A logical path placed on its mount.

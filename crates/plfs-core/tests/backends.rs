@@ -369,6 +369,19 @@ fn a_listing_that_misses_entries_is_not_a_shorter_file() {
     }
 }
 
+/// A look-up that finds a container's directory but not its marker, as GlusterFS answers one
+/// while it renames the container (docs/design.md, "Backends"), looks again before it calls the
+/// file a directory, where the directory changed lately: the file is found (a directory, and
+/// `EISDIR` for the open, before).
+#[test]
+fn a_marker_missing_for_a_moment_from_a_renamed_container_is_looked_for_again() {
+    let fx = with_target("be-renamed", 4);
+    for times in [1, 2] {
+        let spec = format!("sys::stat[target/.plfscontainer]=ENOENT*{times}");
+        assert_eq!(read_under_faults(&fx, 4, &spec), times, "{spec}");
+    }
+}
+
 #[test]
 fn interrupted_rename_without_exchange_is_rolled_back_by_fsck() {
     let fx = fixture("be-kill");

@@ -553,7 +553,11 @@ impl Dir {
         // The display path is built only for a failpoint or an error (a look-up's hot path).
         let p = || self.path.join(rel);
         if super::failpoint::armed() {
-            hit("sys::stat", "stat", &p())?;
+            match hit("sys::stat", "stat", &p()) {
+                // Answered as the kernel's would be.
+                Err(e) if e.raw_errno() == Errno::NOENT.raw_os_error() => return Ok(None),
+                r => r?,
+            }
         }
         let r = if rel.as_os_str().is_empty() {
             fs::fstat(&self.fd)

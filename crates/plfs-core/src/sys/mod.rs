@@ -33,7 +33,7 @@ mod rename;
 
 pub use dir::{is_missing, Access, Create, Dir};
 pub use file::File;
-pub use listing::LOCAL_WINDOW_NS;
+pub use listing::{LOCAL_WINDOW_NS, REMOTE_WINDOW_NS};
 pub use rustix::fs::FileType;
 pub use rustix::fs::Stat as RawStat;
 pub use rustix::fs::StatVfs;
