@@ -2,7 +2,7 @@
 """Reads of a plfs file through ldplfs while another process renames it back and forth: counts
 the reads that are not the whole file (wrong bytes) and the opens that fail other than with
 ENOENT (the name is free half the time, which is not counted as a failure). Before 87e28f1 an
-open on the GlusterFS volume failed with EISDIR now and then (18 of 18,304); after it, 0 of 7,594
+open on the GlusterFS volume failed with EISDIR now and then (18 of 29,671); after it, 0 of 22,346
 (docs/design.md, "Backends").
 
 Run: python3 bench/rename_pingpong.py LIBLDPLFS DIR [SECONDS]

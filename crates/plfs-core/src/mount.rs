@@ -247,15 +247,15 @@ pub fn probe(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
 /// look like a directory without a marker. A directory is stat'ed again and the probe repeated
 /// if it is no longer the same directory.
 ///
-/// On a backend that is not a local file system, the probe of a directory changed within the
-/// last [`sys::REMOTE_WINDOW_NS`] (a rename sets its ctime) is also repeated, up to
-/// [`RENAMED_RETRIES`] times: GlusterFS answers a look-up of a name inside a directory that it is
-/// renaming with `ENOENT` for a moment, so a container renamed by another process looked like a
-/// directory without a marker, and its open failed with `EISDIR` (5 of 3,344 opens of a file
-/// renamed back and forth, 2026-11-28; docs/design.md, "Backends").
+/// On a backend that is not a local file system, a directory changed within the last
+/// [`sys::REMOTE_WINDOW_NS`] (a rename sets its ctime) has its marker looked for once more:
+/// GlusterFS answers a look-up of a name inside a directory that it is renaming with `ENOENT` for
+/// a moment, so a container renamed by another process looked like a directory without a marker,
+/// and its open failed with `EISDIR` (18 of 29,671 opens of a file renamed back and forth,
+/// 2026-11-28; docs/design.md, "Backends"). One `lstat` more, for such directories only.
 pub fn probe_stable(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawStat>)> {
     let mut tries = 0;
-    let mut renamed = 0;
+    let mut looked_again = false;
     loop {
         let r = probe(b, rel)?;
         let (Probe::Dir, Some(st)) = r else { return Ok(r) };
@@ -266,10 +266,13 @@ pub fn probe_stable(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawSt
         let root = b.root()?;
         let again = root.stat_beneath_opt(rel)?;
         let same = again.is_some_and(|a| (a.st_dev, a.st_ino) == (st.st_dev, st.st_ino));
-        if same && renamed < RENAMED_RETRIES && changed_lately(&st) && !root.has_local_clock() {
-            std::thread::sleep(std::time::Duration::from_millis(1 << renamed));
-            renamed += 1;
-            continue;
+        if same && !looked_again && changed_lately(&st) && !root.has_local_clock() {
+            looked_again = true;
+            if let Ok(Some(m)) = root.stat_beneath_opt(&rel.join(format::MARKER_NAME)) {
+                if format::is_published(m.st_size as u64, st.st_mode) {
+                    return Ok((Probe::Container, Some(m)));
+                }
+            }
         }
         if same || tries == 8 {
             return Ok(r);
@@ -277,10 +280,6 @@ pub fn probe_stable(b: &Backend, rel: &Path) -> Result<(Probe, Option<sys::RawSt
         tries += 1;
     }
 }
-
-/// How many times [`probe_stable`] probes again a directory changed lately on a backend that is
-/// not a local file system: 1 + 2 + 4 = 7 ms of pauses.
-const RENAMED_RETRIES: u32 = 3;
 
 /// Whether the ctime of `st` lies within [`sys::REMOTE_WINDOW_NS`] of this machine's clock.
 fn changed_lately(st: &sys::RawStat) -> bool {
