@@ -64,9 +64,10 @@ pub(crate) fn list_whole(dir: &Dir, shadows: bool, marker: &RawStat) -> Result<V
 /// any log is its whole listing. The last close of a writer that wrote sets the marker's mtime to
 /// its last write's (the ctime to the time of that change), so a file that was written never
 /// passes for one: an empty listing of it is taken again. This keeps that cost off the empty
-/// files mdtest makes.
+/// files mdtest makes. A file system that keeps whole seconds (MooseFS: both fractions 0) cannot
+/// tell the two apart within a second, and no file passes for untouched there.
 fn untouched(st: &RawStat) -> bool {
-    st.st_mtime == st.st_ctime && st.st_mtime_nsec == st.st_ctime_nsec
+    st.st_mtime == st.st_ctime && st.st_mtime_nsec == st.st_ctime_nsec && st.st_mtime_nsec != 0
 }
 
 /// What a listing of a one-directory container says of itself. [`Verdict::Partial`] when:
