@@ -233,16 +233,19 @@ pub fn fast_size(droppings: &[MetaDropping]) -> Option<(u64, u64)> {
 /// nothing): the index decides (format.md §5).
 pub fn fast_size_of_listing(names: &[std::ffi::OsString]) -> Option<(u64, u64)> {
     let droppings = parse_droppings(names);
-    let noted = |w: u64| {
-        droppings.iter().any(|d| match *d {
-            MetaDropping::Open { writer_id, .. } | MetaDropping::Close { writer_id, .. } => writer_id == w,
-            MetaDropping::Trunc { .. } => false,
+    // A set, not a search of the droppings per log: a file written by thousands of ranks has
+    // thousands of each, and this runs at every stat of it.
+    let noted: std::collections::HashSet<u64> = droppings
+        .iter()
+        .filter_map(|d| match *d {
+            MetaDropping::Open { writer_id, .. } | MetaDropping::Close { writer_id, .. } => Some(writer_id),
+            MetaDropping::Trunc { .. } => None,
         })
-    };
+        .collect();
     let unnoted = names
         .iter()
         .filter_map(|n| n.to_str().and_then(parse_log_name))
-        .any(|l| l.is_index && !noted(l.writer_id));
+        .any(|l| l.is_index && !noted.contains(&l.writer_id));
     if unnoted {
         return None;
     }
