@@ -459,3 +459,55 @@ fn interrupted_rename_without_exchange_is_rolled_back_by_fsck() {
     let rep = fsck::fsck(&p, &fx.path("d"), &opts).unwrap();
     assert_eq!(rep.problems(), 0, "{:#?}", rep.findings);
 }
+
+/// Across clients a closed file is whole at once (docs/backends.md, "What another client sees"):
+/// the other client first reads and stats each file, so that its caches hold it; then this client
+/// rewrites it longer (a truncating open) or a second writer appends to it, and the other
+/// client's stat and read see every new byte at once. On the GlusterFS volume a plain file shows
+/// the old size and bytes there for up to 1 s (`bench/coherence.py`: 30 of 30), and so would a
+/// stat or a read-open that took anything from the marker's attributes or bytes instead of the
+/// container's listing (docs/design.md, "Format 3"). Without `PLFS_TEST_ROOT2` both are one
+/// client.
+#[test]
+fn another_client_sees_a_closed_file_whole_at_once() {
+    let fx = fixture("be-coherent");
+    let (one, two) = (fx.plfs(), fx.plfs_other_client());
+    let read = |path: &Path| {
+        let r = two.open(path, common::ro(), 0, 2).unwrap();
+        let v = common::read_all(&r).unwrap();
+        r.close().unwrap();
+        v
+    };
+    for k in 0..20u64 {
+        let path = fx.path(&format!("d/f{k}"));
+        let old = common::pattern(k, 0, 4096);
+        let f = one.open(&path, common::wo_create(), 0o644, 1).unwrap();
+        f.write(&old, 0).unwrap();
+        f.close().unwrap();
+        assert_eq!(read(&path), old, "file {k}: the other client's first read");
+        assert_eq!(two.stat(&path).unwrap().size, 4096, "file {k}: the other client's first stat");
+        let (flags, new) = if k % 2 == 0 {
+            let trunc = OpenFlags {
+                trunc: true,
+                ..common::wo_create()
+            };
+            (trunc, common::pattern(k + 100, 0, 8192))
+        } else {
+            let mut v = old.clone();
+            v.extend(common::pattern(k + 100, 4096, 4096));
+            (common::wo_create(), v)
+        };
+        let f = one.open(&path, flags, 0o644, 3).unwrap();
+        f.write(&new[new.len() - 4096..], new.len() as u64 - 4096).unwrap();
+        if k % 2 == 0 {
+            f.write(&new[..4096], 0).unwrap();
+        }
+        f.close().unwrap();
+        assert_eq!(
+            two.stat(&path).unwrap().size,
+            new.len() as u64,
+            "file {k}: the other client's stat at once"
+        );
+        assert!(read(&path) == new, "file {k}: the other client's read at once");
+    }
+}
