@@ -485,7 +485,11 @@ fn another_client_sees_a_closed_file_whole_at_once() {
         f.write(&old, 0).unwrap();
         f.close().unwrap();
         assert_eq!(read(&path), old, "file {k}: the other client's first read");
-        assert_eq!(two.stat(&path).unwrap().size, 4096, "file {k}: the other client's first stat");
+        assert_eq!(
+            two.stat(&path).unwrap().size,
+            4096,
+            "file {k}: the other client's first stat"
+        );
         let (flags, new) = if k % 2 == 0 {
             let trunc = OpenFlags {
                 trunc: true,
