@@ -43,20 +43,52 @@ pub(crate) enum Verdict {
 /// is `marker`. On a backend that is not a local file system (whose listings are whole), one that
 /// [`judge`] does not find whole is taken again; then the last one is returned, for the index's
 /// own checks to judge (a closed writer without its index log is damage, `EIO`).
-pub(crate) fn list_whole(dir: &Dir, shadows: bool, marker: &RawStat) -> Result<Vec<OsString>> {
+///
+/// `marker` is [`Marker::Fresh`] where it was taken for this look (a stat's look-up), else
+/// [`Marker::Old`] (an open file's refresh: taken at its open, before writers may have written):
+/// an old stat that says nobody wrote the file is taken again before an empty listing is
+/// trusted on its word, else a reader that opened an empty file would take a listing that
+/// missed the writer of the whole file for the file.
+pub(crate) fn list_whole(dir: &Dir, shadows: bool, marker: Marker<'_>) -> Result<Vec<OsString>> {
     let mut names = dir.list()?;
     let all_at_top = !shadows;
+    let (mut st, mut fresh) = match marker {
+        Marker::Fresh(st) => (*st, true),
+        Marker::Old(st) => (*st, false),
+    };
     for i in 0..PARTIAL_RETRIES {
         let verdict = judge(&names, all_at_top);
-        let empty_is_sure = i >= EMPTY_RETRIES || untouched(marker);
-        // Asked last: the kind of file system costs a `statfs` the first time.
-        if verdict == Verdict::Whole || (verdict == Verdict::Empty && empty_is_sure) || dir.has_local_clock() {
+        if verdict == Verdict::Whole || (verdict == Verdict::Empty && i >= EMPTY_RETRIES) {
+            break;
+        }
+        // Asked last (the kind of file system costs a `statfs` the first time), except where an
+        // old marker stat would let an empty listing through without it.
+        if verdict == Verdict::Empty && untouched(&st) {
+            if fresh || dir.has_local_clock() {
+                break;
+            }
+            fresh = true;
+            match dir.stat_opt(format::MARKER_NAME)? {
+                Some(now) if !untouched(&now) => st = now,
+                _ => break,
+            }
+        }
+        if dir.has_local_clock() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1 << i));
         names = dir.list()?;
     }
     Ok(names)
+}
+
+/// The marker's stat given to [`list_whole`], by how old it may be.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Marker<'a> {
+    /// Taken for this look, after anything the listing should show.
+    Fresh(&'a RawStat),
+    /// Taken earlier (at the open of a file this process keeps open).
+    Old(&'a RawStat),
 }
 
 /// Whether the marker `st` has the times its creation gave it (mtime and ctime equal to the

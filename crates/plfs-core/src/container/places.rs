@@ -114,7 +114,11 @@ impl Container {
     /// skipped (fsck reports them).
     pub fn list_meta(&self) -> Result<Vec<MetaDropping>> {
         if self.flat {
-            let names = super::listing::list_whole(&self.dir, self.shadows_in_use(), &self.marker)?;
+            let names = super::listing::list_whole(
+                &self.dir,
+                self.shadows_in_use(),
+                super::listing::Marker::Old(&self.marker),
+            )?;
             let d = format::parse_droppings(&names);
             *self.listing.lock().unwrap_or_else(|e| e.into_inner()) = Some(names);
             return Ok(d);
@@ -133,7 +137,11 @@ impl Container {
     /// ([`format::fast_size_of_listing`]).
     pub fn fast_size(&self) -> Result<Option<(u64, u64)>> {
         if self.flat {
-            let names = super::listing::list_whole(&self.dir, self.shadows_in_use(), &self.marker)?;
+            let names = super::listing::list_whole(
+                &self.dir,
+                self.shadows_in_use(),
+                super::listing::Marker::Old(&self.marker),
+            )?;
             return Ok(format::fast_size_of_listing(&names));
         }
         Ok(format::fast_size(&self.list_meta()?))
@@ -234,7 +242,11 @@ impl Container {
         let mut out = Vec::new();
         let names = match listing {
             Some(n) if self.flat => n,
-            _ if self.flat => super::listing::list_whole(&self.dir, self.shadows_in_use(), &self.marker)?,
+            _ if self.flat => super::listing::list_whole(
+                &self.dir,
+                self.shadows_in_use(),
+                super::listing::Marker::Old(&self.marker),
+            )?,
             _ => self.dir.list()?,
         };
         for name in &names {

@@ -293,7 +293,11 @@ impl ContainerNode {
             };
             if let Some(Ok(meta)) = rel.map(|r| b.dir(&r)) {
                 let names = if format::is_flat_marker(size) {
-                    crate::container::list_whole(&meta, crate::container::shadows_in_use(&self.loc.mount), &self.st)?
+                    crate::container::list_whole(
+                        &meta,
+                        crate::container::shadows_in_use(&self.loc.mount),
+                        crate::container::Marker::Fresh(&self.st),
+                    )?
                 } else {
                     meta.list()?
                 };
