@@ -134,8 +134,8 @@ impl MetaDropping {
             });
         }
         if let Some(r) = name.strip_prefix("close.") {
-            let f: Vec<&str> = r.split('.').collect();
-            if f.len() != 6 || f[0].len() != 16 {
+            let f: [&str; 6] = fields(r)?;
+            if f[0].len() != 16 {
                 return None;
             }
             return Some(MetaDropping::Close {
@@ -148,8 +148,8 @@ impl MetaDropping {
             });
         }
         if let Some(r) = name.strip_prefix("trunc.") {
-            let f: Vec<&str> = r.split('.').collect();
-            if f.len() != 3 || f[2].len() != 16 {
+            let f: [&str; 3] = fields(r)?;
+            if f[2].len() != 16 {
                 return None;
             }
             return Some(MetaDropping::Trunc {
@@ -160,6 +160,18 @@ impl MetaDropping {
         }
         None
     }
+}
+
+/// The `N` fields of `r` separated by dots, `None` unless there are exactly `N` (as
+/// `r.split('.')` would give them, without collecting them: a stat parses every dropping of the
+/// file's listing, thousands for a file that as many processes wrote).
+fn fields<const N: usize>(r: &str) -> Option<[&str; N]> {
+    let mut out = [""; N];
+    let mut it = r.split('.');
+    for slot in &mut out {
+        *slot = it.next()?;
+    }
+    it.next().is_none().then_some(out)
 }
 
 /// Hash used to pick a canonical backend (of a logical path), a shadow backend and a hostdir
