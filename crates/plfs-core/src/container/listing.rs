@@ -51,6 +51,11 @@ pub(crate) enum Verdict {
 /// missed the writer of the whole file for the file.
 pub(crate) fn list_whole(dir: &Dir, shadows: bool, marker: Marker<'_>) -> Result<Vec<OsString>> {
     let mut names = dir.list()?;
+    // A local file system's listing is returned as it is; where the kind of file system is not
+    // known yet, the listing is judged first, which a whole one passes without a `statfs`.
+    if dir.local_clock_if_known() == Some(true) {
+        return Ok(names);
+    }
     let all_at_top = !shadows;
     let (mut st, mut fresh) = match marker {
         Marker::Fresh(st) => (*st, true),

@@ -139,6 +139,15 @@ impl Caps {
         learn_once(&self.local_clock, learn_it)
     }
 
+    /// What [`Caps::local_clock`] has learned, without learning it: `None` before its first call.
+    pub fn local_clock_known(&self) -> Option<bool> {
+        match self.local_clock.load(Ordering::Relaxed) {
+            YES => Some(true),
+            NO => Some(false),
+            _ => None,
+        }
+    }
+
     /// Whether files are opened for reading with `O_DIRECT`, because the backend's page cache
     /// can show a reader zeros where another process has already written (MooseFS,
     /// `super::coherence`): `stale` finds out at the first call.

@@ -94,6 +94,12 @@ impl Dir {
         self.caps.local_clock(|| LOCAL_FS.contains(&self.fs_type()))
     }
 
+    /// [`Dir::has_local_clock`] where this process has asked it of the backend before, without
+    /// a `statfs`: `None` before.
+    pub fn local_clock_if_known(&self) -> Option<bool> {
+        self.caps.local_clock_known()
+    }
+
     /// The `statfs` `f_type` of this directory's backend, asked once per backend.
     pub(super) fn fs_type(&self) -> i64 {
         self.caps.fs_type(|| {
