@@ -24,8 +24,8 @@ pub mod small;
 pub mod xattr;
 
 pub use names::{
-    cid_dropping_name, data_log_name, fast_size, fast_size_of_listing, hash_str, index_log_name, parse_cid_dropping,
-    parse_droppings, parse_log_name, LogName, MetaDropping,
+    cid_dropping_name, data_log_name, fast_size, fast_size_of_listing, hash_str, index_log_name, log_writer_of,
+    parse_cid_dropping, parse_droppings, parse_log_name, LogName, MetaDropping,
 };
 
 /// Name of the flattened index inside a container.

@@ -36,6 +36,23 @@ pub struct LogName {
 
 /// Parses `data.<id>.<pid>.<host>` or `index.<id>.<pid>.<host>`; `None` for any other name.
 pub fn parse_log_name(name: &str) -> Option<LogName> {
+    let (is_index, writer_id, pid, host) = split_log_name(name)?;
+    Some(LogName {
+        is_index,
+        writer_id,
+        pid,
+        host: host.to_string(),
+    })
+}
+
+/// Of a name [`parse_log_name`] accepts, whether it is an index log and its writer id, without
+/// copying the host: what a listing's judgement and the fast stat ask of every log in it.
+pub fn log_writer_of(name: &str) -> Option<(bool, u64)> {
+    split_log_name(name).map(|(is_index, writer_id, _, _)| (is_index, writer_id))
+}
+
+/// The fields of a log's name: (is an index log, writer id, pid, host).
+fn split_log_name(name: &str) -> Option<(bool, u64, u32, &str)> {
     let (is_index, rest) = if let Some(r) = name.strip_prefix("index.") {
         (true, r)
     } else if let Some(r) = name.strip_prefix("data.") {
@@ -50,12 +67,7 @@ pub fn parse_log_name(name: &str) -> Option<LogName> {
     if id.len() != 16 || host.is_empty() {
         return None;
     }
-    Some(LogName {
-        is_index,
-        writer_id: u64::from_str_radix(id, 16).ok()?,
-        pid: pid.parse().ok()?,
-        host: host.to_string(),
-    })
+    Some((is_index, u64::from_str_radix(id, 16).ok()?, pid.parse().ok()?, host))
 }
 
 /// A metadata dropping in `meta/`, encoded entirely in its (zero-length) file's name so that stat
@@ -256,8 +268,8 @@ pub fn fast_size_of_listing(names: &[std::ffi::OsString]) -> Option<(u64, u64)> 
         .collect();
     let unnoted = names
         .iter()
-        .filter_map(|n| n.to_str().and_then(parse_log_name))
-        .any(|l| l.is_index && !noted.contains(&l.writer_id));
+        .filter_map(|n| n.to_str().and_then(log_writer_of))
+        .any(|(is_index, writer_id)| is_index && !noted.contains(&writer_id));
     if unnoted {
         return None;
     }
@@ -267,6 +279,28 @@ pub fn fast_size_of_listing(names: &[std::ffi::OsString]) -> Option<(u64, u64)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_logs_writer_is_read_from_the_names_its_full_parse_accepts_and_no_other() {
+        let names = [
+            "index.00000000000000ff.12.host",
+            "data.00000000000000ff.12.host.with.dots",
+            "index.00000000000000FF.12.h",
+            "data.0000000000000ff.12.host",
+            "data.00000000000000ff.x.host",
+            "data.00000000000000ff.12.",
+            "data.00000000000000ff.12",
+            "index.zz000000000000ff.1.h",
+            "close.00000000000000ff.1.2.3.4.5",
+            "index.",
+            "",
+        ];
+        for n in names {
+            let full = parse_log_name(n).map(|l| (l.is_index, l.writer_id));
+            assert_eq!(log_writer_of(n), full, "{n}");
+        }
+        assert_eq!(log_writer_of(names[0]), Some((true, 0xff)));
+    }
 
     #[test]
     fn a_listing_keeps_its_droppings_and_skips_every_other_name() {

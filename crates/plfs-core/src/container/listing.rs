@@ -138,9 +138,9 @@ pub(crate) fn judge(names: &[OsString], all_at_top: bool) -> Verdict {
     let mut hostdirs = false;
     for n in names {
         hostdirs |= n.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes());
-        if let Some(info) = n.to_str().and_then(format::parse_log_name) {
-            let e = logs.entry(info.writer_id).or_default();
-            if info.is_index {
+        if let Some((is_index, writer_id)) = n.to_str().and_then(format::log_writer_of) {
+            let e = logs.entry(writer_id).or_default();
+            if is_index {
                 e.1 = true;
             } else {
                 e.0 = true;
@@ -151,9 +151,12 @@ pub(crate) fn judge(names: &[OsString], all_at_top: bool) -> Verdict {
         return Verdict::Partial;
     }
     let all_at_top = all_at_top && !hostdirs;
-    let closed: HashSet<u64> = format::parse_droppings(names)
+    // Only close droppings matter here: the others are not parsed.
+    let closed: HashSet<u64> = names
         .iter()
-        .filter_map(|d| match *d {
+        .filter(|n| n.as_bytes().starts_with(b"close."))
+        .filter_map(|n| n.to_str().and_then(MetaDropping::parse))
+        .filter_map(|d| match d {
             MetaDropping::Close { writer_id, bytes, .. } if bytes > 0 => Some(writer_id),
             _ => None,
         })
