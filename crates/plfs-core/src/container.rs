@@ -463,10 +463,10 @@ impl Container {
         }
         for name in self.dir.list()? {
             let b = name.as_bytes();
-            if b.starts_with(format::HOSTDIR_PREFIX.as_bytes())
-                || b == format::FLAT_NAME.as_bytes()
-                || b == format::compact::JOURNAL_NAME.as_bytes()
-            {
+            if b.starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
+                // Emptied, not removed: see `clear_shadows`.
+                self.dir.clear_tree(&name)?;
+            } else if b == format::FLAT_NAME.as_bytes() || b == format::compact::JOURNAL_NAME.as_bytes() {
                 self.dir.remove_tree(&name)?;
             } else if self.flat
                 && (name.to_str().and_then(format::parse_log_name).is_some()
@@ -477,7 +477,7 @@ impl Container {
                 self.dir.unlink_opt(&name)?;
             }
         }
-        self.remove_shadows()?;
+        self.clear_shadows()?;
         for d in self.list_meta()? {
             if !matches!(d, MetaDropping::Open { .. }) {
                 self.remove_meta(&d)?;
@@ -522,6 +522,23 @@ impl Container {
     /// backend included: a rename may have moved the container onto the backend that holds
     /// its shadow logs).
     pub fn remove_shadows(&self) -> Result<()> {
+        self.each_shadow(|sroot, name| sroot.remove_tree(name))
+    }
+
+    /// Removes every log of this container on its shadow backends, keeping their directories
+    /// (a truncate to zero). A directory removed and made again under the same name, as the next
+    /// writer would, can stay bound to the removed one for a while in another client's caches,
+    /// and that client then lists nothing there: on MooseFS a reader on another client, right
+    /// after a truncating rewrite, found the new writer's close dropping but none of its logs in
+    /// its shadow directory, for about a second, and failed with `EIO`
+    /// (`backends::another_client_sees_a_closed_file_whole_at_once`).
+    pub fn clear_shadows(&self) -> Result<()> {
+        self.each_shadow(|sroot, name| sroot.clear_tree(name))
+    }
+
+    /// Runs `f` on each shadow backend's `.plfs_shadow` directory with the name of this
+    /// container's directory there.
+    fn each_shadow(&self, f: impl Fn(&sys::Dir, &std::ffi::OsStr) -> Result<()>) -> Result<()> {
         let m = &self.mount;
         if m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]) {
             return Ok(()); // every writer logs inside the container (see `hostdirs_with`)
@@ -537,7 +554,7 @@ impl Container {
                 Some(r) => r,
                 None => rel.insert(self.shadow_rel()?),
             };
-            sroot.remove_tree(rel.file_name().unwrap_or_default())?;
+            f(&sroot, rel.file_name().unwrap_or_default())?;
         }
         Ok(())
     }

@@ -563,3 +563,69 @@ fn a_reader_of_an_empty_file_looks_at_the_marker_again_before_trusting_an_empty_
     assert_child_ok(&out, "long_reader");
     assert_eq!(child_lines(&out, "read"), ["6000"], "the reader's refresh");
 }
+
+/// The directories of every shadow backend (`.plfs_shadow/<id>` and its hostdirs) under the
+/// canonical backends of `fx`, each with its inode.
+fn shadow_dirs(fx: &Fixture) -> Vec<(PathBuf, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for c in &fx.canonical {
+        let Ok(ids) = std::fs::read_dir(c.join(".plfs_shadow")) else {
+            continue;
+        };
+        for id in ids.map(|e| e.unwrap().path()) {
+            out.push((id.clone(), std::fs::metadata(&id).unwrap().ino()));
+            for h in std::fs::read_dir(&id).unwrap().map(|e| e.unwrap().path()) {
+                out.push((h.clone(), std::fs::metadata(&h).unwrap().ino()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A truncate to zero removes a file's logs from its shadow backends but keeps their
+/// directories, which the next writer would make again under the same names: another client
+/// can keep such a name bound to the removed directory for a while and list nothing there
+/// (MooseFS: `another_client_sees_a_closed_file_whole_at_once` failed with `EIO` there, a
+/// closed writer's logs missing, until the directories were kept). Here: the same directories,
+/// by inode, before and after a truncating rewrite, and none of the first writer's logs.
+#[test]
+fn a_truncate_to_zero_keeps_the_shadow_directories() {
+    let fx = fixture("be-keepshadow");
+    let p = fx.plfs();
+    // Two canonical backends, each a shadow too: some of these files' logs go to a shadow.
+    for k in 0..4u64 {
+        let f = p.open(&fx.path(&format!("d/s{k}")), excl(), 0o644, 1).unwrap();
+        f.write(&version(k), 0).unwrap();
+        f.close().unwrap();
+    }
+    let before = shadow_dirs(&fx);
+    assert!(!before.is_empty(), "no writer's logs went to a shadow backend");
+    let trunc = OpenFlags {
+        trunc: true,
+        ..common::wo_create()
+    };
+    for k in 0..4u64 {
+        let path = fx.path(&format!("d/s{k}"));
+        let f = p.open(&path, trunc, 0o644, 1).unwrap();
+        f.write(&version(k + 10), 0).unwrap();
+        f.close().unwrap();
+        assert_eq!(common::read_fresh(&fx, &path).unwrap(), version(k + 10), "s{k}");
+    }
+    assert_eq!(shadow_dirs(&fx), before, "the shadow directories, by inode");
+    let logs: usize = before
+        .iter()
+        .filter(|(p, _)| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("hostdir."))
+        })
+        .map(|(p, _)| std::fs::read_dir(p).unwrap().count())
+        .sum();
+    let shadowed = before.iter().filter(|(p, _)| !p.ends_with("hostdir.0")).count();
+    assert_eq!(
+        logs,
+        2 * shadowed,
+        "one writer's two logs per shadowed file, the first writers' gone"
+    );
+}

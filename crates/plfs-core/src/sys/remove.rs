@@ -60,6 +60,36 @@ impl Dir {
         self.rmdir_gone(name)
     }
 
+    /// Removes every file beneath the directory `name`, keeping it and every directory beneath
+    /// it. Missing is success; a `name` that is no directory is removed.
+    pub fn clear_tree(&self, name: impl AsRef<OsStr>) -> Result<()> {
+        let name = name.as_ref();
+        let sub = match self.open_dir_opt(name) {
+            Ok(Some(sub)) => sub,
+            Ok(None) => return Ok(()),
+            Err(Error::Io {
+                errno: Errno::NOTDIR | Errno::LOOP,
+                ..
+            }) => return self.unlink_opt(name).map(drop),
+            Err(e) => return Err(e),
+        };
+        for (n, dir) in sub.list_hinted()? {
+            if dir {
+                sub.clear_tree(&n)?;
+                continue;
+            }
+            match sub.unlink_opt(&n) {
+                Ok(_) => {}
+                // The listing's type is a hint.
+                Err(Error::Io {
+                    errno: Errno::ISDIR, ..
+                }) => sub.clear_tree(&n)?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     /// [`Dir::remove_tree_with`] of the directory `name`, which the caller holds open as `sub`
     /// (a container being deleted by the process that holds it): its entries are listed through
     /// that descriptor, not a new open of the name.
