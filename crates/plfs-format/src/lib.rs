@@ -84,6 +84,8 @@ pub const WRITE_REC_LEN: usize = REC_FRAME_OVERHEAD + WRITE_BODY_LEN;
 pub const META_DIR: &str = "meta";
 /// Prefix of hostdir names: `hostdir.<K>`.
 pub const HOSTDIR_PREFIX: &str = "hostdir.";
+/// Prefix of a close dropping's name (format.md §5).
+pub const CLOSE_PREFIX: &str = "close.";
 /// Directory on a shadow backend holding shadow containers, named by container id.
 pub const SHADOW_ROOT: &str = ".plfs_shadow";
 /// Mode a container's directory is made with, at its final name, until its marker exists

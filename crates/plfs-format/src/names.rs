@@ -145,7 +145,7 @@ impl MetaDropping {
                 host,
             });
         }
-        if let Some(r) = name.strip_prefix("close.") {
+        if let Some(r) = name.strip_prefix(crate::CLOSE_PREFIX) {
             let f: [&str; 6] = fields(r)?;
             if f[0].len() != 16 {
                 return None;

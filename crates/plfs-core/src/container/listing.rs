@@ -154,7 +154,7 @@ pub(crate) fn judge(names: &[OsString], all_at_top: bool) -> Verdict {
     // Only close droppings matter here: the others are not parsed.
     let closed: HashSet<u64> = names
         .iter()
-        .filter(|n| n.as_bytes().starts_with(b"close."))
+        .filter(|n| n.as_bytes().starts_with(format::CLOSE_PREFIX.as_bytes()))
         .filter_map(|n| n.to_str().and_then(MetaDropping::parse))
         .filter_map(|d| match d {
             MetaDropping::Close { writer_id, bytes, .. } if bytes > 0 => Some(writer_id),
