@@ -43,7 +43,17 @@ impl Dir {
     /// the others (the container layer passes its marker, so that a directory is recognisably a
     /// container until it is empty; this layer knows no names in containers).
     pub fn remove_tree_with(&self, name: impl AsRef<OsStr>, last: &OsStr) -> Result<()> {
-        let name = name.as_ref();
+        self.remove_tree_keeping(name.as_ref(), last, Keep::Nothing)
+    }
+
+    /// Removes every file beneath the directory `name`, keeping it and every directory beneath
+    /// it. Missing is success; a `name` that is no directory is removed.
+    pub fn clear_tree(&self, name: impl AsRef<OsStr>) -> Result<()> {
+        self.remove_tree_keeping(name.as_ref(), OsStr::new(""), Keep::Dirs)
+    }
+
+    /// [`Dir::remove_tree_with`], keeping the directories where `keep` says so.
+    fn remove_tree_keeping(&self, name: &OsStr, last: &OsStr, keep: Keep) -> Result<()> {
         // Most entries of a container are files: unlink first (a link is removed, never
         // followed); a directory answers EISDIR (Linux, whatever the file system).
         match self.unlink(name) {
@@ -55,46 +65,19 @@ impl Dir {
             Err(e) => return Err(e),
         }
         if let Some(sub) = self.open_dir_opt(name)? {
-            sub.remove_entries(last)?;
+            sub.remove_entries(last, keep)?;
         }
-        self.rmdir_gone(name)
-    }
-
-    /// Removes every file beneath the directory `name`, keeping it and every directory beneath
-    /// it. Missing is success; a `name` that is no directory is removed.
-    pub fn clear_tree(&self, name: impl AsRef<OsStr>) -> Result<()> {
-        let name = name.as_ref();
-        let sub = match self.open_dir_opt(name) {
-            Ok(Some(sub)) => sub,
-            Ok(None) => return Ok(()),
-            Err(Error::Io {
-                errno: Errno::NOTDIR | Errno::LOOP,
-                ..
-            }) => return self.unlink_opt(name).map(drop),
-            Err(e) => return Err(e),
-        };
-        for (n, dir) in sub.list_hinted()? {
-            if dir {
-                sub.clear_tree(&n)?;
-                continue;
-            }
-            match sub.unlink_opt(&n) {
-                Ok(_) => {}
-                // The listing's type is a hint.
-                Err(Error::Io {
-                    errno: Errno::ISDIR, ..
-                }) => sub.clear_tree(&n)?,
-                Err(e) => return Err(e),
-            }
+        match keep {
+            Keep::Nothing => self.rmdir_gone(name),
+            Keep::Dirs => Ok(()),
         }
-        Ok(())
     }
 
     /// [`Dir::remove_tree_with`] of the directory `name`, which the caller holds open as `sub`
     /// (a container being deleted by the process that holds it): its entries are listed through
     /// that descriptor, not a new open of the name.
     pub fn remove_tree_through_with(&self, name: impl AsRef<OsStr>, sub: &Dir, last: &OsStr) -> Result<()> {
-        sub.remove_entries(last)?;
+        sub.remove_entries(last, Keep::Nothing)?;
         self.rmdir_gone(name.as_ref())
     }
 
@@ -102,14 +85,14 @@ impl Dir {
     /// directory (`d_type`, a hint) is opened and emptied without the `unlink` that would
     /// answer `EISDIR` first (a container's `meta/` and hostdirs: two system calls, and on a
     /// distributed backend the operations behind them, per deleted file).
-    fn remove_entries(&self, last: &OsStr) -> Result<()> {
+    fn remove_entries(&self, last: &OsStr, keep: Keep) -> Result<()> {
         let mut names = self.list_hinted()?;
         names.sort_by_key(|(n, _)| n.as_os_str() == last);
         for (n, dir) in names {
             if dir {
-                self.remove_dir_tree(&n, last)?;
+                self.remove_dir_tree(&n, last, keep)?;
             } else {
-                self.remove_tree_with(&n, last)?;
+                self.remove_tree_keeping(&n, last, keep)?;
             }
         }
         Ok(())
@@ -117,19 +100,22 @@ impl Dir {
 
     /// [`Dir::remove_tree_with`] of an entry listed as a directory: opened and emptied first;
     /// one that is no directory any more is removed the other way.
-    fn remove_dir_tree(&self, name: &OsStr, last: &OsStr) -> Result<()> {
+    fn remove_dir_tree(&self, name: &OsStr, last: &OsStr, keep: Keep) -> Result<()> {
         match self.open_dir_opt(name) {
             Ok(Some(sub)) => {
-                sub.remove_entries(last)?;
+                sub.remove_entries(last, keep)?;
                 // Closed before its rmdir, as `remove_tree_with` does.
                 drop(sub);
-                self.rmdir_gone(name)
+                match keep {
+                    Keep::Nothing => self.rmdir_gone(name),
+                    Keep::Dirs => Ok(()),
+                }
             }
             Ok(None) => Ok(()),
             Err(Error::Io {
                 errno: Errno::NOTDIR | Errno::LOOP,
                 ..
-            }) => self.remove_tree_with(name, last),
+            }) => self.remove_tree_keeping(name, last, keep),
             Err(e) => Err(e),
         }
     }
@@ -144,6 +130,15 @@ impl Dir {
             Err(e) => Err(e),
         }
     }
+}
+
+/// What a removal of a tree leaves in place.
+#[derive(Debug, Clone, Copy)]
+enum Keep {
+    /// Nothing: every entry and directory goes.
+    Nothing,
+    /// Every directory, emptied of its files.
+    Dirs,
 }
 
 #[cfg(test)]
