@@ -317,7 +317,10 @@ impl Container {
             t.chmod_self(dmode)?;
             Ok(st)
         };
-        let st = match publish() {
+        // The marker's close is looked at too: on a network file system its bytes may fail in
+        // the client after the write returned, and a container whose marker never got them
+        // would read as damage ([`crate::sys::File::close`]).
+        let st = match publish().and_then(|st| m.close().map(|()| st)) {
             Ok(st) => st,
             Err(e) => {
                 let _ = t.unlink_opt(format::MARKER_NAME);

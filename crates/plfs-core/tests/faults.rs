@@ -37,6 +37,9 @@ const POINTS: &[&str] = &[
     "sys::rename",
     "sys::unlink",
     "sys::ftruncate",
+    // What a close(2) answers: on a network file system, a write that had returned and failed
+    // in the client's write-behind (design.md, "Crash semantics", `close`).
+    "sys::close",
 ];
 const ERRNOS: &[Errno] = &[Errno::NOSPC, Errno::IO, Errno::ACCESS];
 
@@ -382,6 +385,63 @@ fn injected_errors_at_every_backend_call() {
         POINTS.len()
     );
     assert!(injected > 100);
+}
+
+/// On a network file system a write that returned can still fail in the client (GlusterFS's
+/// write-behind: on a full brick every `write` of a file succeeded and its `close` said
+/// `ENOSPC`), and close(2) is where a program hears of it. A writer's close looks at what the
+/// close of each of its logs answers: the logical close fails with that errno, naming the log;
+/// no close record is written, so readers take the writer for one that died and read its data
+/// log's frames; when the data log's close failed, the buffered index records are not appended
+/// (a record pointing past the bytes that landed would make the whole file read as damage).
+/// Before, the logs were closed by dropping their descriptors: the close succeeded and a
+/// reader of the file got `EIO` (measured on a GlusterFS volume with a full brick).
+#[test]
+fn a_log_whose_close_reports_a_failed_write_fails_the_logical_close() {
+    let _g = serial();
+    let fx = Fixture::simple("f-close");
+    let model = pattern(7, 0, 3 * 65536 + 100);
+    for (which, filter, records) in [("data log", "/data.", false), ("index log", "/index.", true)] {
+        let path = fx.path(&format!("closed-badly-{}", which.replace(' ', "-")));
+        let p = fx.plfs();
+        let f = p.open(&path, common::wo_create(), 0o644, 1).unwrap();
+        for (k, chunk) in model.chunks(65536).enumerate() {
+            f.write(chunk, (k * 65536) as u64).unwrap();
+        }
+        failpoint::set(Spec {
+            name: "sys::close".into(),
+            filter: filter.into(),
+            action: Action::Errno(Errno::NOSPC),
+            after: 0,
+            times: Some(1),
+        });
+        let e = f.close().expect_err(which);
+        failpoint::clear();
+        assert_eq!(e.raw_errno(), Errno::NOSPC.raw_os_error(), "{which}: {e}");
+        assert!(
+            e.to_string().contains(filter.trim_matches('/')),
+            "{which}: `{e}` names the log"
+        );
+        drop(p);
+
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let dir = fx.meta_dir(name);
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|d| d.unwrap().file_name().into_string().unwrap())
+            .collect();
+        let count = |prefix: &str| names.iter().filter(|n| n.starts_with(prefix)).count();
+        assert_eq!(
+            (count("open."), count("close.")),
+            (1, 0),
+            "{which}: the writer stays open: {names:?}"
+        );
+        let index = fx.logs(name, "index.");
+        assert_eq!(index.len(), 1, "{which}: {index:?}");
+        let header = std::fs::metadata(&index[0]).unwrap().len() == plfs_format::INDEX_HEADER_LEN as u64;
+        assert_eq!(!header, records, "{which}: records appended to the index log");
+        common::assert_bytes_eq(&common::read_fresh(&fx, &path).unwrap(), &model, which);
+    }
 }
 
 /// The kernel's `openat2` refuses a lookup that a concurrent rename moved (EXDEV from its final

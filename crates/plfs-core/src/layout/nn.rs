@@ -68,8 +68,7 @@ impl PlainNode {
         }
     }
 
-    fn file(&self, access: Access) -> Result<File> {
-        let parent = self.loc.parent_dir(self.b)?;
+    fn file(&self, parent: &Dir, access: Access) -> Result<File> {
         parent.open_file(self.loc.name(), access).map_err(|e| self.io_err(e))
     }
 }
@@ -87,12 +86,14 @@ impl Node for PlainNode {
             (false, true) => Access::Write,
             (true, true) => Access::ReadWrite,
         };
-        let f = self.file(access)?.kept();
+        let parent = self.loc.parent_dir(self.b)?;
+        let f = self.file(&parent, access)?.kept();
         if flags.trunc && flags.write {
             f.truncate(0)?;
         }
+        let check_close = flags.write && parent.close_may_fail();
         Ok(OpenFile::new(
-            Box::new(PlainHandle(f)),
+            Box::new(PlainHandle { f, check_close }),
             self.loc.logical.clone(),
             flags,
             pid,
@@ -100,7 +101,8 @@ impl Node for PlainNode {
     }
 
     fn truncate(&self, size: u64) -> Result<()> {
-        self.file(Access::Write)?.truncate(size)
+        let parent = self.loc.parent_dir(self.b)?;
+        self.file(&parent, Access::Write)?.truncate(size)
     }
 
     fn unlink(&self) -> Result<()> {
@@ -151,22 +153,27 @@ impl Node for PlainNode {
 
 /// An open plain file.
 #[derive(Debug)]
-struct PlainHandle(File);
+struct PlainHandle {
+    f: File,
+    /// Whether its close looks at what a close(2) of it answers (written, on a file system
+    /// whose close can report a write's error: [`crate::sys::Dir::close_may_fail`]).
+    check_close: bool,
+}
 
 impl Handle for PlainHandle {
     fn write_as(&self, buf: &[u8], off: u64, _pid: u32) -> Result<usize> {
-        self.0.pwrite_all(buf, off)?;
+        self.f.pwrite_all(buf, off)?;
         Ok(buf.len())
     }
 
     fn append(&self, buf: &[u8], _pid: u32) -> Result<(u64, usize)> {
         // One atomic append of the kernel: a size then a write lost records when several
         // processes appended (issue 25).
-        self.0.append(buf)
+        self.f.append(buf)
     }
 
     fn read(&self, buf: &mut [u8], off: u64) -> Result<usize> {
-        self.0.pread_full(buf, off)
+        self.f.pread_full(buf, off)
     }
 
     fn refresh(&self) -> Result<()> {
@@ -178,40 +185,50 @@ impl Handle for PlainHandle {
     }
 
     fn sync(&self) -> Result<()> {
-        self.0.fsync()
+        self.f.fsync()
     }
 
     fn truncate(&self, size: u64) -> Result<()> {
-        self.0.truncate(size)
+        self.f.truncate(size)
     }
 
     fn size(&self) -> Result<u64> {
-        self.0.size()
+        self.f.size()
     }
 
     fn stat(&self) -> Result<Stat> {
-        let mut st = Stat::from_raw(&self.0.stat()?, FileKind::File);
+        let mut st = Stat::from_raw(&self.f.stat()?, FileKind::File);
         st.blksize = BLKSIZE;
         Ok(st)
     }
 
+    /// A close(2) through the FUSE daemon: reported as [`PlainHandle::close`] reports it.
+    fn close_writer(&self, _pid: u32) -> Result<()> {
+        self.close()
+    }
+
+    /// The descriptor itself is closed when the handle is dropped; a write that returned but
+    /// failed in the backend's client is reported here, as a plain file's close(2) reports it.
     fn close(&self) -> Result<()> {
+        if self.check_close {
+            self.f.close_errors()?;
+        }
         Ok(())
     }
 
     fn backend_path(&self) -> PathBuf {
-        self.0.path().to_path_buf()
+        self.f.path().to_path_buf()
     }
 
     fn chmod(&self, mode: u32) -> Option<Result<()>> {
-        Some(self.0.chmod(mode & 0o7777))
+        Some(self.f.chmod(mode & 0o7777))
     }
 
     fn chown(&self, uid: u32, gid: u32) -> Option<Result<()>> {
-        Some(self.0.chown(uid, gid))
+        Some(self.f.chown(uid, gid))
     }
 
     fn utimens(&self, atime: TimeSpec, mtime: TimeSpec) -> Option<Result<()>> {
-        Some(self.0.set_times(atime, mtime))
+        Some(self.f.set_times(atime, mtime))
     }
 }

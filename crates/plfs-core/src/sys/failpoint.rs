@@ -4,7 +4,9 @@
 //! Always compiled in. When no failpoint is configured, [`hit`] costs one relaxed atomic load (the
 //! table is only consulted once [`set`] or `$PLFS_FAILPOINTS` armed it), so production builds keep
 //! the hooks. Points are named `module::function`: `sys::pwrite_all`, `sys::fsync`, `sys::create`
-//! (an open with `O_CREAT`), `sys::mkdir`, `sys::rename`, `sys::unlink`, `sys::ftruncate`, and
+//! (an open with `O_CREAT`), `sys::mkdir`, `sys::rename`, `sys::unlink`, `sys::ftruncate`,
+//! `sys::close` (the close is made, then reports the errno, as a network file system's close
+//! reports a write that failed after it returned: [`super::File::close`]), and
 //! `sys::openat2`, whose errno stands for the kernel's answer to `openat2` (see [`answer`]), and
 //! `sys::stale_size`, which stands for a size that lags behind a file's bytes (see
 //! [`stale_size`]), and `sys::partial_listing`, which leaves an entry out of a listing (see

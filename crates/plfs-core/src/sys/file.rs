@@ -308,6 +308,40 @@ impl File {
         }
     }
 
+    /// Closes the file and reports what close(2) answers. On a network file system a write that
+    /// returned can still fail afterwards, in the client's write-behind (GlusterFS) or
+    /// write-back (NFS): the error comes with the close, as it comes to a program closing a
+    /// plain file, and a writer that let its descriptors go without looking would publish
+    /// bytes its backend never kept (design.md, "Crash semantics", `close`). The descriptor is
+    /// released whatever the answer; an interrupted close (`EINTR`) released it too and is no
+    /// error. Failpoint `sys::close` reports its errno after the descriptor is closed.
+    pub fn close(self) -> Result<()> {
+        let fired = hit("sys::close", "close", &self.path);
+        let raw = rustix::fd::IntoRawFd::into_raw_fd(self.fd);
+        // SAFETY: `raw` is the descriptor of the `OwnedFd` this `File` owned and just gave up:
+        // nothing else owns it, and nothing uses it after this call, which consumes it. The one
+        // `unsafe` of the core (design.md, "Layers"): the safe ways to close a descriptor
+        // (dropping an `OwnedFd` or a `std::fs::File`) throw the answer away.
+        let r = unsafe { rustix::io::try_close(raw) };
+        fired?;
+        match r {
+            Ok(()) | Err(Errno::INTR) => Ok(()),
+            Err(e) => Err(Error::io(&self.path, "close", e)),
+        }
+    }
+
+    /// What closing the file would report now, without closing it: a duplicate of the
+    /// descriptor is closed instead. A close of any descriptor of an open file makes the client
+    /// of a network file system send what it holds back (FUSE's FLUSH, NFS's write-back) and
+    /// answer with the errors of writes that had returned, as [`File::close`] does. For a
+    /// descriptor that stays open after the logical file's close (an N-N file's, whose handle
+    /// closes it when it is dropped). Two system calls; the caller skips it on a local file
+    /// system, whose close(2) never reports a write's error.
+    pub fn close_errors(&self) -> Result<()> {
+        let dup = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0).map_err(|e| Error::io(&self.path, "dup", e))?;
+        File::new(dup, self.path.clone()).close()
+    }
+
     /// fsync.
     pub fn fsync(&self) -> Result<()> {
         hit("sys::fsync", "fsync", &self.path)?;

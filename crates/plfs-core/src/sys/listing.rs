@@ -94,6 +94,14 @@ impl Dir {
         self.caps.local_clock(|| LOCAL_FS.contains(&self.fs_type()))
     }
 
+    /// Whether close(2) of a file written here can report the error of a write that had
+    /// returned ([`super::File::close_errors`]): anything but a local file system (GlusterFS's
+    /// write-behind, NFS's write-back send what they hold at the close). The kind is asked of
+    /// the backend once per process.
+    pub fn close_may_fail(&self) -> bool {
+        !LOCAL_FS.contains(&self.fs_type())
+    }
+
     /// [`Dir::has_local_clock`] where this process has asked it of the backend before, without
     /// a `statfs`: `None` before.
     pub fn local_clock_if_known(&self) -> Option<bool> {

@@ -373,7 +373,7 @@ impl Shared {
     /// log, whose frames describe each write. Only the first sync also syncs the index log (its
     /// header says the data log is framed) and the new logs' names; later ones leave the records
     /// they append unsynced, and the close syncs the index log before its close record
-    /// (`Writer::sync_owed_index`). Until then a reader after a power loss finds the writer open
+    /// (`Writer::end_logs`). Until then a reader after a power loss finds the writer open
     /// and reads the writes its index log lost from the frames, as after a crash.
     pub(crate) fn sync(&self, w: &Arc<Mutex<Writer>>) -> Result<()> {
         let mut wg = lock(w);

@@ -121,7 +121,10 @@ impl Writer {
         let index_name = format::index_log_name(self.id, self.pid, &self.host);
         // On failure leave nothing half-made behind, so that a retry can create the logs again.
         let index = match dir.create_file(&index_name, mode, Create::Excl) {
-            Ok(f) => match f.pwrite_all(&header(format::INDEX_MAGIC), 0).and_then(|()| settle(f)) {
+            // Settled (moved to the high range, which closes its first descriptor) before the
+            // header is written: a close of a written file is where a network file system reports
+            // a write that failed after it returned, and only the log's last close is looked at.
+            Ok(f) => match settle(f).and_then(|f| f.pwrite_all(&header(format::INDEX_MAGIC), 0).map(|()| f)) {
                 Ok(f) => f,
                 Err(e) => {
                     let _ = dir.unlink_opt(&index_name);
@@ -155,19 +158,24 @@ impl Writer {
         Ok(())
     }
 
-    /// Ends this identity in `meta/` as a close does: appends the buffered records; then, once
-    /// announced, removes the open record of a writer that wrote nothing, or turns it into its
-    /// close record in one rename (stat never sees neither) after raising the file's mtime to its
-    /// last write's (raised even when the records could not be appended: the data was written).
-    /// A real close and compaction's rotation of a writer both end an identity through here.
+    /// Ends this identity in `meta/` as a close does: ends its logs ([`Writer::end_logs`]); then,
+    /// once announced, removes the open record of a writer that wrote nothing, or turns it into
+    /// its close record in one rename (stat never sees neither) after raising the file's mtime
+    /// to its last write's. If the logs could not be ended whole, the open record stays:
+    /// readers then take this writer for one that died and read its data log's frames, which
+    /// hold every write that reached it (design.md, "Crash semantics"). A real close and
+    /// compaction's rotation of a writer both end an identity through here.
     pub(crate) fn close_records(&mut self, c: &Container) -> Result<()> {
-        let flushed = self.flush_index().and_then(|()| self.sync_owed_index());
+        let ended = self.end_logs();
         if !self.announced {
-            return flushed;
+            return ended;
         }
         if self.bytes == 0 {
-            return flushed.and_then(|()| c.remove_meta(&self.open_record()));
+            return ended.and_then(|()| c.remove_meta(&self.open_record()));
         }
+        // Raised even when the logs could not be ended whole: the file was written.
+        let _ = c.bump_mtime(self.mtime_ns);
+        ended?;
         let d = format::MetaDropping::Close {
             writer_id: self.id,
             open_ts: self.open_ts,
@@ -176,25 +184,47 @@ impl Writer {
             bytes: self.bytes,
             mtime_ns: self.mtime_ns,
         };
-        let _ = c.bump_mtime(self.mtime_ns);
-        flushed.and_then(|()| c.replace_meta(&self.open_record(), &d))
+        c.replace_meta(&self.open_record(), &d)
     }
 
-    /// Syncs the index log if a sync left it unsynced (`index_owed`), the data log first if it
-    /// was written since its last sync (data is durable before the records that point at it), so
-    /// that a close record that survives a power loss names a writer whose index log holds every
-    /// write a sync made durable.
-    fn sync_owed_index(&mut self) -> Result<()> {
-        let Some(l) = self.logs.as_mut().filter(|l| l.index_owed) else {
+    /// Ends the logs of a close, and looks at what each close(2) answers ([`File::close`]): on a
+    /// network file system a write that returned may fail afterwards, in the client's
+    /// write-behind, and the close is where the program hears of it, as it would of a plain
+    /// file's. The data log goes first: synced first if a sync left the index log unsynced
+    /// (`index_owed`: data is durable before the records that point at it, so that a close
+    /// record that survives a power loss names a writer whose index log holds every write a
+    /// sync made durable), then closed. A data log whose close reports an error gets no more
+    /// records, so that no record points at bytes that did not land (a reader would call the
+    /// whole file damaged); the writer's frames describe what did. Then the buffered records are
+    /// appended, and the index log is synced if owed and closed. The logs are gone after it,
+    /// whatever it returns.
+    fn end_logs(&mut self) -> Result<()> {
+        let Some(l) = self.logs.take() else {
             return Ok(());
         };
-        if l.data_off != l.data_synced_off {
+        let pending = std::mem::take(&mut self.pending);
+        if l.index_owed && l.data_off != l.data_synced_off {
             l.data.fsync()?;
-            l.data_synced_off = l.data_off;
         }
-        l.index.fsync()?;
-        l.index_owed = false;
-        Ok(())
+        l.data.close()?;
+        if !pending.is_empty() {
+            l.index.pwrite_all(&self.encode(&pending), l.index_off)?;
+        }
+        if l.index_owed {
+            l.index.fsync()?;
+        }
+        l.index.close()
+    }
+
+    /// The index log's bytes of `records`.
+    fn encode(&self, records: &[WriteRecord]) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(records.len() * format::WRITE_REC_LEN);
+        if self.compress {
+            format::encode_records(records, format::FRAME_LEN as u64, &mut bytes);
+        } else {
+            records.iter().for_each(|r| r.encode_into(&mut bytes));
+        }
+        bytes
     }
 
     /// Appends the buffered records to the index log.
@@ -202,13 +232,8 @@ impl Writer {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let bytes = self.encode(&self.pending);
         let l = self.logs.as_mut().expect("records imply logs");
-        let mut bytes = Vec::with_capacity(self.pending.len() * format::WRITE_REC_LEN);
-        if self.compress {
-            format::encode_records(&self.pending, format::FRAME_LEN as u64, &mut bytes);
-        } else {
-            self.pending.iter().for_each(|r| r.encode_into(&mut bytes));
-        }
         l.index.pwrite_all(&bytes, l.index_off)?;
         l.index_off += bytes.len() as u64;
         self.pending.clear();

@@ -47,6 +47,11 @@ pub(super) struct SmallWriter {
     pub(super) log: usize,
     /// The log's name and its store's are durable (fsynced once, at the first sync).
     pub(super) named: bool,
+    /// Whether each append is followed by a look at what a close(2) of the log would answer
+    /// ([`crate::sys::Dir::close_may_fail`]): on a network file system an append that returned
+    /// may fail afterwards in the client, and the close, the sync or the write that asked for
+    /// the append must hear of it.
+    pub(super) check_close: bool,
 }
 
 #[derive(Debug, Default)]
@@ -102,6 +107,9 @@ fn flush_or_keep(g: &mut Inner) -> Result<()> {
         return Ok(());
     }
     w.file.pwrite_all(&w.buf, w.off)?;
+    if w.check_close {
+        w.file.close_errors()?;
+    }
     w.off += w.buf.len() as u64;
     w.buf.clear();
     let (log, off) = (w.log, w.off);

@@ -285,6 +285,7 @@ impl SmallDir {
         g.writer = Some(SmallWriter {
             id,
             file,
+            check_close: store.close_may_fail(),
             store,
             off: reserve::HEADER_LEN,
             buf: Vec::new(),
