@@ -32,9 +32,12 @@ test: deps build
 	$(MAKE) test-moosefs
 
 # The concurrency, crash, repair and real-tool tests again with the backends on a live 3-brick
-# GlusterFS volume started (and stopped) on this machine: needs root, /dev/fuse, netns.
+# GlusterFS volume started (and stopped) on this machine: needs root, /dev/fuse, netns. Then a
+# volume of its own whose bricks fill up: a write the volume accepted and could not keep is
+# reported at close through ldplfs, as for a plain file (loop devices too).
 test-glusterfs: build
 	scripts/test-glusterfs.sh
+	scripts/test-full-brick.sh
 
 # The multi-process and repair tests and plfs advise's check again on a live MooseFS
 # (master and 3 chunkservers) started (and stopped) on this machine: needs root, /dev/fuse, netns.

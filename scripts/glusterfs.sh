@@ -45,6 +45,11 @@ LOG=$DIR/log
 WORK=$DIR/glusterd
 SOCK=$RUN/glusterd.socket
 CLIENT_LIST=$DIR/clients
+# With PLFS_GLUSTER_BRICKS_MB set, the bricks live on an ext4 file system of that many MiB of
+# their own (an image under $DIR, loop-mounted at $DIR/bricks, removed by stop), so that a test can
+# fill them without filling the machine's disk or the volume's logs (scripts/test-full-brick.sh).
+BRICKS_MB=${PLFS_GLUSTER_BRICKS_MB:-}
+BRICKS_IMG=$DIR/bricks.img
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 say() { echo "glusterfs.sh: $*" >&2; }
@@ -279,9 +284,16 @@ do_start() {
     # Unix socket paths (glusterd's and the bricks' under run/) must fit in 108 bytes.
     ((${#RUN} <= 60)) || die "PLFS_GLUSTER_DIR is too long for unix socket paths: $DIR"
     local t0=$SECONDS
+    unmount_bricks
     rm -rf "$DIR/bricks" "$WORK" "$RUN" "$DIR/sys" "$DIR/mnt" "$DIR/mnt2" "$CLIENT_LIST"
     [ -d "$LOG" ] && rm -rf "$LOG.old" && mv "$LOG" "$LOG.old"
     mkdir -p "$DIR/bricks" "$WORK" "$RUN" "$LOG"
+    if [ -n "$BRICKS_MB" ]; then
+        truncate -s "${BRICKS_MB}M" "$BRICKS_IMG" &&
+            mkfs.ext4 -q -F "$BRICKS_IMG" &&
+            mount -o loop "$BRICKS_IMG" "$DIR/bricks" ||
+            fail_start "cannot make the ${BRICKS_MB} MiB file system of the bricks ($BRICKS_IMG)"
+    fi
     local fs
     fs=$(stat -f -c %T "$DIR/bricks")
     [ "$fs" = tmpfs ] && say "warning: the bricks are on tmpfs ($DIR); set PLFS_GLUSTER_DIR to a disk directory"
@@ -352,6 +364,14 @@ EOF
     say "started volume $VOL ($BRICKS bricks, distribute) at $IP in $((SECONDS - t0)) s; mounts: $(client_mounts | tr '\n' ' ')"
 }
 
+# The file system of PLFS_GLUSTER_BRICKS_MB, if one is mounted (its processes stopped first).
+unmount_bricks() {
+    if mountpoint -q "$DIR/bricks" 2>/dev/null; then
+        umount "$DIR/bricks" 2>/dev/null || umount -l "$DIR/bricks" || true
+    fi
+    rm -f "$BRICKS_IMG"
+}
+
 do_stop() {
     require_root
     local m
@@ -386,6 +406,7 @@ do_stop() {
         fi
         rm -f "$NETNS"
     fi
+    unmount_bricks
     rm -rf "$DIR/bricks" "$WORK" "$RUN" "$DIR/sys"
     [ -d "$DIR/mnt" ] && rmdir "$DIR/mnt" 2>/dev/null
     [ -d "$DIR/mnt2" ] && rmdir "$DIR/mnt2" 2>/dev/null
