@@ -12,8 +12,8 @@ N-1 file then read as damage (`EIO`), the 1-N and N-N files short, with nothing 
 Run by scripts/test-full-brick.sh on a GlusterFS volume whose bricks share a small file system of
 their own (PLFS_GLUSTER_BRICKS_MB): before each case the bricks' file system is filled to leave
 FREE_KB, then one process writes N records of 64 KiB (a plain file on the volume, then through
-ldplfs an N-1, an N-N and a 1-N file) and closes, and a fresh process reads the file back. Every
-case checks:
+ldplfs an N-1, an N-N and a 1-N file, then an N-1 file through the FUSE daemon, whose FLUSH is the
+program's close) and closes, and a fresh process reads the file back. Every case checks:
   - the read raises nothing (no EIO), and each byte it returns is the byte written there or 0;
   - a writer told of no error gets back every byte it wrote, exactly.
 After an error the bytes past the failure are the backend's: GlusterFS can keep a later write
@@ -27,6 +27,7 @@ write-behind makes), or the check did not test what it is for.
     python3 scripts/full_brick.py LIB           (under scripts/glusterfs.sh run, which exports
                                                  PLFS_GLUSTER_MOUNT and PLFS_GLUSTER_DIR)
 """
+import contextlib
 import errno
 import os
 import shutil
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import signal
 import tempfile
+import time
 
 REC = 65536
 FREE_KB = 3000
@@ -61,6 +63,32 @@ except OSError as e:
     cerr = e.errno
 print(wrote, werr, cerr)
 """
+
+@contextlib.contextmanager
+def fuse_mount(exe, mnt, rc):
+    """The plfs-fuse daemon mounted at mnt with configuration rc for the block (a fresh daemon for
+    each case: it knows nothing of the previous case's file, removed behind it)."""
+    os.makedirs(mnt, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    daemon = subprocess.Popen([exe, mnt, "--config", rc, "--foreground"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while not os.path.ismount(mnt):
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"plfs-fuse did not mount {mnt}")
+            time.sleep(0.01)
+        yield
+    finally:
+        if os.path.ismount(mnt):
+            if subprocess.run([exe, "-u", mnt], capture_output=True).returncode != 0:
+                subprocess.run(["umount", "-l", mnt], capture_output=True)
+        try:
+            daemon.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+
 
 READER = r"""
 import sys
@@ -145,6 +173,51 @@ def unfill(brickfs):
         os.unlink(filler)
 
 
+def case(mode, n, path, env, mnt, brickfs, failures, seen, hung):
+    """One case: the writer, then a fresh reader. Returns (remounts of the volume's client,
+    1 if every write returned and only the close reported an error)."""
+    remounts = 0
+    w = run([sys.executable, "-c", WRITER, path, str(n)], env, mnt)
+    if w is None:
+        hung.append(f"{mode} n={n} (writing)")
+        return 1, 0
+    if w.returncode != 0:
+        failures.append(f"{mode} n={n}: the writer failed: {w.stderr.decode().strip()}")
+        return 0, 0
+    wrote, werr, cerr = map(int, w.stdout.split())
+    unfill(brickfs)
+    if not alive(mnt):
+        remounts += 1
+    r = run([sys.executable, "-c", READER, path], env, mnt)
+    if r is not None and r.returncode != 0 and not alive(mnt):
+        remounts += 1
+        r = run([sys.executable, "-c", READER, path], env, mnt)
+    if r is None or (remounts and mode.startswith("FUSE")):
+        # The daemon's descriptors on the volume died with its client.
+        hung.append(f"{mode} n={n} (reading)")
+        return remounts, 0
+    told = (f"writes returned {wrote} of {n * REC} bytes, write error "
+            f"{errno.errorcode.get(werr, werr) if werr else 'none'}, close error "
+            f"{errno.errorcode.get(cerr, cerr) if cerr else 'none'}")
+    if r.returncode != 0:
+        failures.append(f"{mode} n={n}: {told}; the read failed: "
+                        f"{r.stderr.decode(errors='replace').strip()[-300:]}")
+        return remounts, 0
+    got, want = r.stdout, model(n)
+    print(f"full_brick: {mode:8} n={n}: {told}; read back {len(got)} bytes")
+    if len(got) > len(want) or any(g != w and g != 0 for g, w in zip(got, want)):
+        failures.append(f"{mode} n={n}: read back {len(got)} bytes that are neither what "
+                        "was written nor a hole")
+    if not werr and not cerr:
+        seen[mode].add("fit")
+        if got != want or wrote != len(want):
+            failures.append(f"{mode} n={n}: {told}, but read back {len(got)} bytes: "
+                            "a write was lost without an error")
+        return remounts, 0
+    seen[mode].add("full")
+    return remounts, int(not werr and wrote == len(want))
+
+
 def main():
     lib = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "target/release/libldplfs.so")
     mnt = os.environ["PLFS_GLUSTER_MOUNT"]
@@ -156,21 +229,28 @@ def main():
     work = tempfile.mkdtemp(prefix="plfs-full-brick.")
     store = os.path.join(mnt, "store")
     front = os.path.join(work, "mnt")
-    modes = {"plain": None, "N-1": None, "N-N": "file_per_proc", "1-N": "small_file"}
+    fuse = os.path.join(os.path.dirname(lib), "plfs-fuse")
+    if not os.path.exists(fuse):
+        sys.exit(f"full_brick: {fuse} is missing (make build)")
+    # The N-1 file once more through the FUSE daemon: a close(2) there is the daemon's FLUSH.
+    modes = {"plain": None, "N-1": None, "N-N": "file_per_proc", "1-N": "small_file", "FUSE N-1": None}
     failures, seen = [], {m: set() for m in modes}
     close_only = remounts = 0
     hung = []
     try:
         for mode, workload in modes.items():
             env = dict(os.environ)
-            if workload is not None or mode == "N-1":
+            if mode != "plain":
                 rc = os.path.join(work, f"plfsrc-{mode}")
                 with open(rc, "w") as f:
                     f.write(f"- mount_point: {front}\n")
                     if workload:
                         f.write(f"  workload: {workload}\n")
                     f.write(f"  backends:\n    - location: {store}\n")
-                env.update(PLFSRC=rc, LD_PRELOAD=lib)
+                if mode.startswith("FUSE"):
+                    env.pop("LD_PRELOAD", None)
+                else:
+                    env.update(PLFSRC=rc, LD_PRELOAD=lib)
                 path = os.path.join(front, "f")
             else:
                 env.pop("LD_PRELOAD", None)
@@ -182,45 +262,12 @@ def main():
                 shutil.rmtree(store, ignore_errors=True)
                 os.makedirs(store)
                 fill(brickfs, FREE_KB)
-                w = run([sys.executable, "-c", WRITER, path, str(n)], env, mnt)
-                if w is None:
-                    hung.append(f"{mode} n={n} (writing)")
-                    continue
-                if w.returncode != 0:
-                    failures.append(f"{mode} n={n}: the writer failed: {w.stderr.decode().strip()}")
-                    continue
-                wrote, werr, cerr = map(int, w.stdout.split())
-                unfill(brickfs)
-                if not alive(mnt):
-                    remounts += 1
-                r = run([sys.executable, "-c", READER, path], env, mnt)
-                if r is not None and r.returncode != 0 and not alive(mnt):
-                    remounts += 1
-                    r = run([sys.executable, "-c", READER, path], env, mnt)
-                if r is None:
-                    hung.append(f"{mode} n={n} (reading)")
-                    continue
-                told = (f"writes returned {wrote} of {n * REC} bytes, write error "
-                        f"{errno.errorcode.get(werr, werr) if werr else 'none'}, close error "
-                        f"{errno.errorcode.get(cerr, cerr) if cerr else 'none'}")
-                if r.returncode != 0:
-                    failures.append(f"{mode} n={n}: {told}; the read failed: "
-                                    f"{r.stderr.decode(errors='replace').strip()[-300:]}")
-                    continue
-                got, want = r.stdout, model(n)
-                print(f"full_brick: {mode:5} n={n}: {told}; read back {len(got)} bytes")
-                if len(got) > len(want) or any(g != w and g != 0 for g, w in zip(got, want)):
-                    failures.append(f"{mode} n={n}: read back {len(got)} bytes that are neither what "
-                                    "was written nor a hole")
-                if not werr and not cerr:
-                    seen[mode].add("fit")
-                    if got != want or wrote != len(want):
-                        failures.append(f"{mode} n={n}: {told}, but read back {len(got)} bytes: "
-                                        "a write was lost without an error")
-                else:
-                    seen[mode].add("full")
-                    if not werr and wrote == len(want):
-                        close_only += 1
+                with contextlib.ExitStack() as daemon:
+                    if mode.startswith("FUSE"):
+                        daemon.enter_context(fuse_mount(fuse, front, rc))
+                    counts = case(mode, n, path, env, mnt, brickfs, failures, seen, hung)
+                remounts += counts[0]
+                close_only += counts[1]
         for mode, s in seen.items():
             for what in ("fit", "full"):
                 if what not in s:
