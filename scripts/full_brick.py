@@ -12,8 +12,8 @@ N-1 file then read as damage (`EIO`), the 1-N and N-N files short, with nothing 
 Run by scripts/test-full-brick.sh on a GlusterFS volume whose bricks share a small file system of
 their own (PLFS_GLUSTER_BRICKS_MB): before each case the bricks' file system is filled to leave
 FREE_KB, then one process writes N records of 64 KiB (a plain file on the volume, then through
-ldplfs an N-1, an N-N and a 1-N file, then an N-1 file through the FUSE daemon, whose FLUSH is the
-program's close) and closes, and a fresh process reads the file back. Every case checks:
+ldplfs an N-1, an N-N and a 1-N file, then an N-1 and a 1-N file through the FUSE daemon, whose
+FLUSH is the program's close) and closes, and a fresh process reads the file back. Every case checks:
   - the read raises nothing (no EIO), and each byte it returns is the byte written there or 0;
   - a writer told of no error gets back every byte it wrote, exactly.
 After an error the bytes past the failure are the backend's: GlusterFS can keep a later write
@@ -232,8 +232,9 @@ def main():
     fuse = os.path.join(os.path.dirname(lib), "plfs-fuse")
     if not os.path.exists(fuse):
         sys.exit(f"full_brick: {fuse} is missing (make build)")
-    # The N-1 file once more through the FUSE daemon: a close(2) there is the daemon's FLUSH.
-    modes = {"plain": None, "N-1": None, "N-N": "file_per_proc", "1-N": "small_file", "FUSE N-1": None}
+    # N-1 and 1-N once more through the FUSE daemon: a close(2) there is the daemon's FLUSH.
+    modes = {"plain": None, "N-1": None, "N-N": "file_per_proc", "1-N": "small_file", "FUSE N-1": None,
+             "FUSE 1-N": "small_file"}
     failures, seen = [], {m: set() for m in modes}
     close_only = remounts = 0
     hung = []

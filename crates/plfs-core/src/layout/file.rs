@@ -400,8 +400,10 @@ impl OpenFile {
     }
 
     /// Closes the writer of one pid (its records reach the index log and its close dropping is
-    /// written, so other processes see its data), keeping the handle open for the others.
-    /// A no-op for pids that never wrote and for N-N and 1-N files.
+    /// written, so other processes see its data), keeping the handle open for the others (the
+    /// FUSE daemon's flush, a program's close(2)). A no-op for pids that never wrote; for an N-N
+    /// file it reports what a close of its descriptor would, for a 1-N file it appends the
+    /// buffered records.
     pub fn close_writer(&self, pid: u32) -> Result<()> {
         self.handle.close_writer(pid)
     }

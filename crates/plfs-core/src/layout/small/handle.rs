@@ -135,6 +135,13 @@ impl Handle for SmallHandle {
         self.meta(&g, stat_of)
     }
 
+    /// A close(2) through the FUSE daemon (its FLUSH): the buffered records reach the log then,
+    /// so that an append that fails is reported to the program's close; at the release, which
+    /// follows with no program waiting for it, there would be no one to tell.
+    fn close_writer(&self, _pid: u32) -> Result<()> {
+        flush(&mut self.dir.inner())
+    }
+
     /// Close: the file's records reach its log.
     fn close(&self) -> Result<()> {
         flush(&mut self.dir.inner())?;
