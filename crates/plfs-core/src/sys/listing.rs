@@ -91,7 +91,12 @@ impl Dir {
     /// Whether this directory's file system takes its timestamps from this kernel's clock (and
     /// so a stat of it is never stale: a local file system's, by `statfs`).
     pub fn has_local_clock(&self) -> bool {
-        self.caps.local_clock(|| LOCAL_FS.contains(&self.fs_type()))
+        self.caps.local_clock(|| self.is_local_fs())
+    }
+
+    /// Whether the backend is one of [`LOCAL_FS`], by its `statfs` type (asked once per process).
+    fn is_local_fs(&self) -> bool {
+        LOCAL_FS.contains(&self.fs_type())
     }
 
     /// Whether close(2) of a file written here can report the error of a write that had
@@ -99,7 +104,7 @@ impl Dir {
     /// write-behind, NFS's write-back send what they hold at the close). The kind is asked of
     /// the backend once per process.
     pub fn close_may_fail(&self) -> bool {
-        !LOCAL_FS.contains(&self.fs_type())
+        !self.is_local_fs()
     }
 
     /// [`Dir::has_local_clock`] where this process has asked it of the backend before, without
