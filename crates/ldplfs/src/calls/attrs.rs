@@ -6,7 +6,7 @@ use crate::fd::conf;
 use crate::fd::entry::{file_of, Entry, Kind};
 use crate::fd::paths::{classify_c, follow, Followed, Target};
 use crate::fd::table::ours;
-use crate::file::init::enter;
+use crate::file::init::{enter, serve_fd};
 use crate::rt::errno::{Errno, Res};
 use crate::rt::guard::run;
 use libc::{c_char, c_int, c_void, gid_t, mode_t, size_t, ssize_t, uid_t};
@@ -107,10 +107,8 @@ pub unsafe extern "C" fn fchownat(dirfd: c_int, path: *const c_char, uid: uid_t,
 /// fchmod(2).
 #[no_mangle]
 pub extern "C" fn fchmod(fd: c_int, mode: mode_t) -> c_int {
-    if let Some(_busy) = enter() {
-        if let Some(e) = ours(fd) {
-            return run(|| on_fd(&e, |p, f| p.fchmod(f, mode), |p| chmod_p(p, mode, true)));
-        }
+    if let Some(r) = serve_fd(fd, |e| on_fd(&e, |p, f| p.fchmod(f, mode), |p| chmod_p(p, mode, true))) {
+        return r;
     }
     crate::real!(fchmod(fd, mode): fn(c_int, mode_t) -> c_int)
 }
@@ -118,10 +116,10 @@ pub extern "C" fn fchmod(fd: c_int, mode: mode_t) -> c_int {
 /// fchown(2).
 #[no_mangle]
 pub extern "C" fn fchown(fd: c_int, uid: uid_t, gid: gid_t) -> c_int {
-    if let Some(_busy) = enter() {
-        if let Some(e) = ours(fd) {
-            return run(|| on_fd(&e, |p, f| p.fchown(f, uid, gid), |p| chown_p(p, uid, gid, true)));
-        }
+    if let Some(r) = serve_fd(fd, |e| {
+        on_fd(&e, |p, f| p.fchown(f, uid, gid), |p| chown_p(p, uid, gid, true))
+    }) {
+        return r;
     }
     crate::real!(fchown(fd, uid, gid): fn(c_int, uid_t, gid_t) -> c_int)
 }
@@ -174,10 +172,8 @@ pub unsafe extern "C" fn utimensat(dirfd: c_int, path: *const c_char, t: *const 
 /// futimens(3).
 #[no_mangle]
 pub extern "C" fn futimens(fd: c_int, t: *const libc::timespec) -> c_int {
-    if let Some(_busy) = enter() {
-        if let Some(e) = ours(fd) {
-            return run(|| utimens_fd(&e, t));
-        }
+    if let Some(r) = serve_fd(fd, |e| utimens_fd(&e, t)) {
+        return r;
     }
     crate::real!(futimens(fd, t): fn(c_int, *const libc::timespec) -> c_int)
 }
@@ -225,13 +221,11 @@ plfs = |p| {
 /// futimes(3).
 #[no_mangle]
 pub extern "C" fn futimes(fd: c_int, tv: *const libc::timeval) -> c_int {
-    if let Some(_busy) = enter() {
-        if let Some(e) = ours(fd) {
-            return run(|| {
-                let ts = tv_to_ts(tv);
-                utimens_fd(&e, ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()))
-            });
-        }
+    if let Some(r) = serve_fd(fd, |e| {
+        let ts = tv_to_ts(tv);
+        utimens_fd(&e, ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()))
+    }) {
+        return r;
     }
     crate::real!(futimes(fd, tv): fn(c_int, *const libc::timeval) -> c_int)
 }

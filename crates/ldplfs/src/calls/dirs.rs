@@ -7,9 +7,8 @@ use crate::fd::conf::plfs;
 use crate::fd::entry::Kind;
 use crate::fd::paths::{classify_c, follow, Followed, Target};
 use crate::fd::placeholder;
-use crate::fd::table::ours;
 use crate::file::close::close_plfs;
-use crate::file::init::enter;
+use crate::file::init::{enter, serve_fd};
 use crate::rt::errno::{Errno, Res};
 use crate::rt::guard::run;
 use crate::rt::sync::ForkMutex;
@@ -149,15 +148,13 @@ pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut DIR {
 /// fdopendir(3): takes ownership of a PLFS directory descriptor.
 #[no_mangle]
 pub extern "C" fn fdopendir(fd: c_int) -> *mut DIR {
-    if let Some(_busy) = enter() {
-        if let Some(e) = ours(fd) {
-            return run(|| {
-                if e.kind != Kind::Dir {
-                    return Err(Errno(libc::ENOTDIR));
-                }
-                register(fd, e.path.clone())
-            });
+    if let Some(r) = serve_fd(fd, |e| {
+        if e.kind != Kind::Dir {
+            return Err(Errno(libc::ENOTDIR));
         }
+        register(fd, e.path.clone())
+    }) {
+        return r;
     }
     crate::real!(fdopendir(fd): fn(c_int) -> *mut DIR)
 }

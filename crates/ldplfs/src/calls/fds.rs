@@ -6,7 +6,7 @@ use crate::fd::conf::foreign_child;
 use crate::fd::entry::{Entry, Kind};
 use crate::fd::table::{self, ours};
 use crate::file::close::{self, forget, release};
-use crate::file::init::enter;
+use crate::file::init::{enter, serve_fd};
 use crate::file::open::dup_done;
 use crate::rt::errno::{Errno, Res};
 use crate::rt::guard::run;
@@ -178,10 +178,8 @@ fn fcntl_plfs(e: &Entry, fd: c_int, cmd: c_int, arg: c_ulong) -> Res<c_int> {
 }
 
 fn fcntl_impl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    if let Some(_busy) = enter() {
-        if let Some(e) = ours(fd) {
-            return run(|| fcntl_plfs(&e, fd, cmd, arg));
-        }
+    if let Some(r) = serve_fd(fd, |e| fcntl_plfs(&e, fd, cmd, arg)) {
+        return r;
     }
     let r = crate::real!(fcntl(fd, cmd, arg): fn(c_int, c_int, c_ulong) -> c_int);
     if r >= 0 && (cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC) {

@@ -3,8 +3,8 @@
 //! to read/write. The operations themselves are in [`crate::file::io`].
 
 use crate::fd::entry::{file_of, Entry, Kind};
-use crate::fd::table::{maybe_ours, ours, registered};
-use crate::file::init::{enter, ready_done};
+use crate::fd::table::ours;
+use crate::file::init::{enter, serve_fd};
 use crate::file::io::{read_at, seek, sync_entry, write_at};
 use crate::rt::errno::{Errno, Res};
 use crate::rt::guard::run;
@@ -83,16 +83,8 @@ macro_rules! fd_wrapper {
         $(#[$m])*
         #[no_mangle]
         pub unsafe extern "C" fn $name($fd: c_int $(, $a: $t)*) -> $r {
-            // A descriptor that is not ours (the other end of most copies) goes to libc without
-            // entering the library, once it is initialised; one that may be is looked up.
-            let ready = ready_done();
-            if !ready || maybe_ours($fd) {
-                if let Some(_busy) = enter() {
-                    let found = if ready { registered($fd) } else { ours($fd) };
-                    if let Some($e) = found {
-                        return run(|| $body);
-                    }
-                }
+            if let Some(r) = serve_fd($fd, |$e| $body) {
+                return r;
             }
             $crate::real!($name($fd $(, $a)*): fn(c_int $(, $t)*) -> $r)
         }

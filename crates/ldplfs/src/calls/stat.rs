@@ -6,7 +6,7 @@ use crate::fd::conf::plfs;
 use crate::fd::entry::{file_of, Entry, Kind};
 use crate::fd::paths::{classify_c, fd_link_c, follow, Followed, Target};
 use crate::fd::table::ours;
-use crate::file::init::enter;
+use crate::file::init::{enter, serve_fd};
 use crate::rt::errno::{Errno, Res};
 use crate::rt::guard::run;
 use libc::{c_char, c_int, c_uint};
@@ -146,10 +146,8 @@ unsafe fn fstatat_impl(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, 
 }
 
 unsafe fn fstat_impl(fd: c_int, buf: *mut libc::stat) -> c_int {
-    if let Some(_busy) = enter() {
-        if let Some(e) = ours(fd) {
-            return run(|| stat_entry(&e).and_then(|s| fill_stat(&s, buf)).map(|()| 0));
-        }
+    if let Some(r) = serve_fd(fd, |e| stat_entry(&e).and_then(|s| fill_stat(&s, buf)).map(|()| 0)) {
+        return r;
     }
     crate::real!(fstat(fd, buf): fn(c_int, *mut libc::stat) -> c_int)
 }
@@ -313,10 +311,8 @@ macro_rules! fs_wrappers {
         /// The descriptor form.
         #[no_mangle]
         pub unsafe extern "C" fn $fname(fd: c_int, buf: *mut $ty) -> c_int {
-            if let Some(_busy) = enter() {
-                if let Some(e) = ours(fd) {
-                    return run(|| $fill(&vfs_of(&e.path)?, buf));
-                }
+            if let Some(r) = serve_fd(fd, |e| $fill(&vfs_of(&e.path)?, buf)) {
+                return r;
             }
             crate::real!($fname(fd, buf): fn(c_int, *mut $ty) -> c_int)
         }

@@ -133,7 +133,7 @@ pub fn classify_at(dirfd: i32, path: &[u8]) -> Target {
         };
         return join_classify(&base, path, is_plfs);
     }
-    match table::lookup(dirfd) {
+    match table::ours(dirfd) {
         Some(e) => join_classify(&e.path, path, true),
         None => classify_real_dirfd(dirfd, path),
     }

@@ -191,16 +191,7 @@ pub fn remove_range(lo: u32, hi: u32) -> Vec<Arc<Entry>> {
     fds.into_iter().filter_map(|fd| remove_locked(&mut t, fd)).collect()
 }
 
-/// The entry behind descriptor `fd`, if it is a live PLFS placeholder. No system call unless
-/// the generation changed since the number was last confirmed.
-pub fn lookup(fd: i32) -> Option<Arc<Entry>> {
-    if !maybe_ours(fd) {
-        return None;
-    }
-    registered(fd)
-}
-
-/// [`lookup`] of a descriptor that [`maybe_ours`] let through.
+/// [`ours`] of a descriptor that [`maybe_ours`] let through.
 #[inline]
 pub fn registered(fd: i32) -> Option<Arc<Entry>> {
     let gen = GEN.load(Ordering::Acquire);
@@ -269,8 +260,9 @@ fn confirm(fd: i32, gen: u64, mut entry: Arc<Entry>) -> Option<Arc<Entry>> {
     None
 }
 
-/// Our entry for `fd`, if it is a PLFS descriptor (the test every descriptor call makes: the
-/// cheap [`maybe_ours`] here, inline, then the table, once).
+/// Our entry for `fd`, if it is a live PLFS placeholder (the test every descriptor call makes:
+/// the cheap [`maybe_ours`] here, inline, then the table, once). No system call unless the
+/// generation changed since the number was last confirmed.
 #[inline]
 pub fn ours(fd: i32) -> Option<Arc<Entry>> {
     if !maybe_ours(fd) {

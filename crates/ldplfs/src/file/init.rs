@@ -1,11 +1,16 @@
 //! Initialisation, and the entry of every interposer: [`enter`] marks the thread busy (the
 //! reentrancy guard) and initialises the library at the first call, whichever comes first: the
 //! constructor or an interposed call made before it (by another library's constructor).
+//! [`serve_fd`] is the whole gate of a call on a descriptor, in one place: the wrapper either
+//! gets its C result from it or passes the call to libc.
 
+use crate::fd::entry::Entry;
+use crate::fd::table::{maybe_ours, ours, registered};
 use crate::fd::{conf, fork, paths, placeholder};
 use crate::file::streams::std_stream_is_plfs;
-use crate::rt::guard::{self, Busy};
-use std::sync::Once;
+use crate::rt::errno::{Fail, Res};
+use crate::rt::guard::{self, run, Busy};
+use std::sync::{Arc, Once};
 
 static INIT: Once = Once::new();
 
@@ -47,4 +52,22 @@ pub fn enter() -> Option<Busy> {
     let busy = guard::enter()?;
     ready();
     Some(busy)
+}
+
+/// The gate of a call on descriptor `fd`: when it is a PLFS descriptor and this thread is not
+/// already inside the library, runs `f` on its entry at the FFI boundary (errno, panics: see
+/// [`run`]) and returns the C result; None when the call goes to libc.
+///
+/// Once the library is initialised, a descriptor that the table's bitmap rules out (the other
+/// end of most copies) goes to libc without entering the library; before that, entering
+/// initialises, which may adopt inherited descriptors, so the table is asked after it.
+#[inline]
+pub fn serve_fd<R: Fail>(fd: i32, f: impl FnOnce(Arc<Entry>) -> Res<R>) -> Option<R> {
+    let ready = ready_done();
+    if ready && !maybe_ours(fd) {
+        return None;
+    }
+    let _busy = enter()?;
+    let found = if ready { registered(fd) } else { ours(fd) };
+    found.map(|e| run(|| f(e)))
 }
