@@ -26,6 +26,10 @@
    `PUBLIC_MODULES`; `sys`, `clock` and the format (`use plfs_format as format`) are crate-private
    and not re-exported whole. Front ends get what they need of them from named items
    (`frontend.rs`, re-exported at the root).
+9. The core's descriptors are closed by the system call: inside the seam only `sys/fd.rs` makes
+   a descriptor (`FD_MAKERS`: rustix's `open`, `openat`, `openat2`, `fcntl_dupfd*`, `dup*`, its
+   `Dir`, `OwnedFd`), and wraps it in `sys::Fd`, whose drop closes it without libc's `close`,
+   an interposable symbol that the LD_PRELOAD library would see (issue 27).
 
 Product code is a crate's `src/` without its `tests.rs` files and its `#[cfg(test)]` items.
 Comments, string and character literals are blanked before code is matched or braces counted.
@@ -64,6 +68,13 @@ FORMAT_FORBIDDEN = [
     (re.compile(r"\b(?:rustix|libc|nix)::"), "system calls"),
     (re.compile(r"\be?print(?:ln)?!|\bdbg!"), "terminal output"),
 ]
+# What makes a descriptor (rule 9): only sys/fd.rs may name it.
+FD_MAKERS = [
+    (re.compile(r"\b(?:rustix::)?fs::(?:open|openat|openat2|Dir|memfd_create)\b"), "a rustix call that makes a descriptor"),
+    (re.compile(r"\bfcntl_dupfd\w*|\b(?:rustix::)?io::dup\w*"), "a rustix dup"),
+    (re.compile(r"\bOwnedFd\b"), "OwnedFd (closed by libc's close)"),
+]
+FD_FILE = "sys/fd.rs"
 FUZZ_DEPENDENCIES = {"libfuzzer-sys", "plfs-format"}
 # The modules the core's lib.rs may declare `pub` (rule 8); every other module is crate-private.
 PUBLIC_MODULES = {"error", "log", "types", "config", "compact", "fsck", "tools", "upgrade", "testing"}
@@ -452,6 +463,17 @@ def check_sys_names(problems):
                 )
 
 
+def check_fd_makers(problems):
+    for path in rust_files(CORE_SRC):
+        rel = os.path.relpath(path, CORE_SRC)
+        if rel == FD_FILE:
+            continue
+        for n, line in enumerate(product(read(path)).split("\n"), 1):
+            for rx, what in FD_MAKERS:
+                if rx.search(line):
+                    problems.append(f"fd: crates/plfs-core/src/{rel}:{n}: {what} outside {FD_FILE}: {line.strip()}")
+
+
 def check_api(problems):
     """Rule 8: the modules the core's lib.rs makes public. Returns them."""
     text = product(read(os.path.join(CORE_SRC, "lib.rs")))
@@ -491,6 +513,7 @@ def main():
     check_seam(problems)
     check_format_crate(problems)
     check_sys_names(problems)
+    check_fd_makers(problems)
     public = check_api(problems)
     stats = []
     layers = []
@@ -513,7 +536,7 @@ def main():
         + f"; {len(CYCLE_EXCEPTIONS)} known); the core's {len(layers)} modules in the layer order of lib.rs"
         + f" ({len(LAYER_EXCEPTIONS)} known exception); no file over {MAX_LINES} lines;"
         + f" no function over {MAX_FN_LINES} lines ({functions} functions); the format crate does no I/O"
-        + f" and the seam names no format; the core's public modules: {', '.join(public)}"
+        + f" and the seam names no format; descriptors are made in {FD_FILE} only; the core's public modules: {', '.join(public)}"
     )
     return 0
 

@@ -58,7 +58,9 @@ extern "C" fn start_busy(p: *mut libc::c_void) -> *mut libc::c_void {
 /// Without this, the `close` with which the core drops a descriptor it opened on such a thread
 /// reached our `close`, which ignores a close of a core descriptor: one descriptor leaked per
 /// index log on every index refresh (fstat, lseek(SEEK_END), fallocate, stat of an open file).
-/// Threads a program starts itself are created unchanged.
+/// Since 2026-11-29 the core closes its descriptors with the system call (`sys::Fd` in the
+/// core), so those no longer depend on this; whatever else libc does for such a thread still
+/// does. Threads a program starts itself are created unchanged.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_create(
     thread: *mut libc::pthread_t,

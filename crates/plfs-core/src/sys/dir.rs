@@ -4,10 +4,11 @@
 
 use super::caps::Caps;
 use super::failpoint::hit;
+use super::fd::{self, Fd};
 use super::file::File;
 use super::{high, is_dir, is_file, RawStat, StatVfs, NOFOLLOW};
 use crate::error::{Error, Result};
-use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{self, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
@@ -19,7 +20,7 @@ use std::sync::Arc;
 /// An open directory on a backend, with its display path and its backend's capabilities.
 #[derive(Debug)]
 pub struct Dir {
-    pub(super) fd: OwnedFd,
+    pub(super) fd: Fd,
     pub(super) path: PathBuf,
     pub(super) caps: Arc<Caps>,
     /// The descriptor is an open file description of its own that no listing has read yet (its
@@ -123,7 +124,7 @@ impl Dir {
     /// backend): a symbolic link at the root itself is followed, as in the configuration.
     pub fn open_root(path: &Path) -> Result<Dir> {
         hit("sys::open", "open", path)?;
-        let fd = fs::open(
+        let fd = fd::open(
             path,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
@@ -142,7 +143,7 @@ impl Dir {
     /// the tools are given, `/proc`).
     pub fn open(path: &Path) -> Result<Dir> {
         hit("sys::open", "open", path)?;
-        let fd = fs::open(path, DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(path, "open", e))?;
+        let fd = fd::open(path, DIR_FLAGS, Mode::empty()).map_err(|e| Error::io(path, "open", e))?;
         Ok(Dir {
             fd,
             path: path.to_path_buf(),
@@ -180,7 +181,7 @@ impl Dir {
         self.fd.as_fd()
     }
 
-    fn child(&self, fd: OwnedFd, path: PathBuf) -> Dir {
+    fn child(&self, fd: Fd, path: PathBuf) -> Dir {
         Dir {
             fd,
             path,
@@ -191,7 +192,7 @@ impl Dir {
     }
 
     /// [`Dir::child`] for an `O_PATH` descriptor (see [`Dir::open_dir_path`]).
-    fn path_child(&self, fd: OwnedFd, path: PathBuf) -> Dir {
+    fn path_child(&self, fd: Fd, path: PathBuf) -> Dir {
         Dir {
             unread: AtomicBool::new(false),
             path_only: true,
@@ -210,7 +211,7 @@ impl Dir {
         let p = self.sub(name);
         hit("sys::lookup", "open", &p)?;
         let fd =
-            fresh(|| fs::openat(&self.fd, name, PATH_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
+            fresh(|| fd::openat(&self.fd, name, PATH_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
         Ok(self.path_child(fd, p))
     }
 
@@ -241,7 +242,7 @@ impl Dir {
         let p = self.sub(name);
         hit("sys::open", "open", &p)?;
         let fd =
-            fresh(|| fs::openat(&self.fd, name, DIR_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
+            fresh(|| fd::openat(&self.fd, name, DIR_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
         Ok(self.child(fd, p))
     }
 
@@ -253,14 +254,14 @@ impl Dir {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| self.path.clone());
         let fd =
-            fresh(|| fs::openat(&self.fd, "..", DIR_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
+            fresh(|| fd::openat(&self.fd, "..", DIR_FLAGS, Mode::empty())).map_err(|e| Error::io(&p, "open", e))?;
         Ok(self.child(fd, p))
     }
 
     /// This directory opened again: a new open file description, with flock(2) locks of its own.
     pub fn reopen(&self) -> Result<Dir> {
         hit("sys::open", "open", &self.path)?;
-        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
+        let fd = fresh(|| fd::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
             .map_err(|e| Error::io(&self.path, "open", e))?;
         Ok(self.child(fd, self.path.clone()))
     }
@@ -269,7 +270,7 @@ impl Dir {
     /// flock(2) locks of this one's open file description, which costs a FUSE backend nothing.
     pub fn reopen_path(&self) -> Result<Dir> {
         hit("sys::lookup", "open", &self.path)?;
-        let fd = fresh(|| fs::openat(&self.fd, ".", PATH_FLAGS, Mode::empty()))
+        let fd = fresh(|| fd::openat(&self.fd, ".", PATH_FLAGS, Mode::empty()))
             .map_err(|e| Error::io(&self.path, "open", e))?;
         Ok(self.path_child(fd, self.path.clone()))
     }
@@ -328,7 +329,7 @@ impl Dir {
 
     fn beneath_with(&self, rel: &Path, path_only: bool) -> Result<Dir> {
         let flags = if path_only { PATH_FLAGS } else { DIR_FLAGS };
-        let done = |fd: OwnedFd, p: PathBuf| {
+        let done = |fd: Fd, p: PathBuf| {
             if path_only {
                 self.path_child(fd, p)
             } else {
@@ -340,13 +341,13 @@ impl Dir {
         // A look-up only descriptor is counted apart from real opens (a test counts those).
         hit(if path_only { "sys::lookup" } else { "sys::open" }, "open", &p)?;
         if rel.as_os_str().is_empty() {
-            let fd = fs::openat(&self.fd, ".", flags, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+            let fd = fd::openat(&self.fd, ".", flags, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
             return Ok(done(fd, p));
         }
         if OPENAT2.load(Ordering::Relaxed) != 2 && rel.as_os_str().len() < PATH_MAX {
             let how = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
             let kernel = super::failpoint::answer("sys::openat2", &p).map(Err);
-            match kernel.unwrap_or_else(|| fresh(|| fs::openat2(&self.fd, rel, flags, Mode::empty(), how))) {
+            match kernel.unwrap_or_else(|| fresh(|| fd::openat2(&self.fd, rel, flags, Mode::empty(), how))) {
                 Ok(fd) => {
                     OPENAT2.store(1, Ordering::Relaxed);
                     return Ok(done(fd, p));
@@ -359,10 +360,10 @@ impl Dir {
                 Err(e) => return Err(Error::io(&p, "open", e)),
             }
         }
-        let mut cur: Option<OwnedFd> = None;
+        let mut cur: Option<Fd> = None;
         for c in rel.components() {
             let at = cur.as_ref().map_or(self.fd.as_fd(), |f| f.as_fd());
-            let fd = fs::openat(at, c.as_os_str(), flags, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
+            let fd = fd::openat(at, c.as_os_str(), flags, Mode::empty()).map_err(|e| Error::io(&p, "open", e))?;
             cur = Some(fd);
         }
         Ok(done(cur.expect("rel has components"), p))
@@ -400,11 +401,11 @@ impl Dir {
         if direct {
             flags |= OFlags::DIRECT;
         }
-        let fd = match fresh(|| fs::openat(&self.fd, name, flags, Mode::empty())) {
+        let fd = match fresh(|| fd::openat(&self.fd, name, flags, Mode::empty())) {
             Err(Errno::INVAL) if direct => {
                 self.caps.refuse_direct_reads();
                 direct = false;
-                fresh(|| fs::openat(&self.fd, name, flags - OFlags::DIRECT, Mode::empty()))
+                fresh(|| fd::openat(&self.fd, name, flags - OFlags::DIRECT, Mode::empty()))
             }
             r => r,
         }
@@ -443,7 +444,7 @@ impl Dir {
         if how == Create::Excl {
             flags |= OFlags::EXCL;
         }
-        let fd = fresh(|| fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)))
+        let fd = fresh(|| fd::openat(&self.fd, name, flags, Mode::from_raw_mode(mode)))
             .map_err(|e| Error::io(&p, "create", e))?;
         Ok(File::new(fd, p))
     }
@@ -620,7 +621,7 @@ impl Dir {
 
     /// A second handle on the same directory (dup), sharing the capability cache.
     pub fn try_clone(&self) -> Result<Dir> {
-        let fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0).map_err(|e| Error::io(&self.path, "dup", e))?;
+        let fd = fd::dupfd_cloexec(&self.fd, 0).map_err(|e| Error::io(&self.path, "dup", e))?;
         // Both share one description now: neither may list it in place.
         self.unread.store(false, Ordering::Relaxed);
         let d = self.child(fd, self.path.clone());

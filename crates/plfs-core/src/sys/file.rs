@@ -2,9 +2,9 @@
 //! positional I/O that retries short transfers and names the file in every error.
 
 use super::failpoint::{armed, hit};
+use super::fd::{self, Fd};
 use super::{high, RawStat};
 use crate::error::{Error, Result};
-use rustix::fd::OwnedFd;
 use rustix::fs;
 use rustix::io::Errno;
 use std::path::{Path, PathBuf};
@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 /// An open backend file and its display path.
 #[derive(Debug)]
 pub struct File {
-    fd: OwnedFd,
+    fd: Fd,
     path: PathBuf,
     /// Opened `O_DIRECT` (reads past a page cache that can be stale, `super::coherence`).
     pub(super) direct: bool,
 }
 
 impl File {
-    pub(super) fn new(fd: OwnedFd, path: PathBuf) -> File {
+    pub(super) fn new(fd: Fd, path: PathBuf) -> File {
         File {
             fd,
             path,
@@ -43,7 +43,7 @@ impl File {
             (false, true) => OFlags::WRONLY,
             (true, true) => OFlags::RDWR,
         };
-        let fd = fs::open(path, acc | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+        let fd = fd::open(path, acc | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| Error::io(path, "open", e))?;
         Ok(File::new(fd, path.to_path_buf()))
     }
@@ -317,12 +317,7 @@ impl File {
     /// error. Failpoint `sys::close` reports its errno after the descriptor is closed.
     pub fn close(self) -> Result<()> {
         let fired = hit("sys::close", "close", &self.path);
-        let raw = rustix::fd::IntoRawFd::into_raw_fd(self.fd);
-        // SAFETY: `raw` is the descriptor of the `OwnedFd` this `File` owned and just gave up:
-        // nothing else owns it, and nothing uses it after this call, which consumes it. The one
-        // `unsafe` of the core (design.md, "Layers"): the safe ways to close a descriptor
-        // (dropping an `OwnedFd` or a `std::fs::File`) throw the answer away.
-        let r = unsafe { rustix::io::try_close(raw) };
+        let r = self.fd.close();
         fired?;
         match r {
             Ok(()) | Err(Errno::INTR) => Ok(()),
@@ -338,7 +333,7 @@ impl File {
     /// closes it when it is dropped). Two system calls; the caller skips it on a local file
     /// system, whose close(2) never reports a write's error.
     pub fn close_errors(&self) -> Result<()> {
-        let dup = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0).map_err(|e| Error::io(&self.path, "dup", e))?;
+        let dup = fd::dupfd_cloexec(&self.fd, 0).map_err(|e| Error::io(&self.path, "dup", e))?;
         File::new(dup, self.path.clone()).close()
     }
 

@@ -7,6 +7,7 @@
 
 use super::dir::{fresh, Dir, DIR_FLAGS};
 use super::failpoint::hit;
+use super::fd;
 use crate::error::{Error, Result};
 use rustix::fd::{AsFd, BorrowedFd};
 use rustix::fs::{self, Mode, RawDir};
@@ -52,7 +53,7 @@ impl Dir {
         if self.unread.swap(false, Ordering::Relaxed) {
             return read_names(self.fd.as_fd(), &self.path, each);
         }
-        let fd = fresh(|| fs::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
+        let fd = fresh(|| fd::openat(&self.fd, ".", DIR_FLAGS, Mode::empty()))
             .map_err(|e| Error::io(&self.path, "opendir", e))?;
         read_names(fd.as_fd(), &self.path, each)
     }

@@ -2,7 +2,9 @@
 //! this module, so that three policies apply to all of them in one place:
 //!
 //! - **Raw system calls** (rustix, linux_raw backend): nothing here calls an interposable libc
-//!   symbol, so the LD_PRELOAD library never sees the core's own I/O.
+//!   symbol, so the LD_PRELOAD library never sees the core's own I/O. Descriptors are made only
+//!   in [`fd`], as an [`fd::Fd`] that the close system call closes (std's `OwnedFd` would close
+//!   through libc's `close`).
 //! - **Failpoints** ([`failpoint`]): every mutating call (create, write, fsync, mkdir, rename,
 //!   unlink, ftruncate, setattr) and the reads (open, pread, readdir) can be made to fail with a
 //!   chosen errno or to kill the process, by name (`sys::pwrite_all`, ...).
@@ -24,6 +26,7 @@ pub mod caps;
 mod coherence;
 mod dir;
 pub mod failpoint;
+mod fd;
 mod file;
 mod listing;
 pub mod locks;
@@ -39,7 +42,8 @@ pub use rustix::fs::Stat as RawStat;
 pub use rustix::fs::StatVfs;
 
 use crate::error::{Error, Result};
-use rustix::fd::{AsFd, AsRawFd, OwnedFd};
+use fd::Fd;
+use rustix::fd::{AsFd, AsRawFd};
 use rustix::fs::{self, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use std::path::Path;
@@ -86,7 +90,7 @@ impl Umask {
 /// that holds the whole line: three system calls (open, read, close), not a read to the end.
 pub fn umask_now() -> u32 {
     let path = Path::new("/proc/self/status");
-    let Ok(fd) = fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) else {
+    let Ok(fd) = fd::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty()) else {
         return 0o022;
     };
     let mut got = Vec::new();
@@ -137,16 +141,16 @@ pub fn descriptors_anywhere() {
 
 /// Moves a descriptor to [`HIGH_FD`] or above (close-on-exec); keeps it where it is if the
 /// descriptor limit is lower than that.
-pub(crate) fn high(fd: OwnedFd) -> OwnedFd {
+pub(crate) fn high(fd: Fd) -> Fd {
     high_dup(&fd).unwrap_or(fd)
 }
 
 /// A copy of `fd` at [`HIGH_FD`] or above (close-on-exec), if it is below and the limit allows.
-pub(crate) fn high_dup(fd: &OwnedFd) -> Option<OwnedFd> {
+pub(crate) fn high_dup(fd: &Fd) -> Option<Fd> {
     if fd.as_raw_fd() >= HIGH_FD || !HIGH_FDS.load(std::sync::atomic::Ordering::Relaxed) {
         return None;
     }
-    let moved = rustix::io::fcntl_dupfd_cloexec(fd, HIGH_FD).ok();
+    let moved = fd::dupfd_cloexec(fd, HIGH_FD).ok();
     if moved.is_none() {
         LOW_KEPT.store(true, std::sync::atomic::Ordering::Relaxed);
     }
@@ -174,12 +178,12 @@ pub fn may_be_kept_descriptor(fd: i32) -> bool {
 /// ldplfs and of the C API) it costs three system calls. The table never shrinks, so this holds
 /// until an exec.
 pub fn grow_fd_table() {
-    let Ok(fd) = fs::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
+    let Ok(fd) = fd::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
         return;
     };
     if fd.as_fd().as_raw_fd() < HIGH_FD {
         // Dropped (closed) at once: the table keeps its new size.
-        let _ = rustix::io::fcntl_dupfd_cloexec(&fd, HIGH_FD);
+        let _ = fd::dupfd_cloexec(&fd, HIGH_FD);
     }
 }
 
@@ -207,12 +211,12 @@ pub fn is_symlink(st: &RawStat) -> bool {
 /// Opens a file by absolute path (configuration files, `/proc`): `O_NOFOLLOW` is not applied,
 /// these are not backend files. Not for anything inside a backend: use [`Dir`].
 pub fn read_file(path: &Path) -> Result<Vec<u8>> {
-    let fd = fs::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())
+    let fd = fd::open(path, OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY, Mode::empty())
         .map_err(|e| Error::io(path, "open", e))?;
     read_to_end(&fd, path)
 }
 
-fn read_to_end(fd: &OwnedFd, path: &Path) -> Result<Vec<u8>> {
+fn read_to_end(fd: &Fd, path: &Path) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -233,7 +237,7 @@ pub fn read_config_file(path: &Path, max: usize) -> std::result::Result<(Vec<u8>
     // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer.
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
     let fd = loop {
-        match fs::open(path, flags, Mode::empty()) {
+        match fd::open(path, flags, Mode::empty()) {
             Err(Errno::INTR) => continue,
             r => break r?,
         }

@@ -2,7 +2,9 @@
 //! falls back from a backend supports, tried in a scratch directory.
 
 use super::dir::{Access, Create, Dir};
+use super::fd;
 use crate::error::Result;
+use rustix::fd::BorrowedFd;
 use rustix::fs::{self, AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
@@ -76,7 +78,7 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
     ));
     out.push(item(
         "O_TMPFILE",
-        fs::openat(fd, ".", OFlags::TMPFILE | OFlags::RDWR, Mode::from_raw_mode(0o600)).map(drop),
+        fd::openat(fd, ".", OFlags::TMPFILE | OFlags::RDWR, Mode::from_raw_mode(0o600)).map(drop),
         "not needed by plfs",
         "not needed by plfs",
     ));
@@ -88,7 +90,7 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
     ));
     out.push(item(
         "openat2 RESOLVE_NO_SYMLINKS",
-        fs::openat2(
+        fd::openat2(
             fd,
             ".",
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -101,13 +103,13 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
     ));
     // flock on a directory, seen from a second open file description.
     let locks = (|| -> std::result::Result<(), Errno> {
-        let a = fs::openat(
+        let a = fd::openat(
             fd,
             ".",
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
-        let b = fs::openat(
+        let b = fd::openat(
             fd,
             ".",
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -126,13 +128,7 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
         "an unlinked file's data stays until no process has it open",
         "an unlinked file's data is deleted at once (readers that still have it open get EIO)",
     ));
-    let dtype = fs::Dir::read_from(fd).and_then(|dir| {
-        if dir.flatten().all(|e| e.file_type() != fs::FileType::Unknown) {
-            Ok(())
-        } else {
-            Err(Errno::NOTSUP)
-        }
-    });
+    let dtype = dtype_in_readdir(fd);
     out.push(item(
         "d_type in readdir",
         dtype,
@@ -166,4 +162,23 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
         "not relied on (visibility never depends on timestamps)",
     ));
     Ok(out)
+}
+
+/// Whether every entry of the directory `fd` comes with its `d_type`. Listed through a
+/// descriptor of the seam's own (rustix's `Dir` would close its copy through libc).
+fn dtype_in_readdir(fd: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
+    let d = fd::openat(
+        fd,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut dir = fs::RawDir::new(&d, buf.spare_capacity_mut());
+    while let Some(ent) = dir.next() {
+        if ent?.file_type() == fs::FileType::Unknown {
+            return Err(Errno::NOTSUP);
+        }
+    }
+    Ok(())
 }
