@@ -103,18 +103,8 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
     ));
     // flock on a directory, seen from a second open file description.
     let locks = (|| -> std::result::Result<(), Errno> {
-        let a = fd::openat(
-            fd,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        let b = fd::openat(
-            fd,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let a = reopen(fd)?;
+        let b = reopen(fd)?;
         fs::flock(&a, fs::FlockOperation::LockShared)?;
         match fs::flock(&b, fs::FlockOperation::NonBlockingLockExclusive) {
             Err(Errno::WOULDBLOCK) => Ok(()),
@@ -164,15 +154,20 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
     Ok(out)
 }
 
-/// Whether every entry of the directory `fd` comes with its `d_type`. Listed through a
-/// descriptor of the seam's own (rustix's `Dir` would close its copy through libc).
-fn dtype_in_readdir(fd: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
-    let d = fd::openat(
+/// A new open file description of the directory `fd`.
+fn reopen(fd: BorrowedFd<'_>) -> std::result::Result<fd::Fd, Errno> {
+    fd::openat(
         fd,
         ".",
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )?;
+    )
+}
+
+/// Whether every entry of the directory `fd` comes with its `d_type`. Listed through a
+/// descriptor of the seam's own (rustix's `Dir` would close its copy through libc).
+fn dtype_in_readdir(fd: BorrowedFd<'_>) -> std::result::Result<(), Errno> {
+    let d = reopen(fd)?;
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut dir = fs::RawDir::new(&d, buf.spare_capacity_mut());
     while let Some(ent) = dir.next() {
