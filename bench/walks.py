@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""The files a newcomer's walk crosses (issue 27), counted by the machine: the source files of
+this repository whose code runs for one operation through ldplfs.
+
+Each walk is a real program under `LD_PRELOAD=libldplfs.so` and `valgrind --tool=callgrind`, run
+twice with SHORT and LONG repetitions of one operation. callgrind charges every instruction to
+the source file of its line, inlined code included, so a file whose instruction count grows with
+the repetitions holds code that runs for that operation. Opening, closing and starting the
+program cancel out. Reported: those files (crates/*/src, by path), and the instructions of each
+per operation. A file without a function (a lib.rs that only declares modules) is left out:
+callgrind charges it with instructions whose line the debug information lost.
+
+Walks (each a small Python program, so that one interposed call is made per operation):
+  write       4 KiB `write`s to a new N-1 file, SHORT or LONG of them (steady state: the first
+              write, which makes the logs, cancels out; every `index_buffer_records`-th write
+              also appends the index records, so their files show with under one instruction in
+              ten per write)
+  read        4 KiB `read`s of a closed N-1 file of LONG such writes, SHORT or LONG of them (the
+              index load is the same in both runs and cancels out)
+  first-read  one 4 KiB `read` against none, after the same open: the first read, which loads
+              the index (its per-record work scales with the file, not the walk)
+  stat        `stat` of SHORT or LONG closed N-1 files, each written by one process (4 KiB)
+
+usage: bench/walks.py [--lib target/release/libldplfs.so] [--root CHECKOUT] [--json] [--functions] [--min 0.5] [WALK ...]
+--min: the instructions per operation below which a file is not counted (default 0.5: a file
+whose code runs once in more than two operations, such as the index append of the write walk,
+is listed apart as "sometimes").
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+WALKS = ["write", "read", "first-read", "stat"]
+SHORT, LONG = 1000, 2000
+LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?):(.*?)(?: \[.*\])?$")
+
+
+def need(tool):
+    if shutil.which(tool) is None:
+        sys.exit(f"walks: {tool} is not installed")
+
+
+def callgrind(env, argv, work, root):
+    """Instructions by source file (the crates of the checkout at `root` only) for one run of argv."""
+    out = os.path.join(work, "cg.out")
+    subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--log-file=/dev/null"] + argv,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    ann = subprocess.run(
+        ["callgrind_annotate", "--threshold=100", "--inclusive=no", out],
+        # Run elsewhere than the checkout: there it names the checkout's files relative to it.
+        cwd=work,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    by_file = defaultdict(int)
+    crates = os.path.join(root, "crates") + "/"
+    for line in ann.splitlines():
+        m = LINE.match(line)
+        if not m or not m.group(2).startswith(crates):
+            continue
+        # Keyed by file and by the function its lines ran in (inlined code: the caller's).
+        by_file[(os.path.relpath(m.group(2), crates), m.group(3))] += int(m.group(1).replace(",", ""))
+    os.unlink(out)
+    return by_file
+
+
+# The program each walk runs: one system call interposed per operation and nothing else (dd
+# would add its read of /dev/zero, and coreutils' stat its own calls, to every operation).
+DRIVER = """
+import os, sys
+walk, n, paths = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+if walk == "make":
+    for p in paths:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, bytes(4096) * n)
+        os.close(fd)
+elif walk == "write":
+    buf = bytes(4096)
+    fd = os.open(paths[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    for _ in range(n):
+        os.write(fd, buf)
+    os.close(fd)
+elif walk in ("read", "first-read"):
+    fd = os.open(paths[0], os.O_RDONLY)
+    for _ in range(n):
+        os.read(fd, 4096)
+    os.close(fd)
+elif walk == "stat":
+    for p in paths[:n]:
+        os.stat(p)
+"""
+
+
+def driver(walk, n, paths):
+    return ["/usr/bin/python3", "-c", DRIVER, walk, str(n)] + paths
+
+
+def runs(walk, env, mnt, work, root):
+    """The two runs of a walk: (instructions by file, operations) for each."""
+    if walk == "write":
+        return [(callgrind(env, driver(walk, n, [f"{mnt}/w{n}"]), work, root), n) for n in (SHORT, LONG)]
+    if walk in ("read", "first-read"):
+        # One writer's file of LONG writes of 4 KiB.
+        subprocess.run(driver("write", LONG, [f"{mnt}/r"]), env=env, check=True)
+        counts = (SHORT, LONG) if walk == "read" else (0, 1)
+        return [(callgrind(env, driver(walk, n, [f"{mnt}/r"]), work, root), n) for n in counts]
+    if walk == "stat":
+        names = [f"{mnt}/s{i}" for i in range(LONG)]
+        subprocess.run(driver("make", 1, names), env=env, check=True)
+        return [(callgrind(env, driver(walk, n, names), work, root), n) for n in (SHORT, LONG)]
+    raise ValueError(walk)
+
+
+def has_code(root, rel):
+    """Whether crates/`rel` under `root` defines a function."""
+    try:
+        with open(os.path.join(root, "crates", rel)) as f:
+            return re.search(r"\bfn\s", f.read()) is not None
+    except OSError:
+        return True
+
+
+def measure(walk, lib, root, min_per_op):
+    need("valgrind")
+    need("callgrind_annotate")
+    with tempfile.TemporaryDirectory(prefix="plfs-walks-") as work:
+        mnt, store = os.path.join(work, "mnt"), os.path.join(work, "store")
+        os.makedirs(mnt)
+        os.makedirs(store)
+        rc = os.path.join(work, "plfsrc")
+        with open(rc, "w") as f:
+            f.write(f"- mount_point: {mnt}\n  backends:\n    - location: {store}\n")
+        env = dict(os.environ, PLFSRC=rc, LD_PRELOAD=os.path.abspath(lib))
+        (a, na), (b, nb) = runs(walk, env, mnt, work, root)
+    ops = nb - na
+    # A file without a function (a lib.rs that only declares modules) holds no code: callgrind
+    # charges it with instructions whose line the debug information lost, and it is not counted.
+    per_fn = {k: (b.get(k, 0) - a.get(k, 0)) / ops for k in set(a) | set(b) if has_code(root, k[0])}
+    per_op, fns = defaultdict(float), defaultdict(list)
+    for (f, fn), v in per_fn.items():
+        per_op[f] += v
+        if v >= min_per_op:
+            fns[f].append((fn, round(v, 1)))
+    files = sorted((f for f, v in per_op.items() if v >= min_per_op), key=lambda f: -per_op[f])
+    sometimes = sorted(f for f, v in per_op.items() if 0 < v < min_per_op)
+    return {
+        "walk": walk,
+        "files": [(f, round(per_op[f], 1)) for f in files],
+        "functions": {f: sorted(fns[f], key=lambda x: -x[1]) for f in files},
+        "sometimes": sometimes,
+        "instructions_per_op": round(sum(v for v in per_op.values() if v > 0), 1),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("walks", nargs="*", default=WALKS, metavar="WALK")
+    ap.add_argument("--lib", default=os.path.join(ROOT, "target/release/libldplfs.so"))
+    ap.add_argument("--root", help="the checkout the library was built from, whose crates/ are counted (default: this one)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--functions", action="store_true", help="under each file, the functions its code ran in")
+    ap.add_argument("--min", type=float, default=0.5)
+    args = ap.parse_args()
+    if not os.path.exists(args.lib):
+        sys.exit(f"walks: {args.lib}: no such library (cargo build --release first)")
+    # The checkout the library was built from, whose crates/ are the files counted.
+    root = os.path.abspath(args.root or ROOT)
+    results = [measure(w, args.lib, root, args.min) for w in args.walks or WALKS]
+    for r in results:
+        if not r["files"]:
+            sys.exit(f"walks: no file of {root}/crates ran in the {r['walk']} walk: was {args.lib} built from that checkout (--root)?")
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return
+    for r in results:
+        print(f"{r['walk']}: {len(r['files'])} files, {r['instructions_per_op']} instructions per operation in them")
+        for f, v in r["files"]:
+            print(f"  {v:>10}  {f}")
+            if args.functions:
+                for fn, w in r["functions"][f]:
+                    print(f"  {w:>22}  in {fn}")
+        if r["sometimes"]:
+            print(f"  sometimes (under {args.min} per operation): {', '.join(r['sometimes'])}")
+
+
+if __name__ == "__main__":
+    main()
