@@ -70,7 +70,7 @@ pub(crate) use plfs_format as format;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use layout::OpenFile;
-pub use namespace::Plfs;
+pub use namespace::{InMount, Logical, MountId, Plfs};
 pub use sys::descriptors_anywhere;
 pub use sys::failpoint;
 pub use sys::may_be_kept_descriptor;

@@ -275,7 +275,8 @@ pub fn mount(opts: MountOptions) -> Result<(), Error> {
     }
     let default_permissions = opts.default_permissions.unwrap_or(true);
     crate::ident::enable();
-    let fs = PlfsFs::new(plfs, mount_point, default_permissions, opts.direct_io.unwrap_or(false));
+    let fs = PlfsFs::new(plfs, &mount_point, default_permissions, opts.direct_io.unwrap_or(false))
+        .map_err(|_| Error::Other("the mount point served is not one of the instance's".into()))?;
 
     let mut fc = fuser::Config::default();
     fc.mount_options = vec![

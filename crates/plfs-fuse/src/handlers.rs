@@ -169,7 +169,7 @@ impl Filesystem for PlfsFs {
             match self
                 .rel(ino)
                 .and_then(|r| self.as_meta(req, &r, 0).map(|()| r))
-                .and_then(|r| self.plfs.readlink(&self.logical(&r)).map_err(|e| errno(&e)))
+                .and_then(|r| self.plfs.readlink(&self.at(&r)).map_err(|e| errno(&e)))
             {
                 Ok(t) => reply.data(t.as_encoded_bytes()),
                 Err(e) => reply.error(e),
@@ -195,9 +195,7 @@ impl Filesystem for PlfsFs {
                 .as_caller(req)
                 .and_then(|_| self.child(parent, name))
                 .and_then(|rel| {
-                    self.plfs
-                        .create(&self.logical(&rel), mode, true)
-                        .map_err(|e| errno(&e))?;
+                    self.plfs.create(&self.at(&rel), mode, true).map_err(|e| errno(&e))?;
                     // Its attributes: a metadata read (a directory made without x is still stat-able).
                     ident::act_as_daemon()?;
                     self.entry_for(&rel)
@@ -215,7 +213,7 @@ impl Filesystem for PlfsFs {
                 .as_caller(req)
                 .and_then(|_| self.child(parent, name))
                 .and_then(|rel| {
-                    self.plfs.mkdir(&self.logical(&rel), mode).map_err(|e| errno(&e))?;
+                    self.plfs.mkdir(&self.at(&rel), mode).map_err(|e| errno(&e))?;
                     // Its attributes: a metadata read (a directory made without x is still stat-able).
                     ident::act_as_daemon()?;
                     self.entry_for(&rel)
@@ -233,7 +231,7 @@ impl Filesystem for PlfsFs {
                 .as_caller(req)
                 .and_then(|_| self.child(parent, name))
                 .and_then(|rel| {
-                    self.plfs.unlink(&self.logical(&rel)).map_err(|e| errno(&e))?;
+                    self.plfs.unlink(&self.at(&rel)).map_err(|e| errno(&e))?;
                     lock(&self.inodes).detach(&rel);
                     Ok(())
                 });
@@ -250,7 +248,7 @@ impl Filesystem for PlfsFs {
                 .as_caller(req)
                 .and_then(|_| self.child(parent, name))
                 .and_then(|rel| {
-                    self.plfs.rmdir(&self.logical(&rel)).map_err(|e| errno(&e))?;
+                    self.plfs.rmdir(&self.at(&rel)).map_err(|e| errno(&e))?;
                     lock(&self.inodes).detach(&rel);
                     Ok(())
                 });
@@ -267,7 +265,7 @@ impl Filesystem for PlfsFs {
                 .as_caller(req)
                 .and_then(|_| self.child(parent, link_name))
                 .and_then(|rel| {
-                    self.plfs.symlink(target, &self.logical(&rel)).map_err(|e| errno(&e))?;
+                    self.plfs.symlink(target, &self.at(&rel)).map_err(|e| errno(&e))?;
                     // Its attributes: a metadata read (a directory made without x is still stat-able).
                     ident::act_as_daemon()?;
                     self.entry_for(&rel)
@@ -297,7 +295,7 @@ impl Filesystem for PlfsFs {
                 if flags.contains(RenameFlags::RENAME_EXCHANGE) || flags.contains(RenameFlags::RENAME_WHITEOUT) {
                     return Err(Errno::EINVAL);
                 }
-                let (a, b) = (self.logical(&from), self.logical(&to));
+                let (a, b) = (self.at(&from), self.at(&to));
                 match flags.contains(RenameFlags::RENAME_NOREPLACE) {
                     true => self.plfs.rename_noreplace(&a, &b),
                     false => self.plfs.rename(&a, &b),
@@ -506,7 +504,7 @@ impl Filesystem for PlfsFs {
         guard("fsyncdir", || {
             let r = self
                 .rel(ino)
-                .and_then(|r| self.plfs.sync_dir(&self.logical(&r)).map_err(|e| errno(&e)));
+                .and_then(|r| self.plfs.sync_dir(&self.at(&r)).map_err(|e| errno(&e)));
             match r {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(e),
@@ -515,7 +513,7 @@ impl Filesystem for PlfsFs {
     }
 
     fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
-        let r = |()| self.plfs.statvfs(&self.mount_point).map_err(|e| errno(&e));
+        let r = |()| self.plfs.statvfs(&self.at(Path::new(""))).map_err(|e| errno(&e));
         guard("statfs", || match self.as_meta(req, Path::new(""), 0).and_then(r) {
             Ok(s) => reply.statfs(
                 s.f_blocks,

@@ -12,7 +12,7 @@ use crate::ident::{self, Groups, Ident};
 use crate::inodes::{Inodes, ROOT};
 use fuser::{Errno, FileHandle, INodeNo, Request, TimeOrNow};
 use plfs_core::DirEntry;
-use plfs_core::{FileKind, OpenFile, Plfs, Stat};
+use plfs_core::{FileKind, InMount, MountId, OpenFile, Plfs, Stat};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -49,8 +49,8 @@ pub(crate) struct Handle {
 #[derive(Debug)]
 pub struct PlfsFs {
     pub(crate) plfs: Plfs,
-    /// The plfsrc mount point served (logical paths are below it).
-    pub(crate) mount_point: PathBuf,
+    /// The core's id of the plfsrc mount point served (the daemon's paths are relative to it).
+    pub(crate) mount: MountId,
     pub(crate) inodes: Mutex<Inodes>,
     pub(crate) handles: Mutex<HashMap<u64, Arc<Handle>>>,
     pub(crate) dirs: Mutex<HashMap<u64, OpenDir>>,
@@ -83,13 +83,14 @@ pub fn privs_to_kill(mode: u32) -> u32 {
 }
 
 impl PlfsFs {
-    /// Serves `mount_point` (a mount point of `plfs`'s configuration); `default_permissions`:
-    /// whether the kernel checks permissions; `direct_reads`: whether read-only handles bypass
-    /// the page cache.
-    pub fn new(plfs: Plfs, mount_point: PathBuf, default_permissions: bool, direct_reads: bool) -> Self {
-        PlfsFs {
+    /// Serves `mount_point` (a mount point of `plfs`'s configuration: `ENOENT` if it is not one);
+    /// `default_permissions`: whether the kernel checks permissions; `direct_reads`: whether
+    /// read-only handles bypass the page cache.
+    pub fn new(plfs: Plfs, mount_point: &Path, default_permissions: bool, direct_reads: bool) -> Result<Self, Errno> {
+        let mount = plfs.mount_id(mount_point).ok_or(Errno::ENOENT)?;
+        Ok(PlfsFs {
             plfs,
-            mount_point,
+            mount,
             inodes: Mutex::new(Inodes::new()),
             handles: Mutex::new(HashMap::new()),
             dirs: Mutex::new(HashMap::new()),
@@ -100,7 +101,7 @@ impl PlfsFs {
             groups: Groups::default(),
             privs: Mutex::new(HashMap::new()),
             privileged: AtomicBool::new(false),
-        }
+        })
     }
 
     /// The identity of a request's caller.
@@ -148,12 +149,11 @@ impl PlfsFs {
         ident::act_as(&h.ident)
     }
 
-    pub(crate) fn logical(&self, rel: &Path) -> PathBuf {
-        if rel.as_os_str().is_empty() {
-            self.mount_point.clone()
-        } else {
-            self.mount_point.join(rel)
-        }
+    /// The core's name of `rel` (a path relative to the mount point served): the daemon holds
+    /// paths relative to its mount point, and the core places them on it without a look at the
+    /// mount point (no absolute path joined here for the core to take apart again).
+    pub(crate) fn at<'a>(&self, rel: &'a Path) -> InMount<'a> {
+        InMount { mount: self.mount, rel }
     }
 
     /// Relative path of an inode (ENOENT once unlinked, ESTALE if unknown).
@@ -180,7 +180,7 @@ impl PlfsFs {
     }
 
     pub(crate) fn stat_rel(&self, rel: &Path) -> R<Stat> {
-        self.plfs.stat(&self.logical(rel)).map_err(|e| errno(&e))
+        self.plfs.stat(&self.at(rel)).map_err(|e| errno(&e))
     }
 
     /// FUSE attributes of `st` for inode `ino`; remembers modes a write must change.
@@ -269,7 +269,7 @@ impl PlfsFs {
         self.check_open(&who, &rel, &of)?;
         let file = self
             .plfs
-            .open(&self.logical(&rel), of, 0, req.pid())
+            .open(&self.at(&rel), of, 0, req.pid())
             .map_err(|e| errno(&e))?;
         Ok(self.new_fh(file, who, ino.0))
     }
@@ -285,7 +285,7 @@ impl PlfsFs {
     ) -> R<(fuser::FileAttr, u64)> {
         let who = self.as_caller(req)?;
         let rel = self.child(parent, name)?;
-        let logical = self.logical(&rel);
+        let logical = self.at(&rel);
         let mut of = Self::open_flags(flags)?;
         let created = self.plfs.create(&logical, mode, of.excl).map_err(|e| errno(&e))?;
         of.create = false;
@@ -325,14 +325,15 @@ impl PlfsFs {
     ) -> R<Stat> {
         let e = |e: plfs_core::Error| errno(&e);
         let h = fh.and_then(|fh| self.handle(fh).ok());
-        let (logical, h) = match self.rel(ino) {
-            Ok(rel) => (Some(self.logical(&rel)), h),
+        let (rel, h) = match self.rel(ino) {
+            Ok(rel) => (Some(rel), h),
             // Unlinked: only its handles remain, and attributes change through one of them.
             Err(err) => (None, Some(h.or_else(|| self.handle_of(ino.0)).ok_or(err)?)),
         };
-        let path = || logical.as_deref().ok_or(Errno::ENOENT);
+        let logical = rel.as_deref().map(|r| self.at(r));
+        let path = || logical.ok_or(Errno::ENOENT);
         let subject = match (&logical, &h) {
-            (Some(p), _) => Subject::Named(p),
+            (Some(p), _) => Subject::Named(*p),
             (None, Some(h)) => Subject::Unnamed(&h.file),
             (None, None) => return Err(Errno::ENOENT),
         };
@@ -360,7 +361,7 @@ impl PlfsFs {
                 }
                 None => {
                     self.as_caller(req)?;
-                    self.plfs.truncate(path()?, sz).map_err(e)?
+                    self.plfs.truncate(&path()?, sz).map_err(e)?
                 }
             }
         }
@@ -400,7 +401,7 @@ impl PlfsFs {
             return;
         }
         let new = mode & 0o7777 & !privs_to_kill(mode);
-        match self.plfs.chmod(&self.logical(&rel), new) {
+        match self.plfs.chmod(&self.at(&rel), new) {
             Ok(()) => {
                 let mut p = lock(&self.privs);
                 p.remove(&ino);
@@ -412,7 +413,7 @@ impl PlfsFs {
 
     pub(crate) fn list_dir(&self, ino: INodeNo) -> R<Listing> {
         let rel = self.rel(ino)?;
-        let entries: Vec<DirEntry> = self.plfs.readdir(&self.logical(&rel)).map_err(|e| errno(&e))?;
+        let entries: Vec<DirEntry> = self.plfs.readdir(&self.at(&rel)).map_err(|e| errno(&e))?;
         let mut t = lock(&self.inodes);
         let mut out = Vec::with_capacity(entries.len() + 2);
         out.push((ino.0, FileKind::Dir, ".".into()));
@@ -464,7 +465,7 @@ impl PlfsFs {
 /// The file a SETATTR changes: by its name, or, once it has none (unlinked), through a handle
 /// that has it open.
 enum Subject<'a> {
-    Named(&'a Path),
+    Named(InMount<'a>),
     Unnamed(&'a OpenFile),
 }
 

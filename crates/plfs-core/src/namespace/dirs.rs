@@ -1,6 +1,7 @@
 //! Directories: they exist on every canonical backend; mkdir and rmdir act on each, readdir
 //! merges them (containers list as regular files, PLFS's own entries not at all).
 
+use super::Logical;
 use super::{Entry, Plfs};
 use crate::container::DirExt;
 use crate::error::{Error, Result};
@@ -12,7 +13,6 @@ use rustix::io::Errno;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 impl Plfs {
     /// Checks that the parent of `loc` is a logical directory, and that it exists on the backend
@@ -40,8 +40,8 @@ impl Plfs {
     }
 
     /// Creates a directory on every canonical backend.
-    pub fn mkdir(&self, path: &Path, mode: u32) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn mkdir(&self, path: &(impl Logical + ?Sized), mode: u32) -> Result<()> {
+        let loc = path.locate(self)?;
         if loc.is_root() || !matches!(self.lookup(&loc)?, Entry::Missing) {
             return Err(Error::Exists(loc.logical.clone()));
         }
@@ -77,8 +77,8 @@ impl Plfs {
     }
 
     /// Removes an empty directory from every canonical backend.
-    pub fn rmdir(&self, path: &Path) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn rmdir(&self, path: &(impl Logical + ?Sized)) -> Result<()> {
+        let loc = path.locate(self)?;
         if loc.is_root() {
             return Err(loc.err(Errno::BUSY, "is a mount point"));
         }
@@ -119,8 +119,8 @@ impl Plfs {
     /// after what the layout keeps of it elsewhere (1-N: this process's log there). A copy that
     /// is missing has nothing to make durable (the directory was removed while open, or a
     /// backend never had it).
-    pub fn sync_dir(&self, path: &Path) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn sync_dir(&self, path: &(impl Logical + ?Sized)) -> Result<()> {
+        let loc = path.locate(self)?;
         self.layout(&loc).sync_dir(&loc)?;
         for b in loc.mount.canonical.iter() {
             match b.dir(&loc.rel) {
@@ -134,8 +134,8 @@ impl Plfs {
 
     /// Lists a logical directory: the union over canonical backends, sorted by name, without
     /// `.`/`..`. Containers list as files.
-    pub fn readdir(&self, path: &Path) -> Result<Vec<DirEntry>> {
-        let loc = self.resolve(path)?;
+    pub fn readdir(&self, path: &(impl Logical + ?Sized)) -> Result<Vec<DirEntry>> {
+        let loc = path.locate(self)?;
         let layout = self.layout(&loc);
         if !loc.is_root() {
             match self.lookup(&loc)? {

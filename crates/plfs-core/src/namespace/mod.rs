@@ -4,8 +4,11 @@
 //! symlinks are plain backend objects, regular files are whatever stores them.
 
 mod dirs;
+mod logical;
 mod rename;
 mod reopen;
+
+pub use logical::{InMount, Logical, MountId};
 
 use crate::config::{Config, Workload};
 use crate::container::Container;
@@ -21,8 +24,7 @@ use crate::mount::{Loc, Mount, Probe};
 use crate::sys::{self, RawStat, StatVfs, TimeSpec};
 use crate::types::{FileFormat, FileKind, OpenFlags, PackedUsage, Stat, Storage};
 use rustix::io::Errno;
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -120,39 +122,6 @@ impl Plfs {
         self.config.mount_for(path).is_some()
     }
 
-    /// Resolves a logical path (absolute; `.`/`..` resolved lexically) to its mount.
-    pub fn resolve(&self, path: &Path) -> Result<Loc> {
-        let (m, logical, rel) = self
-            .config
-            .place(path)
-            .ok_or_else(|| Error::errno(Errno::XDEV, format!("{}: not under a PLFS mount point", path.display())))?;
-        // Normalised: its components are what lies between the slashes.
-        if let Some(bad) = rel
-            .as_os_str()
-            .as_bytes()
-            .split(|&c| c == b'/')
-            .find(|c| is_reserved_name(c))
-        {
-            return Err(Error::InvalidArgument(format!(
-                "{}: {:?} is a name reserved by PLFS",
-                path.display(),
-                OsStr::from_bytes(bad)
-            )));
-        }
-        let idx = self
-            .mounts
-            .iter()
-            .position(|(x, _)| x.cfg.mount_point == m.mount_point)
-            .expect("mount resolved from this config");
-        let mount = self.mounts[idx].0.clone();
-        Ok(Loc {
-            mount,
-            idx,
-            rel,
-            logical,
-        })
-    }
-
     pub(crate) fn layout(&self, loc: &Loc) -> &dyn Layout {
         &*self.mounts[loc.idx].1
     }
@@ -231,8 +200,8 @@ impl Plfs {
     }
 
     /// Creates a file if it does not exist. Returns true if this call created it.
-    pub fn create(&self, path: &Path, mode: u32, excl: bool) -> Result<bool> {
-        let loc = self.resolve(path)?;
+    pub fn create(&self, path: &(impl Logical + ?Sized), mode: u32, excl: bool) -> Result<bool> {
+        let loc = path.locate(self)?;
         if loc.is_root() {
             return Err(loc.err(Errno::ISDIR, "is a directory"));
         }
@@ -260,8 +229,8 @@ impl Plfs {
 
     /// Opens (and with `flags.create`, creates) a logical file. `pid` names this handle's writer
     /// (an MPI rank or the process id).
-    pub fn open(&self, path: &Path, flags: OpenFlags, mode: u32, pid: u32) -> Result<OpenFile> {
-        let loc = self.resolve(path)?;
+    pub fn open(&self, path: &(impl Logical + ?Sized), flags: OpenFlags, mode: u32, pid: u32) -> Result<OpenFile> {
+        let loc = path.locate(self)?;
         if loc.is_root() {
             return Err(loc.err(Errno::ISDIR, "is a directory"));
         }
@@ -303,8 +272,8 @@ impl Plfs {
     }
 
     /// stat without following a final symlink.
-    pub fn stat(&self, path: &Path) -> Result<Stat> {
-        let loc = self.resolve(path)?;
+    pub fn stat(&self, path: &(impl Logical + ?Sized)) -> Result<Stat> {
+        let loc = path.locate(self)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.stat(),
             Entry::Dir(_, st) => Ok(Stat::from_raw(&st, FileKind::Dir)),
@@ -337,14 +306,14 @@ impl Plfs {
     }
 
     /// Truncates a file by path.
-    pub fn truncate(&self, path: &Path, size: u64) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn truncate(&self, path: &(impl Logical + ?Sized), size: u64) -> Result<()> {
+        let loc = path.locate(self)?;
         self.file(&loc)?.truncate(size)
     }
 
     /// Removes a file or symlink.
-    pub fn unlink(&self, path: &Path) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn unlink(&self, path: &(impl Logical + ?Sized)) -> Result<()> {
+        let loc = path.locate(self)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.unlink(),
             Entry::Symlink(b, _) => loc.parent_dir(b)?.unlink(loc.name()),
@@ -354,8 +323,8 @@ impl Plfs {
     }
 
     /// chmod (of a symlink itself: `EOPNOTSUPP`, as Linux's `lchmod`).
-    pub fn chmod(&self, path: &Path, mode: u32) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn chmod(&self, path: &(impl Logical + ?Sized), mode: u32) -> Result<()> {
+        let loc = path.locate(self)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.chmod(mode),
             Entry::Dir(..) => {
@@ -368,8 +337,8 @@ impl Plfs {
     }
 
     /// chown (`u32::MAX` leaves an id unchanged); does not follow a final symlink.
-    pub fn chown(&self, path: &Path, uid: u32, gid: u32) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn chown(&self, path: &(impl Logical + ?Sized), uid: u32, gid: u32) -> Result<()> {
+        let loc = path.locate(self)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.chown(uid, gid),
             Entry::Dir(..) => self.on_every_dir(&loc, |d| d.chown_self(uid, gid), |p, n| p.chown(n, uid, gid)),
@@ -379,8 +348,8 @@ impl Plfs {
     }
 
     /// Sets access and modification times (does not follow a final symlink).
-    pub fn utimens(&self, path: &Path, atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn utimens(&self, path: &(impl Logical + ?Sized), atime: TimeSpec, mtime: TimeSpec) -> Result<()> {
+        let loc = path.locate(self)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.utimens(atime, mtime),
             Entry::Dir(..) => self.on_every_dir(
@@ -394,8 +363,8 @@ impl Plfs {
     }
 
     /// access(2): `mode` is a mask of R_OK=4, W_OK=2, X_OK=1 (0 = existence).
-    pub fn access(&self, path: &Path, mode: u32) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn access(&self, path: &(impl Logical + ?Sized), mode: u32) -> Result<()> {
+        let loc = path.locate(self)?;
         let r = match self.lookup(&loc)? {
             Entry::File(n) => return n.access(mode),
             Entry::Dir(b, _) => loc.mount.canonical[b].dir(&loc.rel)?.access_self(mode),
@@ -409,8 +378,8 @@ impl Plfs {
     }
 
     /// Creates a symbolic link `link` whose contents are `target` (stored verbatim).
-    pub fn symlink(&self, target: &Path, link: &Path) -> Result<()> {
-        let loc = self.resolve(link)?;
+    pub fn symlink(&self, target: &Path, link: &(impl Logical + ?Sized)) -> Result<()> {
+        let loc = link.locate(self)?;
         if loc.is_root() {
             return Err(Error::Exists(loc.logical.clone()));
         }
@@ -422,8 +391,8 @@ impl Plfs {
     }
 
     /// Reads a symbolic link.
-    pub fn readlink(&self, path: &Path) -> Result<OsString> {
-        let loc = self.resolve(path)?;
+    pub fn readlink(&self, path: &(impl Logical + ?Sized)) -> Result<OsString> {
+        let loc = path.locate(self)?;
         match self.lookup(&loc)? {
             Entry::Symlink(b, _) => loc.parent_dir(b)?.readlink(loc.name()),
             Entry::Missing => Err(loc.not_found()),
@@ -432,14 +401,14 @@ impl Plfs {
     }
 
     /// File system statistics of the first canonical backend.
-    pub fn statvfs(&self, path: &Path) -> Result<StatVfs> {
-        let loc = self.resolve(path)?;
+    pub fn statvfs(&self, path: &(impl Logical + ?Sized)) -> Result<StatVfs> {
+        let loc = path.locate(self)?;
         loc.mount.canonical[0].root()?.statvfs()
     }
 
     /// What stores a logical path, for the tools (`plfs du`, `plfs ls`).
-    pub fn storage(&self, path: &Path) -> Result<Storage> {
-        let loc = self.resolve(path)?;
+    pub fn storage(&self, path: &(impl Logical + ?Sized)) -> Result<Storage> {
+        let loc = path.locate(self)?;
         let f = loc.find()?;
         let at = loc.on(f.backend);
         Ok(match f.probe {
@@ -458,8 +427,8 @@ impl Plfs {
 
     /// How a regular file is stored, and in which format (`plfs stat`, `plfs ls -l`); `None` for
     /// a directory or a symbolic link.
-    pub fn file_format(&self, path: &Path) -> Result<Option<FileFormat>> {
-        let loc = self.resolve(path)?;
+    pub fn file_format(&self, path: &(impl Logical + ?Sized)) -> Result<Option<FileFormat>> {
+        let loc = path.locate(self)?;
         match self.lookup(&loc)? {
             Entry::File(n) => n.format().map(Some),
             Entry::Missing => Err(loc.not_found()),
@@ -469,7 +438,7 @@ impl Plfs {
 
     /// The PLFS 2.x container behind a logical file, if it is one (for the tools and upgrade).
     pub(crate) fn legacy(&self, path: &Path) -> Result<Option<LegacyContainer>> {
-        let loc = self.resolve(path)?;
+        let loc = path.locate(self)?;
         let f = loc.find()?;
         match f.probe {
             Probe::Legacy => LegacyContainer::open(&loc.mount, f.backend, &loc.rel).map(Some),
@@ -480,16 +449,16 @@ impl Plfs {
     /// `plfs_flush_writes`: makes the buffered writes of every file this process has open at or
     /// under `path` visible to other processes (index records and 1-N records appended, no
     /// fsync).
-    pub fn flush_writes(&self, path: &Path) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn flush_writes(&self, path: &(impl Logical + ?Sized)) -> Result<()> {
+        let loc = path.locate(self)?;
         self.layout(&loc).flush_under(&loc.logical)
     }
 
     /// `plfs_invalidate_read_cache`: drops this process's cached indexes and 1-N views of files
     /// at or under `path`; the next read reloads them from the backends (and so sees what other
     /// processes made visible since).
-    pub fn invalidate_read_cache(&self, path: &Path) -> Result<()> {
-        let loc = self.resolve(path)?;
+    pub fn invalidate_read_cache(&self, path: &(impl Logical + ?Sized)) -> Result<()> {
+        let loc = path.locate(self)?;
         self.layout(&loc).invalidate_under(&loc.logical);
         Ok(())
     }
@@ -497,22 +466,22 @@ impl Plfs {
     /// `plfs_expand_path`: the backend path of `path` (where it is, or where it would be created:
     /// its canonical backend), with the index of its mount ([`Plfs::mounts`]) and of that
     /// canonical backend in the mount.
-    pub fn expand_path(&self, path: &Path) -> Result<(PathBuf, usize, usize)> {
-        let loc = self.resolve(path)?;
+    pub fn expand_path(&self, path: &(impl Logical + ?Sized)) -> Result<(PathBuf, usize, usize)> {
+        let loc = path.locate(self)?;
         let b = loc.find()?.backend;
         Ok((loc.on(b), loc.idx, b))
     }
 
     /// Space accounting of the packed (1-N) files of a logical directory, for `plfs du`; `None`
     /// on a mount whose workload packs nothing.
-    pub fn small_usage(&self, dir: &Path) -> Result<Option<PackedUsage>> {
-        let loc = self.resolve(dir)?;
+    pub fn small_usage(&self, dir: &(impl Logical + ?Sized)) -> Result<Option<PackedUsage>> {
+        let loc = dir.locate(self)?;
         self.layout(&loc).packed_usage(&loc)
     }
 
     /// Opens the container behind a logical file for the tools (map, query, flatten, fsck).
     pub(crate) fn container(&self, path: &Path) -> Result<Container> {
-        let loc = self.resolve(path)?;
+        let loc = path.locate(self)?;
         let n = self.file(&loc)?;
         n.container().ok_or_else(|| match n.check_writable() {
             // Written by PLFS 2.x: the error names `plfs upgrade`.
@@ -526,8 +495,8 @@ impl Plfs {
 
     /// The backend directories of a logical directory, one per canonical backend that has it
     /// (the LD_PRELOAD library makes one of them the kernel's working directory).
-    pub fn backend_dirs(&self, path: &Path) -> Result<Vec<PathBuf>> {
-        let loc = self.resolve(path)?;
+    pub fn backend_dirs(&self, path: &(impl Logical + ?Sized)) -> Result<Vec<PathBuf>> {
+        let loc = path.locate(self)?;
         Ok((0..loc.mount.canonical.len()).map(|i| loc.on(i)).collect())
     }
 

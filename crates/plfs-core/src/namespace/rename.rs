@@ -1,18 +1,18 @@
 //! rename(2) of files, symlinks and directories within one mount point.
 
+use super::Logical;
 use super::{Entry, Plfs};
 use crate::error::{Error, Result};
 use crate::format;
 use crate::mount::Loc;
 use crate::sys::Dir;
 use rustix::io::Errno;
-use std::path::Path;
 use std::sync::Arc;
 
 impl Plfs {
     /// Renames a file, symlink or directory within one mount point, replacing the target (a
     /// file over a file, a directory over an empty directory).
-    pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+    pub fn rename(&self, from: &(impl Logical + ?Sized), to: &(impl Logical + ?Sized)) -> Result<()> {
         self.rename_as(from, to, Replace::Yes)
     }
 
@@ -21,17 +21,21 @@ impl Plfs {
     /// over. A file or symlink is moved by the backend's own no-replace rename (atomic where
     /// the backend has `RENAME_NOREPLACE`; "Backends" in design.md for the fallbacks); a
     /// directory, moved on every backend, after the look-up finds the name free.
-    pub fn rename_noreplace(&self, from: &Path, to: &Path) -> Result<()> {
+    pub fn rename_noreplace(&self, from: &(impl Logical + ?Sized), to: &(impl Logical + ?Sized)) -> Result<()> {
         self.rename_as(from, to, Replace::No)
     }
 
-    fn rename_as(&self, from: &Path, to: &Path, replace: Replace) -> Result<()> {
-        let lf = self.resolve(from)?;
-        let lt = self.resolve(to)?;
+    fn rename_as(&self, from: &(impl Logical + ?Sized), to: &(impl Logical + ?Sized), replace: Replace) -> Result<()> {
+        let lf = from.locate(self)?;
+        let lt = to.locate(self)?;
         if !Arc::ptr_eq(&lf.mount, &lt.mount) {
             return Err(Error::errno(
                 Errno::XDEV,
-                format!("{} and {} are on different mount points", from.display(), to.display()),
+                format!(
+                    "{} and {} are on different mount points",
+                    lf.logical.display(),
+                    lt.logical.display()
+                ),
             ));
         }
         if lf.logical == lt.logical {

@@ -1,12 +1,12 @@
 //! Opening again a file an earlier open had open, by its identity ([`OpenFile::ident`]): what a
 //! descriptor inherited across exec needs, since POSIX keeps an unlinked file open through it.
 
+use super::Logical;
 use super::{Entry, Plfs};
 use crate::error::Result;
 use crate::layout::{n1, OpenFile};
 use crate::types::OpenFlags;
 use rustix::io::Errno;
-use std::path::Path;
 
 impl Plfs {
     /// Opens the file that an open of `path` reported identity `ident` for ([`OpenFile::ident`],
@@ -15,14 +15,20 @@ impl Plfs {
     /// while another process had it open, where it was moved aside, as an unlinked file
     /// (`st_nlink` 0; its last closer deletes it). `ENOENT` if neither is found: the file is
     /// gone, or another file has its name. Never opens a file of another identity.
-    pub fn reopen(&self, path: &Path, flags: OpenFlags, pid: u32, ident: (u64, u64)) -> Result<OpenFile> {
+    pub fn reopen(
+        &self,
+        path: &(impl Logical + ?Sized),
+        flags: OpenFlags,
+        pid: u32,
+        ident: (u64, u64),
+    ) -> Result<OpenFile> {
         let flags = OpenFlags {
             create: false,
             excl: false,
             trunc: false,
             ..flags
         };
-        let loc = self.resolve(path)?;
+        let loc = path.locate(self)?;
         if loc.is_root() {
             return Err(loc.err(Errno::ISDIR, "is a directory"));
         }

@@ -516,3 +516,54 @@ fn a_missing_backend_is_a_configuration_error_naming_it_at_its_first_use() {
     assert!(failed > 0, "no file hashed to the missing backend");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A path a front end holds relative to its mount point names the same file as the absolute
+/// path, through the same checks, and a relative path not made of names is refused.
+#[test]
+fn a_path_in_a_mount_names_what_the_absolute_path_names() {
+    let d = tmpdir("inmount");
+    let p = plfs_at(&d, 2);
+    let m = p.mount_id(Path::new("/mnt/plfs")).expect("the configured mount point");
+    assert_eq!(p.mount_id(Path::new("/mnt/other")), None);
+    let at = |rel: &'static str| InMount {
+        mount: m,
+        rel: Path::new(rel),
+    };
+    p.mkdir(&at("dir"), 0o755).unwrap();
+    let w = p
+        .open(
+            &at("dir/f"),
+            OpenFlags {
+                write: true,
+                create: true,
+                ..Default::default()
+            },
+            0o644,
+            1,
+        )
+        .unwrap();
+    w.write(b"placed", 0).unwrap();
+    w.close().unwrap();
+    assert_eq!(p.stat(Path::new("/mnt/plfs/dir/f")).unwrap().size, 6);
+    assert_eq!(p.stat(&at("dir/f")).unwrap().size, 6);
+    assert_eq!(p.stat(&at("")).unwrap().kind, FileKind::Dir);
+    let a = at("dir/f").locate(&p).unwrap();
+    let b = Path::new("/mnt/plfs/dir/f").locate(&p).unwrap();
+    assert_eq!((a.idx, &a.rel, &a.logical), (b.idx, &b.rel, &b.logical));
+    assert_eq!(a.logical, Path::new("/mnt/plfs/dir/f"));
+    for bad in ["/dir/f", "dir/../f", "./dir", "dir//f", "dir/", "dir/."] {
+        let e = p.stat(&at(bad)).expect_err(bad);
+        assert_eq!(e.raw_errno(), Errno::INVAL.raw_os_error(), "{bad}: {e}");
+    }
+    let reserved = format!("dir/{}", format::MARKER_NAME);
+    let e = p
+        .stat(&InMount {
+            mount: m,
+            rel: Path::new(&reserved),
+        })
+        .expect_err("a reserved name");
+    assert!(e.to_string().contains("reserved by PLFS"), "{e}");
+    p.rename(&at("dir/f"), &at("g")).unwrap();
+    assert_eq!(p.stat(Path::new("/mnt/plfs/g")).unwrap().size, 6);
+    std::fs::remove_dir_all(&d).unwrap();
+}
