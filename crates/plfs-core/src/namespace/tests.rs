@@ -33,6 +33,16 @@ fn plfs_mode(dir: &Path, backends: usize, workload: Workload) -> Plfs {
     Plfs::new(cfg).unwrap()
 }
 
+/// Opens `f` for writing as pid 1, made if missing (mode 0644).
+fn create_writer(p: &Plfs, f: &(impl Logical + ?Sized)) -> OpenFile {
+    let flags = OpenFlags {
+        write: true,
+        create: true,
+        ..Default::default()
+    };
+    p.open(f, flags, 0o644, 1).unwrap()
+}
+
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
         "plfs-fs-{tag}-{}-{}",
@@ -48,18 +58,7 @@ fn write_read_stat_roundtrip() {
     let d = tmpdir("rt");
     let p = plfs_at(&d, 2);
     let f = Path::new("/mnt/plfs/f");
-    let w = p
-        .open(
-            f,
-            OpenFlags {
-                write: true,
-                create: true,
-                ..Default::default()
-            },
-            0o644,
-            1,
-        )
-        .unwrap();
+    let w = create_writer(&p, f);
     w.write(b"hello", 0).unwrap();
     w.write_as(b"WORLD", 10, 2).unwrap();
     w.write(b"xy", 1).unwrap();
@@ -121,18 +120,7 @@ fn flatten_is_invalidated_by_later_writes() {
     let d = tmpdir("flat");
     let p = plfs_at(&d, 1);
     let f = Path::new("/mnt/plfs/f");
-    let w = p
-        .open(
-            f,
-            OpenFlags {
-                write: true,
-                create: true,
-                ..Default::default()
-            },
-            0o644,
-            1,
-        )
-        .unwrap();
+    let w = create_writer(&p, f);
     w.write(&[1u8; 30], 0).unwrap();
     w.close().unwrap();
     let rep = crate::tools::flatten(&p, f).unwrap();
@@ -530,18 +518,7 @@ fn a_path_in_a_mount_names_what_the_absolute_path_names() {
         rel: Path::new(rel),
     };
     p.mkdir(&at("dir"), 0o755).unwrap();
-    let w = p
-        .open(
-            &at("dir/f"),
-            OpenFlags {
-                write: true,
-                create: true,
-                ..Default::default()
-            },
-            0o644,
-            1,
-        )
-        .unwrap();
+    let w = create_writer(&p, &at("dir/f"));
     w.write(b"placed", 0).unwrap();
     w.close().unwrap();
     assert_eq!(p.stat(Path::new("/mnt/plfs/dir/f")).unwrap().size, 6);
