@@ -21,12 +21,23 @@ Walks (each a small Python program, so that one interposed call is made per oper
               the index (its per-record work scales with the file, not the walk)
   stat        `stat` of SHORT or LONG closed N-1 files, each written by one process (4 KiB)
 
-usage: bench/walks.py [--lib target/release/libldplfs.so] [--root CHECKOUT] [--json] [--functions] [--min 0.5] [WALK ...]
+Back-and-forths (issue 27's "with no back-and-forth"): the raw profile also gives the edges of
+each walk between the files it counts: a call from a line of file A to a function of file B, and
+code of B inlined into a function of A (a helper of B, or a closure of B that a function of A
+runs). A group of files the walk goes into and comes back out of (a cycle of edges) is a
+back-and-forth; an edge from a file of a lower layer into one of a higher layer (the format
+crate, then the core's modules in the order of its lib.rs, then ldplfs's rt, fd, file, calls) is
+listed apart. The edges follow the machine code: a closure given to a wrapper the compiler did
+not inline (456adec's `rt::guard::run`) shows as a back-and-forth; inlined, it does not.
+
+usage: bench/walks.py [--lib target/release/libldplfs.so] [--root CHECKOUT] [--json] [--functions] [--edges] [--min 0.5] [WALK ...]
 --min: the instructions per operation below which a file is not counted (default 0.5: a file
 whose code runs once in more than two operations, such as the index append of the write walk,
-is listed apart as "sometimes").
+is listed apart as "sometimes"), and the calls or instructions per operation below which an
+edge is not.
 """
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -38,6 +49,10 @@ from collections import defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+# The layer order and the cycle search of scripts/check-architecture.py.
+_spec = importlib.util.spec_from_file_location("check_architecture", os.path.join(ROOT, "scripts", "check-architecture.py"))
+ARCH = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ARCH)
 WALKS = ["write", "read", "first-read", "stat"]
 SHORT, LONG = 1000, 2000
 LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?):(.*?)(?: \[.*\])?$")
@@ -73,8 +88,59 @@ def callgrind(env, argv, work, root):
             continue
         # Keyed by file and by the function its lines ran in (inlined code: the caller's).
         by_file[(os.path.relpath(m.group(2), crates), m.group(3))] += int(m.group(1).replace(",", ""))
+    edges = file_edges(out, crates)
     os.unlink(out)
-    return by_file
+    return by_file, edges
+
+
+NAME = re.compile(r"^(c?f[lien]|cfi|cfl|cfn|fn)=\((\d+)\)(?: (.*))?$")
+
+
+def file_edges(out, crates):
+    """Edges between the source files of `crates` in a raw callgrind profile: (A, B) -> how
+    often code of file A led into code of file B. A call from a line of A to a function of B
+    counts its calls; code of B inlined into a function of A (a closure or generic of A's caller
+    inlined there, or a helper of B) counts its instructions. Names are compressed in the
+    format: `fl=(3) name` the first time, `fl=(3)` after."""
+    files, fns = {}, {}
+    edges = defaultdict(int)
+    fn_file = cur = callee = None
+    pending_calls = None
+    with open(out) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = NAME.match(line)
+            if m:
+                kind, ident, name = m.groups()
+                table = fns if kind in ("fn", "cfn") else files
+                if name is not None:
+                    table[ident] = name
+                value = table.get(ident)
+                if kind == "fl":
+                    fn_file = cur = value
+                elif kind in ("fi", "fe"):
+                    cur = value
+                elif kind == "fn":
+                    cur = fn_file
+                elif kind in ("cfi", "cfl"):
+                    callee = value
+                continue
+            if line.startswith("calls="):
+                pending_calls = int(line[6:].split()[0])
+                continue
+            if not line or not (line[0].isdigit() or line[0] in "+-*"):
+                continue
+            if pending_calls is not None:
+                # The cost line of a call: the call site is on the current file's line.
+                if cur and callee and cur != callee and cur.startswith(crates) and callee.startswith(crates):
+                    edges[(os.path.relpath(cur, crates), os.path.relpath(callee, crates), "call")] += pending_calls
+                pending_calls = callee = None
+                continue
+            if cur and fn_file and cur != fn_file and cur.startswith(crates) and fn_file.startswith(crates):
+                parts = line.split()
+                if len(parts) > 1:
+                    edges[(os.path.relpath(fn_file, crates), os.path.relpath(cur, crates), "inline")] += int(parts[1])
+    return edges
 
 
 # The program each walk runs: one system call interposed per operation and nothing else (dd
@@ -144,7 +210,7 @@ def measure(walk, lib, root, min_per_op):
         with open(rc, "w") as f:
             f.write(f"- mount_point: {mnt}\n  backends:\n    - location: {store}\n")
         env = dict(os.environ, PLFSRC=rc, LD_PRELOAD=os.path.abspath(lib))
-        (a, na), (b, nb) = runs(walk, env, mnt, work, root)
+        ((a, ea), na), ((b, eb), nb) = runs(walk, env, mnt, work, root)
     ops = nb - na
     # A file without a function (a lib.rs that only declares modules) holds no code: callgrind
     # charges it with instructions whose line the debug information lost, and it is not counted.
@@ -156,13 +222,63 @@ def measure(walk, lib, root, min_per_op):
             fns[f].append((fn, round(v, 1)))
     files = sorted((f for f, v in per_op.items() if v >= min_per_op), key=lambda f: -per_op[f])
     sometimes = sorted(f for f, v in per_op.items() if 0 < v < min_per_op)
+    # The edges of the walk between the files it counts (self-edges aside).
+    walk_edges = {}
+    for k in set(ea) | set(eb):
+        v = (eb.get(k, 0) - ea.get(k, 0)) / ops
+        if v >= min_per_op and k[0] in per_op and k[1] in per_op and per_op[k[0]] >= min_per_op and per_op[k[1]] >= min_per_op:
+            walk_edges[k] = round(v, 1)
     return {
         "walk": walk,
         "files": [(f, round(per_op[f], 1)) for f in files],
         "functions": {f: sorted(fns[f], key=lambda x: -x[1]) for f in files},
         "sometimes": sometimes,
         "instructions_per_op": round(sum(v for v in per_op.values() if v > 0), 1),
+        "edges": [f"{a} -> {b} ({how}, {n})" for (a, b, how), n in sorted(walk_edges.items())],
+        "back_and_forth": back_and_forth(walk_edges),
+        "upward": upward(walk_edges, root),
     }
+
+
+def back_and_forth(edges):
+    """The walk's back-and-forths: each group of files its code goes into and comes back out of
+    (a cycle of the graph of `edges`), with the edges inside the group. A walk without them
+    reads as a descent: from each file, the code goes on to files it does not come back from."""
+    graph = defaultdict(set)
+    for a, b, _ in edges:
+        graph[a].add(b)
+    groups = sorted(sorted(g) for g in ARCH.strong_components(list(graph), graph))
+    return [
+        {"files": g, "edges": sorted(f"{a} -> {b} ({how}, {n})" for (a, b, how), n in edges.items() if a in g and b in g)}
+        for g in groups
+    ]
+
+
+def layer_of(root, rel):
+    """The rank of crates/`rel` in the layer order, or None: the format crate lowest, then the
+    core's modules in the order its lib.rs declares them (scripts/check-architecture.py's
+    order), then ldplfs's `rt`, `fd`, `file`, `calls` (its lib.rs)."""
+    parts = rel.split("/")
+    if parts[0] == "plfs-format":
+        return 0
+    if parts[0] == "ldplfs":
+        order = ["rt", "fd", "file", "calls"]
+        return 1000 + order.index(parts[2]) if len(parts) > 3 and parts[2] in order else None
+    if parts[0] != "plfs-core":
+        return None
+    module = parts[2][:-3] if len(parts) == 3 else parts[2]
+    layers = ARCH.core_layers(os.path.join(root, "crates/plfs-core/src"))
+    return 1 + layers.index(module) if module in layers else None
+
+
+def upward(edges, root):
+    """Edges of the walk from a file of a lower layer into one of a higher layer."""
+    out = []
+    for (a, b, how), n in sorted(edges.items()):
+        la, lb = layer_of(root, a), layer_of(root, b)
+        if la is not None and lb is not None and lb > la:
+            out.append(f"{a} -> {b} ({how}, {n})")
+    return out
 
 
 def main():
@@ -172,6 +288,7 @@ def main():
     ap.add_argument("--root", help="the checkout the library was built from, whose crates/ are counted (default: this one)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--functions", action="store_true", help="under each file, the functions its code ran in")
+    ap.add_argument("--edges", action="store_true", help="the edges between files: calls (per operation) and inlined code (instructions per operation)")
     ap.add_argument("--min", type=float, default=0.5)
     args = ap.parse_args()
     if not os.path.exists(args.lib):
@@ -194,6 +311,18 @@ def main():
                     print(f"  {w:>22}  in {fn}")
         if r["sometimes"]:
             print(f"  sometimes (under {args.min} per operation): {', '.join(r['sometimes'])}")
+        if args.edges:
+            print(f"  edges ({len(r['edges'])}):")
+            for e in r["edges"]:
+                print(f"    {e}")
+        print(f"  back-and-forths: {len(r['back_and_forth'])}")
+        for g in r["back_and_forth"]:
+            print(f"    {', '.join(g['files'])}")
+            for e in g["edges"]:
+                print(f"      {e}")
+        print(f"  edges into a higher layer: {len(r['upward'])}")
+        for e in r["upward"]:
+            print(f"    {e}")
 
 
 if __name__ == "__main__":

@@ -327,8 +327,10 @@ def module_graph(crate_src):
     return modules, edges
 
 
-def check_cycles(crate, crate_src, modules, edges, problems):
-    # Tarjan's strongly connected components.
+def strong_components(nodes, edges):
+    """The cycles of a directed graph: its strongly connected components of more than one node
+    (Tarjan's algorithm). `edges[v]`: the nodes `v` has an edge to. Also used by bench/walks.py,
+    for the cycles of a walk's files."""
     index, low, on, stack, sccs = {}, {}, set(), [], []
     counter = [0]
 
@@ -337,7 +339,7 @@ def check_cycles(crate, crate_src, modules, edges, problems):
         counter[0] += 1
         stack.append(v)
         on.add(v)
-        for w in edges[v]:
+        for w in edges.get(v, ()):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -355,9 +357,14 @@ def check_cycles(crate, crate_src, modules, edges, problems):
                 sccs.append(comp)
 
     sys.setrecursionlimit(10000)
-    for v in modules:
+    for v in nodes:
         if v not in index:
             visit(v)
+    return sccs
+
+
+def check_cycles(crate, crate_src, modules, edges, problems):
+    sccs = strong_components(modules, edges)
     name = os.path.relpath(crate_src, ROOT)
     found = set()
     for comp in sccs:
@@ -373,10 +380,16 @@ def check_cycles(crate, crate_src, modules, edges, problems):
 MOD_DECL_RX = re.compile(r"^[ \t]*(?:pub(?:\([a-z]+\))?[ \t]+)?mod[ \t]+([a-z_][a-z0-9_]*)[ \t]*;", re.M)
 
 
+def core_layers(core_src=CORE_SRC):
+    """The core's top-level modules in the order its lib.rs declares them: the layer order, lowest
+    first (also used by bench/walks.py)."""
+    return MOD_DECL_RX.findall(product(read(os.path.join(core_src, "lib.rs"))))
+
+
 def check_layers(modules, edges, problems):
     """Every use of a module of the core by one that lib.rs declares before it (a top-level
     module stands for everything under it). Returns the modules in their order."""
-    declared = MOD_DECL_RX.findall(product(read(os.path.join(CORE_SRC, "lib.rs"))))
+    declared = core_layers()
     order = {name: i for i, name in enumerate(declared)}
     used = set()
     for m in sorted(modules):
