@@ -25,7 +25,6 @@ pub use dirs::{container_dir_mode, log_mode, SHADOW_ROOT_MODE};
 use dirs::{follow, mkdir_exact, Expect};
 pub(crate) use listing::{list_whole, Marker};
 pub(crate) use lock::CompactionLock;
-pub(crate) use places::shadows_in_use;
 pub use places::ListingStamp;
 
 /// An open container.

@@ -159,6 +159,12 @@ impl Mount {
         (format::hash_str(&String::from_utf8_lossy(name)) % self.canonical.len() as u64) as usize
     }
 
+    /// Whether writers may keep the logs of this mount's containers on shadow backends: not
+    /// with a single backend in all, where every writer logs inside the container.
+    pub fn shadows_in_use(&self) -> bool {
+        !(self.canonical.len() == 1 && self.shadows.len() == 1 && Arc::ptr_eq(&self.canonical[0], &self.shadows[0]))
+    }
+
     /// The shadow backend a writer on `host` keeps its logs on.
     pub fn shadow_for(&self, host: &str) -> &Arc<Backend> {
         &self.shadows[(format::hash_str(host) % self.shadows.len() as u64) as usize]

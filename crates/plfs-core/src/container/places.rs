@@ -211,10 +211,10 @@ impl Container {
         self.mount.shadow_for(host).dir(&self.shadow_rel()?)?.fsync()
     }
 
-    /// Whether writers may keep this container's logs on shadow backends: not with a single
-    /// backend in all, where every writer logs inside the container.
+    /// Whether writers may keep this container's logs on shadow backends
+    /// ([`Mount::shadows_in_use`](crate::mount::Mount::shadows_in_use) of its mount).
     pub(super) fn shadows_in_use(&self) -> bool {
-        shadows_in_use(&self.mount)
+        self.mount.shadows_in_use()
     }
 
     /// `.plfs_shadow/<cid>`, relative to a shadow backend's root.
@@ -278,9 +278,4 @@ impl Container {
         }
         Ok(out)
     }
-}
-
-/// [`Container::shadows_in_use`] of the containers of mount point `m`.
-pub(crate) fn shadows_in_use(m: &crate::mount::Mount) -> bool {
-    !(m.canonical.len() == 1 && m.shadows.len() == 1 && Arc::ptr_eq(&m.canonical[0], &m.shadows[0]))
 }

@@ -295,7 +295,7 @@ impl ContainerNode {
                 let names = if format::is_flat_marker(size) {
                     crate::container::list_whole(
                         &meta,
-                        crate::container::shadows_in_use(&self.loc.mount),
+                        self.loc.mount.shadows_in_use(),
                         crate::container::Marker::Fresh(&self.st),
                     )?
                 } else {
