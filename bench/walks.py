@@ -93,15 +93,18 @@ def callgrind(env, argv, work, root):
     return by_file, edges
 
 
-NAME = re.compile(r"^(c?f[lien]|cfi|cfl|cfn|fn)=\((\d+)\)(?: (.*))?$")
+NAME = re.compile(r"^(fl|fi|fe|fn|cfi|cfl|cfn)=\((\d+)\)(?: (.*))?$")
 
 
 def file_edges(out, crates):
     """Edges between the source files of `crates` in a raw callgrind profile: (A, B) -> how
     often code of file A led into code of file B. A call from a line of A to a function of B
-    counts its calls; code of B inlined into a function of A (a closure or generic of A's caller
-    inlined there, or a helper of B) counts its instructions. Names are compressed in the
-    format: `fl=(3) name` the first time, `fl=(3)` after."""
+    counts its calls; code of B inlined into a function of A (a helper of B, or a closure of B
+    that A's function runs) counts its instructions. Names are compressed in the format:
+    `fl=(3) name` the first time, `fl=(3)` after; `fi=`/`fe=` name the file of the lines that
+    follow (inlined code), `cfi=`/`cfl=` the file of the function the next `calls=` calls (the
+    current file when absent), and the line after `calls=` is the call's inclusive cost, not
+    the caller's own."""
     files, fns = {}, {}
     edges = defaultdict(int)
     fn_file = cur = callee = None
