@@ -55,7 +55,6 @@ ARCH = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ARCH)
 WALKS = ["write", "read", "first-read", "stat"]
 SHORT, LONG = 1000, 2000
-LINE = re.compile(r"^\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S.*?):(.*?)(?: \[.*\])?$")
 
 
 def need(tool):
@@ -64,7 +63,8 @@ def need(tool):
 
 
 def callgrind(env, argv, work, root):
-    """Instructions by source file (the crates of the checkout at `root` only) for one run of argv."""
+    """One run of argv under callgrind, read by [`profile`] for the crates of the checkout at
+    `root`."""
     out = os.path.join(work, "cg.out")
     subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--log-file=/dev/null"] + argv,
@@ -72,43 +72,31 @@ def callgrind(env, argv, work, root):
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    ann = subprocess.run(
-        ["callgrind_annotate", "--threshold=100", "--inclusive=no", out],
-        # Run elsewhere than the checkout: there it names the checkout's files relative to it.
-        cwd=work,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    by_file = defaultdict(int)
-    crates = os.path.join(root, "crates") + "/"
-    for line in ann.splitlines():
-        m = LINE.match(line)
-        if not m or not m.group(2).startswith(crates):
-            continue
-        # Keyed by file and by the function its lines ran in (inlined code: the caller's).
-        by_file[(os.path.relpath(m.group(2), crates), m.group(3))] += int(m.group(1).replace(",", ""))
-    edges = file_edges(out, crates)
+    counts = profile(out, os.path.join(root, "crates") + "/")
     os.unlink(out)
-    return by_file, edges
+    return counts
 
 
 NAME = re.compile(r"^(fl|fi|fe|fn|cfi|cfl|cfn)=\((\d+)\)(?: (.*))?$")
 
 
-def file_edges(out, crates):
-    """Edges between the source files of `crates` in a raw callgrind profile: (A, B) -> how
-    often code of file A led into code of file B. A call from a line of A to a function of B
-    counts its calls; code of B inlined into a function of A (a helper of B, or a closure of B
-    that A's function runs) counts its instructions. Names are compressed in the format:
-    `fl=(3) name` the first time, `fl=(3)` after; `fi=`/`fe=` name the file of the lines that
-    follow (inlined code), `cfi=`/`cfl=` the file of the function the next `calls=` calls (the
-    current file when absent), and the line after `calls=` is the call's inclusive cost, not
-    the caller's own."""
+def profile(out, crates):
+    """What a raw callgrind profile says of the source files of `crates`:
+    - instructions by (file, function): each line's own cost, charged to the file of the line
+      (inlined code included) and to the function its code ran in (inlined code: the caller's);
+    - edges between files, (A, B, how) -> how often code of file A led into code of file B: a
+      call from a line of A to a function of B counts its calls ("call"); code of B inlined
+      into a function of A (a helper of B, or a closure of B that A's function runs) counts its
+      instructions ("inline").
+    Names are compressed in the format: `fl=(3) name` the first time, `fl=(3)` after; `fi=`/`fe=`
+    name the file of the lines that follow (inlined code), `cfi=`/`cfl=` the file of the
+    function the next `calls=` calls (the current file when absent), and the line after
+    `calls=` is the call's inclusive cost, not the caller's own."""
     files, fns = {}, {}
-    edges = defaultdict(int)
-    fn_file = cur = callee = None
+    by_file, edges = defaultdict(int), defaultdict(int)
+    fn_file = cur = callee = fn = None
     pending_calls = None
+    ours = lambda f: f is not None and f.startswith(crates)  # noqa: E731
     with open(out) as f:
         for line in f:
             line = line.rstrip("\n")
@@ -124,7 +112,7 @@ def file_edges(out, crates):
                 elif kind in ("fi", "fe"):
                     cur = value
                 elif kind == "fn":
-                    cur = fn_file
+                    cur, fn = fn_file, value
                 elif kind in ("cfi", "cfl"):
                     callee = value
                 continue
@@ -135,15 +123,18 @@ def file_edges(out, crates):
                 continue
             if pending_calls is not None:
                 # The cost line of a call: the call site is on the current file's line.
-                if cur and callee and cur != callee and cur.startswith(crates) and callee.startswith(crates):
+                if ours(cur) and ours(callee) and cur != callee:
                     edges[(os.path.relpath(cur, crates), os.path.relpath(callee, crates), "call")] += pending_calls
                 pending_calls = callee = None
                 continue
-            if cur and fn_file and cur != fn_file and cur.startswith(crates) and fn_file.startswith(crates):
-                parts = line.split()
-                if len(parts) > 1:
-                    edges[(os.path.relpath(fn_file, crates), os.path.relpath(cur, crates), "inline")] += int(parts[1])
-    return edges
+            parts = line.split()
+            if len(parts) < 2 or not ours(cur):
+                continue
+            cost = int(parts[1])
+            by_file[(os.path.relpath(cur, crates), fn)] += cost
+            if ours(fn_file) and cur != fn_file:
+                edges[(os.path.relpath(fn_file, crates), os.path.relpath(cur, crates), "inline")] += cost
+    return by_file, edges
 
 
 # The program each walk runs: one system call interposed per operation and nothing else (dd
@@ -204,7 +195,6 @@ def has_code(root, rel):
 
 def measure(walk, lib, root, min_per_op):
     need("valgrind")
-    need("callgrind_annotate")
     with tempfile.TemporaryDirectory(prefix="plfs-walks-") as work:
         mnt, store = os.path.join(work, "mnt"), os.path.join(work, "store")
         os.makedirs(mnt)

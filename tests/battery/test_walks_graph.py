@@ -1,6 +1,7 @@
-"""bench/walks.py's back-and-forth measure (issue 27): the edges it reads from a raw callgrind
-profile, the cycles it finds among them and the layer order it holds them to, checked on inputs
-whose answers are known. (The walks themselves run under valgrind in `make bench`.)"""
+"""bench/walks.py's reading of a raw callgrind profile (issue 27): the instructions by file and
+the edges between files it reads, the cycles it finds among the edges and the layer order it
+holds them to, checked on inputs whose answers are known. (The walks themselves run under
+valgrind in `make bench`.)"""
 
 import importlib.util
 
@@ -49,10 +50,18 @@ calls=2 5
 """
 
 
-def test_edges_of_a_raw_profile(tmp_path):
+def test_a_raw_profile_read(tmp_path):
     p = tmp_path / "cg.out"
     p.write_text(PROFILE)
-    e = walks.file_edges(str(p), CRATES)
+    by_file, e = walks.profile(str(p), CRATES)
+    # Each line's own cost, by its file and the function it ran in; a call's inclusive cost is
+    # the callee's, and std's lines are not counted.
+    assert by_file == {
+        ("plfs-core/src/index/mod.rs", "plfs_core::index::IndexState::refresh"): 6,
+        ("plfs-format/src/names.rs", "plfs_core::index::IndexState::refresh"): 10,
+        ("plfs-core/src/sys/dir.rs", "plfs_core::sys::dir::Dir::list"): 10,
+        ("plfs-core/src/index/mod.rs", "plfs_core::sys::dir::Dir::list"): 11,
+    }
     assert e == {
         ("plfs-core/src/index/mod.rs", "plfs-format/src/names.rs", "inline"): 10,
         ("plfs-core/src/index/mod.rs", "plfs-core/src/sys/dir.rs", "call"): 4,
