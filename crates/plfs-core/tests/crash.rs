@@ -257,7 +257,51 @@ fn run_trial(fx: &Fixture, t: &Trial, name: &str, tally: &mut Tally) {
         }
         acked.push(a);
     }
-    check_debris(fx, t, &path, &acked, tally);
+    // A failed check fails the trial as it is; first it says what the backend held then and
+    // a moment later, so that a failure on a network file system shows whether the backend's own
+    // view of the logs was still changing (a client's caches) or plfs misread a settled one.
+    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_debris(fx, t, &path, &acked, tally)
+    }));
+    if let Err(panic) = checked {
+        let at_failure = backend_view(fx, &path);
+        std::thread::sleep(Duration::from_secs(2));
+        let later = backend_view(fx, &path);
+        eprintln!(
+            "seed {}: the trial failed (acknowledged writes per writer: {acked:?}); its backend files \
+             (size by stat, bytes read, crc32c of them) at the failure and 2 s later:",
+            t.seed
+        );
+        for (file, now) in &at_failure {
+            let then = later.get(file);
+            let same = if then == Some(now) { "same" } else { "CHANGED" };
+            eprintln!("  {file}: {now:?} -> {then:?} {same}");
+        }
+        let plfs = fx.plfs();
+        let size = plfs.stat(&path).map(|st| st.size);
+        let read = common::read_fresh(fx, &path).map(|d| d.len());
+        eprintln!("  2 s later: plfs stat size {size:?}, bytes read {read:?}");
+        if fx.config.global.data_checksums {
+            let v = fsck::verify(&plfs, &path).map(|v| (v.mismatches, v.unreadable));
+            eprintln!("  2 s later: verify (mismatches, unreadable): {v:?}");
+        }
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Every backend file of logical file `path` (`plfs query`): its size by stat, the bytes a read
+/// returns and their crc32c, as the backend shows them now.
+fn backend_view(fx: &Fixture, path: &Path) -> std::collections::BTreeMap<String, (u64, usize, u32)> {
+    let files = plfs_core::tools::query(&fx.plfs(), path).unwrap_or_default();
+    files
+        .into_iter()
+        .filter(|p| p.kind.ends_with(" log") || p.kind == "dropping")
+        .map(|p| {
+            let size = std::fs::metadata(&p.path).map_or(u64::MAX, |m| m.len());
+            let data = std::fs::read(&p.path).unwrap_or_default();
+            (p.path.display().to_string(), (size, data.len(), crc32c::crc32c(&data)))
+        })
+        .collect()
 }
 
 /// The command of crash writer `rank` of trial `t` on `path` (armed with its failpoint).
