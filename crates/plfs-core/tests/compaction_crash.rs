@@ -125,7 +125,8 @@ fn build_n1(fx: &Fixture, path: &Path, seed: u64, open: bool) -> (Vec<u8>, Optio
 }
 
 /// Builds a 1-N directory of 24 files by two instances (some overwritten, truncated, unlinked,
-/// renamed). Returns nothing: the model is the snapshot taken before compacting.
+/// renamed to a new name, renamed over another file, and two swapped by three renames). Returns
+/// nothing: the model is the snapshot taken before compacting.
 fn build_small(fx: &Fixture, dir: &Path, seed: u64) {
     for k in 0..2u64 {
         let p = fx.plfs();
@@ -144,6 +145,14 @@ fn build_small(fx: &Fixture, dir: &Path, seed: u64) {
         p.unlink(&dir.join(format!("f{}", 3 + k))).unwrap();
         p.rename(&dir.join(format!("f{}", 10 + k)), &dir.join(format!("g{k}")))
             .unwrap();
+        let f = |i: u64| dir.join(format!("f{i}"));
+        // Over another file: its new log binds the name to the renamed file, at that file's
+        // CREATE time, which is before the replaced file's.
+        p.rename(&f(12 + 4 * k), &f(13 + 4 * k)).unwrap();
+        // A swap through a third name.
+        p.rename(&f(14 + 4 * k), &dir.join("swap")).unwrap();
+        p.rename(&f(15 + 4 * k), &f(14 + 4 * k)).unwrap();
+        p.rename(&dir.join("swap"), &f(15 + 4 * k)).unwrap();
     }
 }
 
@@ -360,32 +369,7 @@ fn sigkill_during_compaction() {
         t.trials += 1;
         *t.by_point.entry(point).or_default() += 1;
         if small {
-            build_small(fx, &path, seed);
-            let before = snapshot(fx, &path);
-            let out = run_child(fx, &path, true, Some((point, k)));
-            t.outcome(&out, seed);
-            let got = snapshot(fx, &path);
-            same(
-                &got,
-                &before,
-                &format!("seed {seed}: packed files after a kill at {point}@{k}"),
-            );
-            fsck_after_kill(fx, &path, seed, &mut t);
-            same(
-                &snapshot(fx, &path),
-                &before,
-                &format!("seed {seed}: after fsck --repair"),
-            );
-            let r = compact::compact_packed_dir(&fx.plfs(), &path, &Options::default())
-                .unwrap()
-                .unwrap();
-            assert!(matches!(r.status, Status::Compacted | Status::NothingToDo), "{r:?}");
-            same(
-                &snapshot(fx, &path),
-                &before,
-                &format!("seed {seed}: after a new compaction"),
-            );
-            t.bytes_checked += before.values().map(|v| v.3.len() as u64).sum::<u64>() * 4;
+            small_trial(fx, &path, seed, Kill::At(point, k), &mut t);
             continue;
         }
         let (mut model, held) = build_n1(fx, &path, seed, s == 2);
@@ -447,6 +431,146 @@ fn sigkill_during_compaction() {
         start.elapsed().as_secs_f64()
     );
     assert!(t.killed >= trials * 9 / 10, "too few compactions were killed");
+}
+
+/// Runs a compacting child (1-N) and kills it with SIGKILL `after` its start, unless it ended.
+fn run_child_killed_after(fx: &Fixture, path: &Path, after: Duration) -> std::process::Output {
+    let mut c = child_command(
+        ENTRY,
+        "compact",
+        &[
+            ("RC", fx.rc.display().to_string()),
+            ("PATH", path.display().to_string()),
+            ("SMALL", "1".to_string()),
+        ],
+    );
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    std::thread::sleep(after);
+    let _ = child.kill();
+    child.wait_with_output().expect("wait")
+}
+
+/// How a 1-N trial's compaction dies: at the n-th call of a backend operation, or at a moment.
+#[derive(Clone, Copy, Debug)]
+enum Kill<'a> {
+    At(&'a str, u64),
+    After(Duration),
+}
+
+/// One 1-N trial: a directory built from `seed`, its compaction killed as `kill` says; every
+/// file then reads as before (names, sizes, modes, mtimes, bytes), after fsck and its repair,
+/// and after a new compaction.
+fn small_trial(fx: &Fixture, path: &Path, seed: u64, kill: Kill, t: &mut Tally) {
+    build_small(fx, path, seed);
+    let before = snapshot(fx, path);
+    let out = match kill {
+        Kill::At(point, k) => run_child(fx, path, true, Some((point, k))),
+        Kill::After(d) => run_child_killed_after(fx, path, d),
+    };
+    t.outcome(&out, seed);
+    let got = snapshot(fx, path);
+    same(
+        &got,
+        &before,
+        &format!("seed {seed}: packed files after a kill ({kill:?})"),
+    );
+    fsck_after_kill(fx, path, seed, t);
+    same(
+        &snapshot(fx, path),
+        &before,
+        &format!("seed {seed}: after fsck --repair"),
+    );
+    let r = compact::compact_packed_dir(&fx.plfs(), path, &Options::default())
+        .unwrap()
+        .unwrap();
+    assert!(matches!(r.status, Status::Compacted | Status::NothingToDo), "{r:?}");
+    same(
+        &snapshot(fx, path),
+        &before,
+        &format!("seed {seed}: after a new compaction"),
+    );
+    t.bytes_checked += before.values().map(|v| v.3.len() as u64).sum::<u64>() * 4;
+}
+
+/// A 1-N compaction killed at every one of its backend calls in turn (every point, every n):
+/// the directory reads as before each time. Its renames over other files and its swap are what
+/// a new log replayed beside the old ones would get wrong.
+#[test]
+fn sigkill_at_every_call_of_a_packed_compaction() {
+    if common::child_role().is_some() {
+        return;
+    }
+    let g = GlobalParams {
+        auto_compaction: false,
+        ..GlobalParams::default()
+    };
+    let fx = Fixture::small("cmpk-every", 2, g);
+    let cal = fx.path("cal");
+    build_small(&fx, &cal, 11);
+    let out = run_child(&fx, &cal, true, None);
+    common::assert_child_ok(&out, "calibration compaction");
+    let mut t = Tally::default();
+    for l in common::child_lines(&out, "hits") {
+        let (p, n) = l.split_once(' ').unwrap();
+        let point = POINTS.iter().find(|x| **x == p).unwrap();
+        let n: u64 = n.parse().unwrap();
+        for k in 0..n {
+            t.trials += 1;
+            *t.by_point.entry(point).or_default() += 1;
+            let path = fx.path(&format!("{}-{k}", &point[5..]));
+            small_trial(&fx, &path, 11, Kill::At(point, k), &mut t);
+        }
+    }
+    eprintln!(
+        "packed compaction killed at every call: {} trials ({:?}), {} killed, 0 changed",
+        t.trials, t.by_point, t.killed
+    );
+    assert!(
+        t.trials >= 10 && t.killed == t.trials,
+        "{} trials, {} killed",
+        t.trials,
+        t.killed
+    );
+}
+
+/// A 1-N compaction killed with SIGKILL at a random moment of its process's life (40 trials,
+/// moments drawn up to the length of an unkilled run): the directory reads as before each time.
+#[test]
+fn sigkill_packed_compaction_at_random_moments() {
+    if common::child_role().is_some() {
+        return;
+    }
+    let base = std::env::var("PLFS_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(plfs_core::random_u64);
+    eprintln!("packed compaction at random moments: base seed {base} (set PLFS_CRASH_SEED to replay)");
+    let g = GlobalParams {
+        auto_compaction: false,
+        ..GlobalParams::default()
+    };
+    let fx = Fixture::small("cmpk-moment", 2, g);
+    let cal = fx.path("cal");
+    build_small(&fx, &cal, base);
+    let t0 = Instant::now();
+    let out = run_child(&fx, &cal, true, None);
+    let whole = t0.elapsed();
+    common::assert_child_ok(&out, "calibration compaction");
+    let mut t = Tally::default();
+    for n in 0..40u64 {
+        let seed = splitmix(base ^ n);
+        let after = whole.mul_f64((seed >> 11) as f64 / (1u64 << 53) as f64);
+        t.trials += 1;
+        small_trial(&fx, &fx.path(&format!("m{n}")), seed, Kill::After(after), &mut t);
+    }
+    eprintln!(
+        "packed compaction at random moments (a whole run {:.1} ms): {} trials, {} killed, {} ran to completion, 0 changed",
+        whole.as_secs_f64() * 1e3,
+        t.trials,
+        t.killed,
+        t.completed
+    );
+    assert!(t.killed >= 10, "too few compactions were killed: {}", t.killed);
 }
 
 // ---- Readers during compaction -----------------------------------------------------------

@@ -3,15 +3,16 @@
 //! record (same timestamp, current mode and owner), its live data and a SETATTR record restoring
 //! its times; deleted and replaced files and overwritten data are dropped.
 //!
-//! The new log is built under a `.plfstmp.cmp.` name readers ignore, fsynced, and published by a
-//! rename: its records keep their timestamps, so a reader replaying it together with *all* the
-//! old logs sees the same files as before (every event of the old history is still replayed,
-//! and the new log only repeats its outcome). Then the store's journal
-//! (`.plfs_small/compact.journal`) commits: readers skip the logs it retires from then on, so
-//! their deletion one by one never shows a mix (an old log holding a file's UNLINK deleted while
-//! the one holding its CREATE is still read would bring the file back). A crash before the
-//! commit leaves the old logs beside an identical new one (or debris); after it, the next
-//! compaction, the last close or `plfs fsck --repair` deletes what the journal retires.
+//! The new log is built under a `.plfstmp.cmp.` name readers ignore and fsynced. Then the
+//! store's journal (`.plfs_small/compact.journal`) commits: from then on readers replay the new
+//! log (under its temporary name until the roll-forward renames it) and skip the logs it retires,
+//! so their deletion one by one never shows a mix (an old log holding a file's UNLINK deleted
+//! while the one holding its CREATE is still read would bring the file back). The commit comes
+//! before the publication because the new log does not replay like the old history: its CREATE
+//! records bind each file's current name at the file's first timestamp, so replayed beside the
+//! old logs (whose renames and unlinks come later) two files swapped by renames would read alike.
+//! A crash before the commit leaves the old logs and debris; after it, the next compaction, the
+//! last close or `plfs fsck --repair` publishes the new log and deletes what the journal retires.
 //!
 //! A log is retired only if no process appends to it: each writer holds a shared flock on its
 //! own log while it has it, so a compaction that cannot lock a log exclusively stops
@@ -54,8 +55,9 @@ fn list_logs(mount: &Mount, rel: &Path) -> Result<Vec<(Dir, String, u64)>> {
     Ok(out)
 }
 
-/// Runs (again) the roll-forward of a committed journal found in `store`: deletes the retired
-/// logs, removes the journal. Idempotent.
+/// Runs (again) the roll-forward of a committed journal found in `store`: publishes the new log
+/// (renames it from its temporary name, unless that was done), deletes the retired logs, removes
+/// the journal. Idempotent.
 fn roll_forward(mount: &Mount, rel: &Path, store: &Dir, j: &Journal) -> Result<()> {
     let jpath = store.sub(cf::JOURNAL_NAME);
     let fin = j
@@ -63,13 +65,18 @@ fn roll_forward(mount: &Mount, rel: &Path, store: &Dir, j: &Journal) -> Result<(
         .next()
         .filter(|n| n.starts_with(fmt::LOG_PREFIX))
         .ok_or_else(|| Error::corrupt(&jpath, "no new log named"))?;
+    let tmp = cf::tmp_log_name(j.writer_id);
     if store.stat_opt(fin)?.is_none() {
-        // The new log is gone (only outside damage does that): nothing may be retired.
-        crate::warn!(
-            "{}: its new log is missing; the compaction is abandoned",
-            jpath.display()
-        );
-        return store.unlink_opt(cf::JOURNAL_NAME).map(drop);
+        if store.stat_opt(&tmp)?.is_none() {
+            // The new log is gone (only outside damage does that): nothing may be retired.
+            crate::warn!(
+                "{}: its new log is missing; the compaction is abandoned",
+                jpath.display()
+            );
+            return store.unlink_opt(cf::JOURNAL_NAME).map(drop);
+        }
+        // Readers replay it under its final name already; the rename changes no view.
+        store.rename(&tmp, store, fin).and_then(|()| store.fsync())?;
     }
     let retired: std::collections::HashSet<&str> = j.names(cf::E_RETIRED).collect();
     for (d, n, _) in list_logs(mount, rel)? {
@@ -104,11 +111,14 @@ pub(crate) fn leftovers(mount: &Mount, rel: &Path, repair: bool) -> Result<Optio
     let store_rel = rel.join(fmt::SMALL_DIR);
     for b in &mount.canonical {
         let Some(store) = b.dir_opt(&store_rel)? else { continue };
+        // The new log of a committed journal is part of the compaction, not debris.
+        let mut committed_tmp = None;
         if let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? {
             let p = store.sub(cf::JOURNAL_NAME);
             match Journal::decode(&p, &f.read_from(0)?) {
                 Ok(j) => {
                     out.push(Leftover::Committed(p));
+                    committed_tmp = Some(cf::tmp_log_name(j.writer_id));
                     if repair {
                         roll_forward(mount, rel, &store, &j)?;
                     }
@@ -122,7 +132,8 @@ pub(crate) fn leftovers(mount: &Mount, rel: &Path, repair: bool) -> Result<Optio
             }
         }
         for n in store.list()? {
-            if n.to_str().and_then(cf::parse_tmp_name).is_none() {
+            let tmp = n.to_str().filter(|s| cf::parse_tmp_name(s).is_some());
+            if tmp.is_none() || (!repair && tmp == committed_tmp.as_deref()) {
                 continue;
             }
             out.push(Leftover::Unpublished(store.sub(&n)));
@@ -355,16 +366,14 @@ impl NewLog {
         Ok(())
     }
 
-    /// Publishes the log under its final name, commits the journal that retires `logs` and
-    /// rolls it forward.
-    fn publish_and_commit(&self, d: &SmallDir, logs: &[(Dir, String, u64)]) -> Result<()> {
-        let (store, tmp, fin) = (&self.store, &self.tmp, &self.fin);
-        // Published: replayed with all the old logs, it changes nothing.
-        if let Err(e) = store.rename(tmp, store, fin).and_then(|()| store.fsync()) {
-            let _ = store.unlink_opt(tmp);
-            return Err(e);
-        }
-        let mut entries = vec![(cf::E_NEW_LOG, fin.clone())];
+    /// Commits the journal that replaces `logs` by the new log, then rolls it forward (publishes
+    /// the log under its final name, deletes `logs`). The commit comes first: replayed together
+    /// with the old logs, the new one would not read the same (its CREATE records bind each
+    /// file's current name at the file's original timestamp, before the renames and unlinks of
+    /// the old history), so no reader may ever see both.
+    fn commit_and_publish(&self, d: &SmallDir, logs: &[(Dir, String, u64)]) -> Result<()> {
+        let store = &self.store;
+        let mut entries = vec![(cf::E_NEW_LOG, self.fin.clone())];
         entries.extend(logs.iter().map(|(_, n, _)| (cf::E_RETIRED, n.clone())));
         let j = Journal {
             state: cf::STATE_COMMITTED,
@@ -372,10 +381,17 @@ impl NewLog {
             created_ns: clock::now_ns(),
             entries,
         };
-        store
+        if let Err(e) = store
             .write_atomic(cf::JOURNAL_NAME, &j.encode(), 0o644)
-            .and_then(|()| store.fsync())?;
-        // Committed: readers skip the retired logs.
+            .and_then(|()| store.fsync())
+        {
+            // Not committed unless the journal is there whole (`write_atomic` renames last).
+            if store.stat_opt(cf::JOURNAL_NAME).ok().flatten().is_none() {
+                let _ = store.unlink_opt(&self.tmp);
+            }
+            return Err(e);
+        }
+        // Committed: readers replay the new log (under either name) and skip the retired ones.
         roll_forward(&d.mount, &d.rel, store, &j)
     }
 }
@@ -457,7 +473,7 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
         }
         return Err(e);
     }
-    new.publish_and_commit(d, &logs)?;
+    new.commit_and_publish(d, &logs)?;
     g.loaded = false;
     d.refresh(&mut g)?;
     rep.after = usage(&g, &list_logs(mount, &d.rel)?)?;

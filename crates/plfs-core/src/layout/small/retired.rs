@@ -1,27 +1,63 @@
 //! The packed logs a committed compaction retired (docs/design.md, "Compaction"): once its
 //! journal is committed, readers replay the new log without them, so their deletion, one by one,
 //! never shows a mix (a log holding a file's UNLINK gone while the log holding its CREATE is
-//! still read would bring the file back).
+//! still read would bring the file back). The journal commits before the new log is published:
+//! until the roll-forward renames it, readers read the new log under its temporary name.
 
 use crate::error::Result;
 use crate::format::compact::{self as cf, Journal};
 use crate::sys::{Access, Dir};
 use std::collections::HashSet;
+use std::ffi::OsString;
 
-/// Names of the logs retired by the committed journal in `store`, if there is one. A journal
-/// that does not decode retires nothing (fsck reports it).
-pub(crate) fn retired(store: &Dir) -> Result<HashSet<String>> {
-    let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? else {
-        return Ok(HashSet::new());
-    };
-    match Journal::decode(&store.sub(cf::JOURNAL_NAME), &f.read_from(0)?) {
-        Ok(j) if j.state == cf::STATE_COMMITTED && j.names(cf::E_NEW_LOG).next().is_some() => {
-            Ok(j.names(cf::E_RETIRED).map(str::to_string).collect())
-        }
-        Ok(_) => Ok(HashSet::new()),
-        Err(e) => {
-            crate::warn!("{e}; ignored");
-            Ok(HashSet::new())
+/// What the committed journal of one store says readers replay instead of what they list.
+#[derive(Debug, Default)]
+pub(crate) struct Committed {
+    /// Names of the logs it retires (on any backend's store).
+    pub(crate) retired: HashSet<String>,
+    /// Its new log's final name and the temporary name it is built under, in this store.
+    pub(crate) new_log: Option<(String, String)>,
+}
+
+impl Committed {
+    /// The name a reader replays the store's entry `name` under: its own, or the new log's final
+    /// name for the new log still under its temporary one; `None` for a retired log.
+    pub(crate) fn replayed_as<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        match &self.new_log {
+            Some((fin, tmp)) if tmp == name => Some(fin),
+            _ if self.retired.contains(name) => None,
+            _ => Some(name),
         }
     }
+}
+
+/// The committed journal in `store`, given the store's listing `names`. A journal that does not
+/// decode retires nothing (fsck reports it), and neither does one whose new log is in the store
+/// under neither of its names (abandoned: the roll-forward removes it). The temporary name is
+/// kept only while the final one is not listed (the rename is the publication).
+pub(crate) fn committed(store: &Dir, names: &[OsString]) -> Result<Committed> {
+    let Some(f) = store.open_file_opt(cf::JOURNAL_NAME, Access::Read)? else {
+        return Ok(Committed::default());
+    };
+    let j = match Journal::decode(&store.sub(cf::JOURNAL_NAME), &f.read_from(0)?) {
+        Ok(j) if j.state == cf::STATE_COMMITTED => j,
+        Ok(_) => return Ok(Committed::default()),
+        Err(e) => {
+            crate::warn!("{e}; ignored");
+            return Ok(Committed::default());
+        }
+    };
+    let Some(fin) = j.names(cf::E_NEW_LOG).next() else {
+        return Ok(Committed::default());
+    };
+    let tmp = cf::tmp_log_name(j.writer_id);
+    let listed = |n: &str| names.iter().any(|x| x.to_str() == Some(n));
+    let (has_fin, has_tmp) = (listed(fin), listed(&tmp));
+    if !has_fin && !has_tmp {
+        return Ok(Committed::default());
+    }
+    Ok(Committed {
+        retired: j.names(cf::E_RETIRED).map(str::to_string).collect(),
+        new_log: (!has_fin).then(|| (fin.to_string(), tmp)),
+    })
 }

@@ -160,28 +160,34 @@ impl SmallDir {
         for b in &self.mount.canonical {
             if let Some(dir) = b.dir_opt(rel)? {
                 let names = dir.list()?;
-                retired.extend(super::retired::retired(&dir)?);
+                let mut c = super::retired::committed(&dir, &names)?;
                 if dir.list()? != names && tries < 8 {
                     return self.replay(g, stamps, tries + 1);
                 }
-                stores.push((dir, names));
+                retired.extend(std::mem::take(&mut c.retired));
+                stores.push((dir, names, c));
             }
         }
-        for (dir, names) in stores {
+        for (dir, names, committed) in &stores {
             for name in names {
-                let Some(s) = name.to_str().filter(|s| !retired.contains(*s)) else {
+                // The new log of a committed compaction is replayed under its final name, even
+                // while it still has its temporary one; the logs it retires are not.
+                let Some(s) = name.to_str().and_then(|s| committed.replayed_as(s)) else {
                     continue;
                 };
+                if retired.contains(s) {
+                    continue;
+                }
                 let Some(info) = fmt::parse_log_name(s) else {
                     continue;
                 };
-                let path = dir.sub(&name);
+                let path = dir.sub(name);
                 let file = match own.as_ref().filter(|o| o.0 == info.writer_id) {
                     Some(o) => o.1.clone(),
-                    None => match dir.open_file(&name, Access::Read) {
+                    None => match dir.open_file(name, Access::Read) {
                         Ok(f) => Arc::new(f.kept()),
-                        // Listed, then retired by a compaction (after it published the log that
-                        // replaces it): list again.
+                        // Listed, then published or retired by a compaction's roll-forward (the
+                        // journal committed before either): list again.
                         Err(e) if sys::is_missing(&e) && tries < 8 => return self.replay(g, stamps, tries + 1),
                         Err(e) => {
                             crate::warn!("{e}: skipping this small-file log");
