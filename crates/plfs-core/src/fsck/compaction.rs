@@ -22,6 +22,8 @@ use crate::layout::small::compact::{leftovers, Leftover};
 use crate::mount::Mount;
 use crate::sys::Dir;
 use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
 
 /// What the writer checks of a container must leave alone: the files of a compaction (names in
 /// its hostdirs) and the writers it is retiring or creating (their logs and droppings are in
@@ -165,7 +167,7 @@ fn skip_journal(j: &cf::Journal, skip: &mut Skip) {
 /// `.plfs_small` store): a committed journal (finished by `--repair`), an unpublished new log
 /// (removed), an undecodable journal (removed). Checked once per directory, from the first
 /// backend that has a store.
-pub(super) fn check_store(mount: &Mount, b: usize, dir: &Dir, opts: &Options, rep: &mut Report) -> Result<()> {
+pub(super) fn check_store(mount: &Arc<Mount>, b: usize, dir: &Dir, opts: &Options, rep: &mut Report) -> Result<()> {
     let Ok(rel) = dir.path().strip_prefix(&mount.canonical[b].path) else {
         return Ok(());
     };
@@ -175,6 +177,12 @@ pub(super) fn check_store(mount: &Mount, b: usize, dir: &Dir, opts: &Options, re
             return Ok(());
         }
     }
+    check_leftovers(mount, rel, dir, opts, rep)?;
+    // Then the logs, as the leftovers' repair left them.
+    super::packed::check(mount, rel, opts, rep)
+}
+
+fn check_leftovers(mount: &Mount, rel: &Path, dir: &Dir, opts: &Options, rep: &mut Report) -> Result<()> {
     let Some(found) = leftovers(mount, rel, false)? else {
         let msg = "a compaction of this directory's packed logs is running".to_string();
         rep.push(

@@ -27,6 +27,7 @@ mod droppings;
 mod index_log;
 mod legacy;
 mod liveness;
+mod packed;
 mod report;
 mod verify;
 mod walk;

@@ -102,6 +102,10 @@ pub enum Kind {
     RetiredDataLogs,
     /// A compaction journal that does not decode.
     BadJournal,
+    /// A 1-N log holds bytes that are not whole records, followed by whole records.
+    DamagedPackedRecords,
+    /// A 1-N log ends in a torn record (an append cut short).
+    TornPackedTail,
 }
 
 impl Kind {
@@ -143,6 +147,8 @@ impl Kind {
             CompactionRunning => "compaction-running",
             RetiredDataLogs => "retired-data-logs",
             BadJournal => "bad-journal",
+            DamagedPackedRecords => "damaged-packed-records",
+            TornPackedTail => "torn-packed-tail",
         }
     }
 }

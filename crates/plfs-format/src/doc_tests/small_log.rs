@@ -159,10 +159,10 @@ fn records_match_section_11() {
         );
         want.push(expected(name, base + at as u64 + data_at));
     }
-    let (got, used, err) = sm::decode(&log, base);
-    assert_eq!(err, None);
-    assert_eq!(used, log.len());
-    assert_eq!(got, want);
+    let d = sm::decode(&log, base);
+    assert_eq!((d.tail, d.damaged), (None, vec![]));
+    assert_eq!(d.used, log.len());
+    assert_eq!(d.recs, want);
     // The words beside the table.
     assert!(text.contains(&format!("`body_len` is at most {} MiB", sm::SMALL_MAX_BODY >> 20)));
     let all = kinds(sec);
@@ -213,7 +213,8 @@ fn store_and_log_names_match_section_11() {
     let mut big = Vec::new();
     sm::encode(&mut big, sm::K_TRUNC, &[0; 24], &[]);
     big[4..8].copy_from_slice(&(sm::SMALL_MAX_BODY as u32 + 1).to_le_bytes());
-    assert!(sm::decode(&big, 64).2.is_some());
+    let d = sm::decode(&big, 64);
+    assert!(d.recs.is_empty() && d.damaged.len() == 1, "{d:?}");
     // The compaction's leftovers (§14) in the store.
     assert!(text.contains(&format!("`{}/{}`", sm::SMALL_DIR, compact::JOURNAL_NAME)));
     assert!(text.contains(&format!(

@@ -151,8 +151,9 @@ fn data_bytes(g: &Inner) -> Result<u64> {
     for l in &g.logs {
         let b = l.file.read_from(0)?;
         if b.len() > format::INDEX_HEADER_LEN {
-            let (rs, _, _) = fmt::decode(&b[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
-            total += rs
+            let d = fmt::decode(&b[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
+            total += d
+                .recs
                 .iter()
                 .map(|r| if let Rec::Write { len, .. } = r { *len } else { 0 })
                 .sum::<u64>();
@@ -433,6 +434,19 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
     let logs = if dead > 0 { list_logs(mount, &d.rel)? } else { logs };
     g.loaded = false;
     d.refresh(&mut g)?;
+    // Damage a compaction would drop unseen stays, unless only files without a name were hit.
+    if let Some(s) = g.damage.stretches.first().filter(|_| {
+        !g.damage
+            .only_unnamed(|id| g.names.values().any(|&n| g.canonical(n) == id))
+    }) {
+        return Err(Error::corrupt(
+            d.logical(),
+            format!(
+                "not compacted: damaged records in its logs ({}); see plfs fsck",
+                s.describe()
+            ),
+        ));
+    }
     rep.before = usage(&g, &logs)?;
     rep.logs_retired = logs.len() as u64;
     rep.files_dropped = (g.files.len() - g.names.len()) as u64;

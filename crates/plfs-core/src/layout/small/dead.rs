@@ -90,11 +90,11 @@ pub(super) fn retire(logs: &[(Dir, String, u64)], own: Option<&Path>) -> Result<
             if LogHeader::decode(&dir.sub(name), &bytes, SMALL_MAGIC).is_err() {
                 return Ok((0, 0));
             }
-            let (rs, _, err) = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
-            if err.is_some_and(|e| !e.starts_with("torn")) {
+            let d = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
+            if !d.damaged.is_empty() {
                 return Ok((0, 0));
             }
-            recs = rs;
+            recs = d.recs;
         }
         all.push(Log {
             dir: dir.try_clone()?,

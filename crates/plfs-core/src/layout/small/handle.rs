@@ -22,9 +22,11 @@ pub struct SmallHandle {
 impl SmallHandle {
     /// Applies `f` to this file's (canonical id, attributes).
     fn meta<R>(&self, g: &Inner, f: impl FnOnce(u64, &SmallMeta) -> R) -> Result<R> {
-        g.file(self.id)
-            .map(|(id, m)| f(id, m))
-            .ok_or_else(|| Error::errno(Errno::STALE, "packed file vanished from its directory's logs"))
+        let (id, m) = g
+            .file(self.id)
+            .ok_or_else(|| Error::errno(Errno::STALE, "packed file vanished from its directory's logs"))?;
+        g.damage.check_file(id, &self.dir.logical())?;
+        Ok(f(id, m))
     }
 
     fn write(&self, buf: &[u8], off: u64) -> Result<usize> {

@@ -9,6 +9,7 @@
 //! and visible to other processes from then on, with no explicit flush.
 
 pub(crate) mod compact;
+pub(crate) mod damage;
 mod dead;
 mod handle;
 mod names;
@@ -316,10 +317,12 @@ impl PackedNode {
 
 impl Node for PackedNode {
     fn stat(&self) -> Result<Stat> {
+        self.dir.check_file(&self.name, self.id)?;
         Ok(self.st)
     }
 
     fn open(&self, flags: OpenFlags, pid: u32, created: bool) -> Result<OpenFile> {
+        self.dir.check_file(&self.name, self.id)?;
         if !created && !check_mode(&self.st, flags.access_mask()) {
             return Err(self.loc.err(Errno::ACCESS, "permission denied"));
         }

@@ -76,6 +76,8 @@ pub(super) struct Inner {
     pub(super) store_here: bool,
     pub(super) writer: Option<SmallWriter>,
     pub(super) loaded: bool,
+    /// Damage the last replay found in the logs, and what it may have changed.
+    pub(super) damage: super::damage::Damage,
 }
 
 impl Inner {

@@ -153,6 +153,7 @@ impl SmallDir {
         let own = g.writer.as_ref().map(|w| (w.id, w.file.clone(), w.off));
         let mut logs: Vec<LogRef> = Vec::new();
         let mut recs: Vec<(u64, u64, usize, Rec)> = Vec::new();
+        let mut damage = super::damage::Damage::default();
         let rel = self.store_rel();
         // Each store's logs and the logs a committed compaction retired, read consistently (a
         // listing that changed while the journal was read is taken again).
@@ -197,6 +198,8 @@ impl SmallDir {
                 };
                 let bytes = file.read_to_end_from(0, 0)?;
                 if bytes.len() < format::INDEX_HEADER_LEN {
+                    // A log whose header was cut short: made by a process that died at once.
+                    damage.note(&path, Vec::new(), (!bytes.is_empty()).then_some(0));
                     logs.push(LogRef {
                         path,
                         writer: info.writer_id,
@@ -205,14 +208,24 @@ impl SmallDir {
                     });
                     continue;
                 }
+                let mut d = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
                 if let Err(e) = LogHeader::decode(&path, &bytes, SMALL_MAGIC) {
-                    crate::warn!("{e}; skipping this small-file log");
-                    continue;
+                    // Its records are read all the same; what it may hold is damage of names.
+                    d.damaged
+                        .insert(0, fmt::Damaged::whole_header(format::INDEX_HEADER_LEN, e.to_string()));
                 }
-                let (rs, used, err) = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
-                if let Some(err) = err.filter(|e| !e.starts_with("torn")) {
-                    crate::warn!("{}: {err}; ignoring the rest of this log", path.display());
+                for s in &d.damaged {
+                    crate::warn!(
+                        "{}: {} damaged bytes at byte {} ({}); the records after them still count",
+                        path.display(),
+                        s.len,
+                        s.at,
+                        s.why
+                    );
                 }
+                let torn_at = d.tail.is_some().then_some((format::INDEX_HEADER_LEN + d.used) as u64);
+                damage.note(&path, d.damaged, torn_at);
+                let (rs, used) = (d.recs, d.used);
                 let idx = logs.len();
                 logs.push(LogRef {
                     path,
@@ -230,6 +243,10 @@ impl SmallDir {
         for (_, w, idx, r) in recs {
             apply(g, &r, w, idx);
         }
+        g.damage = damage;
+        let files: Vec<u64> = g.files.keys().copied().collect();
+        let alias = &g.alias;
+        g.damage.attribute(&|id| alias.get(&id).copied().unwrap_or(id), &files);
         g.logs = logs;
         if let Some((id, file, off)) = own {
             let log = match g.logs.iter().position(|l| l.writer == id) {
@@ -358,9 +375,55 @@ impl SmallDir {
     pub fn entry(&self, name: &str) -> Result<Option<(u64, Stat)>> {
         let mut g = self.inner();
         self.refresh(&mut g)?;
-        Ok(g.names
+        let found = g
+            .names
             .get(name)
-            .and_then(|&id| g.files.get(&id).map(|m| (id, stat_of(id, m)))))
+            .and_then(|&id| g.files.get(&id).map(|m| (id, stat_of(id, m))));
+        if found.is_none() {
+            self.undamaged(&g, name, None)?;
+        }
+        Ok(found)
+    }
+
+    /// `EIO` if damage in the logs may have changed file `id`, named `name` (a look-up still
+    /// finds it, so that it can be removed; its stat and open answer this).
+    pub(super) fn check_file(&self, name: &str, id: u64) -> Result<()> {
+        let g = self.inner();
+        self.undamaged(&g, name, Some(id))
+    }
+
+    /// The damage in the directory's logs, read afresh, with the current name of the file each
+    /// stretch may have changed (for `plfs fsck`).
+    pub(crate) fn damage(&self) -> Result<super::damage::Report> {
+        let mut g = self.inner();
+        g.loaded = false;
+        self.refresh(&mut g)?;
+        let name_of = |id: u64| {
+            g.names
+                .iter()
+                .find(|(_, &n)| g.canonical(n) == id)
+                .map(|(name, _)| name.clone())
+        };
+        let stretches = g
+            .damage
+            .stretches
+            .iter()
+            .map(|s| (s.clone(), s.file.and_then(name_of)))
+            .collect();
+        Ok((stretches, g.damage.torn.clone()))
+    }
+
+    /// `EIO` where damage in the logs may have changed what the view says of `name`: the file
+    /// it holds (`id`), or, holding none, whether the name exists (`damage.rs`).
+    pub(super) fn undamaged(&self, g: &Inner, name: &str, id: Option<u64>) -> Result<()> {
+        if g.damage.is_empty() {
+            return Ok(());
+        }
+        let path = self.logical().join(name);
+        match id {
+            Some(id) => g.damage.check_file(g.canonical(id), &path),
+            None => g.damage.check_missing(&path),
+        }
     }
 
     /// Names in the directory, sorted.
@@ -420,7 +483,9 @@ impl SmallDir {
         if g.writer.is_some() && !g.store_here {
             return Err(Error::NotFound(self.logical()));
         }
-        if let Some(&id) = g.names.get(name) {
+        let held = g.names.get(name).copied();
+        self.undamaged(&g, name, held)?;
+        if let Some(id) = held {
             if excl {
                 return Err(Error::Exists(self.logical().join(name)));
             }
@@ -593,8 +658,9 @@ impl SmallDir {
             u.logs += 1;
             u.log_bytes += bytes.len() as u64;
             if bytes.len() > format::INDEX_HEADER_LEN {
-                let (rs, _, _) = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
-                u.data_bytes += rs
+                let d = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
+                u.data_bytes += d
+                    .recs
                     .iter()
                     .map(|r| if let Rec::Write { len, .. } = r { *len } else { 0 })
                     .sum::<u64>();
