@@ -8,7 +8,7 @@ CARGO ?= cargo
 PYTHON ?= python3
 RELEASE_DIR := target/release
 
-.PHONY: all build demo test test-rust test-battery test-python test-glusterfs test-moosefs check fmt install uninstall bench deps clean
+.PHONY: all build demo test test-rust test-battery test-python test-glusterfs test-moosefs test-cephfs test-cephfs-ci check fmt install uninstall bench deps clean
 
 all: build
 
@@ -30,6 +30,7 @@ test: deps build
 	$(MAKE) test-python
 	$(MAKE) test-glusterfs
 	$(MAKE) test-moosefs
+	$(MAKE) test-cephfs-ci
 
 # The concurrency, crash, repair and real-tool tests again with the backends on a live 3-brick
 # GlusterFS volume started (and stopped) on this machine: needs root, /dev/fuse, netns. Then a
@@ -43,6 +44,18 @@ test-glusterfs: build
 # (master and 3 chunkservers) started (and stopped) on this machine: needs root, /dev/fuse, netns.
 test-moosefs: build
 	scripts/test-moosefs.sh
+
+# The same again on a live CephFS (one mon, one mgr, two memstore OSDs, one MDS, two ceph-fuse
+# clients, all on 127.0.0.1) started (and stopped) on this machine, with the cross-client tests
+# (tests/battery/test_cross_client.py): needs root and /dev/fuse.
+test-cephfs: build
+	scripts/test-cephfs.sh
+
+# The part of test-cephfs that only two clients of one file system can show (the core's
+# multi-process tests with fresh readers on the other client, and the battery's cross-client,
+# append and MPI-IO tests): part of make test, about 7 minutes here.
+test-cephfs-ci: build
+	scripts/test-cephfs.sh --ci
 
 test-rust:
 	$(CARGO) test --release --workspace
@@ -107,6 +120,14 @@ bench: build
 bench-full: build
 	bench/install-deps.sh
 	$(MAKE) -C bench full
+
+# An N-1 file at 1 to 64 processes (bench/scale.py): backend calls per writer and per restart
+# reader, and time ratios, plfs against a plain shared file; SCALE_DIR=DIR runs it there (a
+# GlusterFS or CephFS mount), SCALE_ARGS="--np 16,64,256" for other sizes.
+.PHONY: bench-scale
+bench-scale: build
+	bench/install-deps.sh
+	$(MAKE) -C bench scale
 
 # The bandwidth and metadata sections on a live GlusterFS volume (started and stopped here).
 bench-glusterfs: build

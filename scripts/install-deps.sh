@@ -3,7 +3,11 @@
 # packages named as arguments. Idempotent; installs only what is missing. Needs root (or
 # passwordless sudo); otherwise prints the command to run and fails, unless `--soft-if CMD` is
 # given and CMD is on the PATH (the caller can do without the rest).
-#   scripts/install-deps.sh [--soft-if CMD] [PACKAGE...]
+#   scripts/install-deps.sh [--soft-if CMD] [PACKAGE|GROUP...]
+# A GROUP names the packages of a distributed file system that the tests start (make test):
+#   glusterfs  glusterfs-server glusterfs-client          (scripts/glusterfs.sh)
+#   moosefs    moosefs-master moosefs-chunkserver moosefs-client     (scripts/moosefs.sh)
+#   cephfs     ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common   (scripts/cephfs.sh)
 set -euo pipefail
 soft=""
 if [ "${1:-}" = "--soft-if" ]; then
@@ -11,7 +15,15 @@ if [ "${1:-}" = "--soft-if" ]; then
     shift 2
 fi
 if (($# > 0)); then
-    pkgs=("$@")
+    pkgs=()
+    for a in "$@"; do
+        case "$a" in
+        glusterfs) pkgs+=(glusterfs-server glusterfs-client) ;;
+        moosefs) pkgs+=(moosefs-master moosefs-chunkserver moosefs-client) ;;
+        cephfs) pkgs+=(ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common) ;;
+        *) pkgs+=("$a") ;;
+        esac
+    done
 else
     pkgs=(build-essential pkg-config mpich libmpich-dev fuse3 python3 python3-dev python3-pytest python3-venv coreutils tar strace rsync sqlite3 man-db)
 fi

@@ -86,18 +86,21 @@ def test_rm_of_a_file_costs_at_most_40_calls_more_than_plain(fs):
 
 
 @pytest.mark.parametrize("method", ["preload"])
-def test_touch_of_a_new_file_costs_at_most_29_calls_more_than_plain(fs):
+def test_touch_of_a_new_file_costs_at_most_31_calls_more_than_plain(fs):
     # Issue 26's U9 (goal +20): 35 more on 2026-11-27, 31 after the backend root's stat went (its
     # open says the same), the umask was read in one read instead of two, and the library's own
     # closes and dup3s stopped going through its `syscall` wrapper (which made the table confirm
     # every descriptor again, the new one included, by fstat); 29 once a writer was made at its
     # first write, not at the open (its id and host name). What is left: the backend root's open
     # (3), the look-up (1), the umask (3), the container's mkdir and open (4), its id and flock
-    # (2), the marker (5), the placeholder (6 more than an open) and the close (5).
+    # (2), the marker (5), the placeholder (6 more than an open) and the close (5). 31 on
+    # 2026-12-02: two fstats more (touch through ldplfs: fstat 3 before issue 50, 5 after), from
+    # the raw-close recovery (item 10: descriptors identified by dev and inode) and the
+    # discard by directory identity (item 7); not yet taken back.
     plain, _, _ = syscalls(fs, ["touch", fs.plain / "t"])
     plfs, calls, _ = syscalls(fs, ["touch", fs.mount / "t"])
     print(f"touch: {plain} system calls for a plain file, {plfs} for a PLFS file")
-    assert plfs - plain <= 29, f"{plfs} system calls for a PLFS file vs {plain} for a plain file: {calls}"
+    assert plfs - plain <= 31, f"{plfs} system calls for a PLFS file vs {plain} for a plain file: {calls}"
     assert fs.sh(f"ls {fs.mount}") == "t\n" and fs.sh(f"wc -c < {fs.mount}/t") == "0\n"
 
 
@@ -124,17 +127,21 @@ def test_opening_a_file_leaves_the_other_open_descriptors_trusted(fs):
 
 
 @pytest.mark.parametrize("method", ["preload"])
-def test_stat_of_a_closed_file_costs_at_most_9_calls_more_than_plain(fs):
+def test_stat_of_a_closed_file_costs_at_most_14_calls_more_than_plain(fs):
     # 9 more on 2026-11-27, 12 before the size of a closed file came from listing meta/ by its
-    # path: the look-up's two lstats, the listing's open, two getdents and a close. The stat's
-    # answer is checked too.
+    # path: the look-up's two lstats, the listing's open, two getdents and a close. 14 since
+    # 2026-12-02: the size a close dropping's name gives is held to its writer's index log (issue
+    # 50, item 4: a renamed dropping made stat report 1,600,000 B for a 600,000 B file), an
+    # openat, fstat, pread and close (6 calls at first: a read to the end with a second pread
+    # and fstat), and that first read of a backend file asks its statfs whether its page cache
+    # can be trusted (ceph-fuse, MooseFS; issue 51). The stat's answer is checked too.
     for d in (fs.plain, fs.mount):
         fs.sh(f"head -c 5000 /dev/zero > {d}/f")
     plain, _, out_plain = syscalls(fs, ["stat", "-c", "%s %F", fs.plain / "f"])
     plfs, calls, out = syscalls(fs, ["stat", "-c", "%s %F", fs.mount / "f"])
     print(f"stat: {plain} system calls for a plain file, {plfs} for a PLFS file")
     assert out == out_plain == "5000 regular file\n", (out, out_plain)
-    assert plfs - plain <= 9, f"{plfs} system calls for a PLFS file vs {plain} for a plain file: {calls}"
+    assert plfs - plain <= 14, f"{plfs} system calls for a PLFS file vs {plain} for a plain file: {calls}"
 
 
 @pytest.mark.parametrize("method", ["preload"])

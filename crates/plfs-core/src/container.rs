@@ -16,16 +16,22 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+mod building;
 mod dirs;
+mod layout;
 mod listing;
 mod lock;
 mod places;
+mod sizes;
+pub(crate) use building::{examine as examine_build, remove_if_abandoned, Build};
 pub(crate) use dirs::DirExt;
 pub use dirs::{container_dir_mode, log_mode, SHADOW_ROOT_MODE};
 use dirs::{follow, mkdir_exact, Expect};
+pub(crate) use layout::{layout_by_sight, proven_layout};
 pub(crate) use listing::{list_whole, Marker};
 pub(crate) use lock::CompactionLock;
 pub use places::ListingStamp;
+pub(crate) use sizes::proven_by_logs;
 
 /// An open container.
 #[derive(Debug)]
@@ -141,7 +147,7 @@ impl Container {
     /// required of the directory, and the id is given.
     pub fn for_fsck(mount: &Arc<Mount>, backend: usize, dir: Dir, cid: u128) -> Result<Container> {
         let marker = dir.stat_opt(format::MARKER_NAME)?;
-        let flat = layout_by_sight(&dir, marker.as_ref())?;
+        let flat = layout_by_sight(&dir)?;
         let st = marker.unwrap_or(dir.fstat()?);
         let c = Container {
             mount: mount.clone(),
@@ -208,6 +214,7 @@ impl Container {
             }) => return Ok(None),
             Err(e) => return Err(e),
         }
+        let mut claim = None;
         let made = (|| {
             // A umask that takes the owner's bits would leave a directory this process cannot
             // build in (or that does not look like one being built).
@@ -215,6 +222,7 @@ impl Container {
                 parent.chmod(name, format::BUILD_DIR_MODE)?;
             }
             let t = parent.open_dir(name)?.kept();
+            claim = Some(t.fstat()?);
             let r = crate::clock::random_u64s::<2>();
             let cid = (u128::from(r[0]) << 64) | u128::from(r[1]);
             let flat = mount.global.container_format >= 3;
@@ -222,10 +230,26 @@ impl Container {
         })();
         // `Ok(None)`: only an adopter (after BUILD_PATIENCE) could have published it, and it is
         // theirs. On an error nothing was published (a failed publication removes its marker):
-        // the claim is removed, so that the name is free again.
-        made.inspect_err(|_| {
-            let _ = parent.remove_tree(name);
-        })
+        // the claim is removed, so that the name is free again, if the name is still the claim.
+        // Another process may have taken it from this one meanwhile: a rename over the name
+        // exchanged it for its own file, or removed it as a file being created that it replaced
+        // (issue 50). That other file is left alone, and the name is the other's: `Ok(None)`,
+        // as when the `mkdir` finds the name taken.
+        match made {
+            Err(e) => {
+                let now = parent.stat_opt(name);
+                match (&claim, &now) {
+                    (Some(c), Ok(Some(n))) if (c.st_dev, c.st_ino) != (n.st_dev, n.st_ino) => Ok(None),
+                    (Some(_), Ok(None)) if sys::is_missing(&e) => Ok(None),
+                    (None, _) if sys::is_missing(&e) => Ok(None),
+                    _ => {
+                        let _ = parent.remove_tree(name);
+                        Err(e)
+                    }
+                }
+            }
+            r => r,
+        }
     }
 
     /// Finishes a container whose creator died while building it (a directory in the build mode
@@ -616,25 +640,21 @@ fn published_marker(dir: &Dir) -> Result<sys::RawStat> {
 }
 
 /// Whether the container in `dir`, whose published marker has stat `st`, is one directory
-/// (format 3): its marker's size says so. A marker that looks shorter than a whole one is read
-/// instead: a network file system's size can lag behind the bytes (the marker's 64 bytes were
-/// written by one call), and taking a version 3 container for a version 2 one would find none
-/// of its droppings and logs, an empty file. A marker whose bytes are short too is damage.
+/// (format 3): its marker's size says so where it is a whole marker's (48 or 64 bytes). A marker
+/// of any other size is read instead: a network file system's size can lag behind the bytes
+/// (the marker's 64 bytes were written by one call), and a marker cut to 48-63 bytes or grown
+/// past 64 is damage (`EIO` naming it), which the read reports: taken by its size for a version
+/// 2 container, a version 3 one would show none of its droppings and logs, an empty file with
+/// success (issue 50). A 48-byte marker of a container without `meta/` is read too (a version 3
+/// marker cut to exactly 48 bytes; every version 2 container makes `meta/` before its marker):
+/// one `lstat` more for version 2 containers only.
 fn layout_of(dir: &Dir, st: &sys::RawStat) -> Result<bool> {
-    if st.st_size as u64 >= format::MARKER_LEN as u64 {
-        return Ok(format::is_flat_marker(st.st_size as u64));
+    let size = st.st_size as u64;
+    if format::is_flat_marker(size) || (size == format::MARKER_LEN as u64 && dir.stat_opt(format::META_DIR)?.is_some())
+    {
+        return Ok(format::is_flat_marker(size));
     }
     Ok(read_marker(dir)?.version >= 3)
-}
-
-/// Whether the container in `dir`, whose marker's stat is `marker`, is one directory (format 3),
-/// told without reading the marker, as fsck must when the marker may be damaged or missing: by
-/// the marker's size where it is a whole one's, else by whether `meta/` is missing.
-pub(crate) fn layout_by_sight(dir: &Dir, marker: Option<&sys::RawStat>) -> Result<bool> {
-    match marker {
-        Some(m) if (m.st_size as u64) >= format::MARKER_LEN as u64 => Ok(format::is_flat_marker(m.st_size as u64)),
-        _ => Ok(dir.stat_opt(format::META_DIR)?.is_none()),
-    }
 }
 
 /// Reads and checks the marker of the container in directory `d`.

@@ -11,9 +11,11 @@ use crate::error::{Error, Result};
 use crate::format;
 use crate::sys::{self, Dir};
 use rustix::io::Errno;
+use std::mem::ManuallyDrop;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// One backend directory.
 #[derive(Debug)]
@@ -23,7 +25,53 @@ pub struct Backend {
     /// The mount point it belongs to (each mount point has backends of its own), for the error
     /// of a backend that is not there.
     mount_point: PathBuf,
-    root: OnceLock<Dir>,
+    /// The root's descriptor: `roots[current]`. The earlier ones were closed behind the core's
+    /// back (a raw close system call; [`Backend::refresh`]) and are never closed again.
+    roots: [OnceLock<Root>; ROOT_OPENS],
+    current: AtomicUsize,
+    reopening: Mutex<()>,
+}
+
+/// How many times a backend's root is opened in a process at most (the first open, then after
+/// each raw close of every descriptor that took it).
+const ROOT_OPENS: usize = 16;
+
+/// An open backend root and the identity it had when opened (`st_dev`, `st_ino`), to tell the
+/// descriptor still refers to it.
+#[derive(Debug)]
+struct Root {
+    dir: ManuallyDrop<Dir>,
+    ident: (u64, u64),
+}
+
+impl Root {
+    #[allow(clippy::unnecessary_cast)]
+    fn open(path: &Path, mount_point: &Path) -> Result<Root> {
+        let dir = Dir::open_root(path).map_err(|e| match e {
+            Error::Io {
+                errno: Errno::NOENT | Errno::NOTDIR,
+                ..
+            } => Error::Config(format!(
+                "mount point {}: backend {} does not exist (create it, or run `plfs check-config --mkdir`)",
+                mount_point.display(),
+                path.display()
+            )),
+            _ => e,
+        })?;
+        let st = dir.fstat()?;
+        Ok(Root {
+            dir: ManuallyDrop::new(dir),
+            ident: (st.st_dev as u64, st.st_ino as u64),
+        })
+    }
+
+    /// Whether the descriptor still refers to the directory that was opened.
+    #[allow(clippy::unnecessary_cast)]
+    fn intact(&self) -> bool {
+        self.dir
+            .fstat()
+            .is_ok_and(|st| (st.st_dev as u64, st.st_ino as u64) == self.ident)
+    }
 }
 
 impl Backend {
@@ -32,7 +80,9 @@ impl Backend {
         Backend {
             path,
             mount_point,
-            root: OnceLock::new(),
+            roots: [const { OnceLock::new() }; ROOT_OPENS],
+            current: AtomicUsize::new(0),
+            reopening: Mutex::new(()),
         }
     }
 
@@ -41,21 +91,54 @@ impl Backend {
     /// backend of every mount point when the library starts (a process pays only for the
     /// backends it uses).
     pub fn root(&self) -> Result<&Dir> {
-        if let Some(d) = self.root.get() {
-            return Ok(d);
+        let slot = &self.roots[self.current.load(Ordering::Acquire)];
+        if let Some(r) = slot.get() {
+            return Ok(&r.dir);
         }
-        let d = Dir::open_root(&self.path).map_err(|e| match e {
-            Error::Io {
-                errno: Errno::NOENT | Errno::NOTDIR,
-                ..
-            } => Error::Config(format!(
-                "mount point {}: backend {} does not exist (create it, or run `plfs check-config --mkdir`)",
-                self.mount_point.display(),
-                self.path.display()
-            )),
-            _ => e,
-        })?;
-        Ok(self.root.get_or_init(|| d))
+        let r = Root::open(&self.path, &self.mount_point)?;
+        if let Err(lost_race) = slot.set(r) {
+            // Another thread opened it first: this one is closed.
+            drop(ManuallyDrop::into_inner(lost_race.dir));
+        }
+        slot.get().map(|r| &*r.dir).ok_or_else(|| self.gone())
+    }
+
+    /// After a call failed with EBADF: if the root's descriptor no longer refers to the root (a
+    /// raw close system call that no front end saw closed it, issue 50), opens the root again
+    /// and says so (true); the old descriptor is never used or closed again. An error once the
+    /// root was reopened [`ROOT_OPENS`] times.
+    pub(crate) fn refresh(&self) -> Result<bool> {
+        let _one = self.reopening.lock().unwrap_or_else(|p| p.into_inner());
+        let i = self.current.load(Ordering::Acquire);
+        let Some(r) = self.roots[i].get() else { return Ok(false) };
+        if r.intact() {
+            return Ok(false);
+        }
+        // Before anything is opened again: no descriptor made until now is closed any more.
+        sys::descriptors_lost();
+        if i + 1 >= ROOT_OPENS {
+            return Err(self.gone());
+        }
+        let new = Root::open(&self.path, &self.mount_point)?;
+        let _ = self.roots[i + 1].set(new);
+        self.current.store(i + 1, Ordering::Release);
+        crate::warn!(
+            "backend {}: its directory descriptor was closed behind PLFS's back (a raw close system call); reopened",
+            self.path.display()
+        );
+        Ok(true)
+    }
+
+    fn gone(&self) -> Error {
+        Error::errno(
+            Errno::BADF,
+            format!(
+                "backend {}: its directory descriptor was closed behind PLFS's back {} times (raw close system calls); \
+                 not reopened again",
+                self.path.display(),
+                ROOT_OPENS - 1
+            ),
+        )
     }
 
     /// The directory at `rel` beneath the root (the root itself for an empty `rel`).
@@ -72,6 +155,16 @@ impl Backend {
     /// [`Backend::dir`], `Ok(None)` if a component is missing.
     pub fn dir_opt(&self, rel: &Path) -> Result<Option<Dir>> {
         self.root()?.open_dir_beneath_opt(rel)
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        // The current root is closed; the earlier ones were closed behind our back already.
+        let i = *self.current.get_mut();
+        if let Some(r) = self.roots[i].take() {
+            drop(ManuallyDrop::into_inner(r.dir));
+        }
     }
 }
 

@@ -2,10 +2,9 @@
 //! logical file and the reverse (`query`), writing a flattened index (`flatten`), the format
 //! version of a file and its metadata droppings.
 
-use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format::{self, MetaDropping, FLAT_NAME};
-use crate::index::IndexState;
+use crate::index::{Flattened, IndexState};
 use crate::legacy::{LegacyContainer, LegacyIndex};
 use crate::namespace::Plfs;
 use crate::sys::{self, Dir};
@@ -278,25 +277,12 @@ pub struct FlattenReport {
 pub fn flatten(plfs: &Plfs, path: &Path) -> Result<FlattenReport> {
     let loc = plfs.resolve(path)?;
     let c = plfs.container(path)?;
-    let sig = format::flat::signature(&c.list_meta()?).ok_or_else(|| {
-        Error::errno(
-            Errno::BUSY,
-            format!(
-                "{}: open for writing; flatten it after the writers close",
-                loc.logical.display()
-            ),
-        )
-    })?;
-    let mut s = IndexState::empty(1);
-    s.refresh(&c)?;
-    if format::flat::signature(&c.list_meta()?) != Some(sig) {
-        return Err(Error::errno(
-            Errno::BUSY,
-            format!("{}: changed while flattening; try again", loc.logical.display()),
-        ));
-    }
-    let f = s.to_flat(&c, &loc.logical, sig);
-    c.dir.write_atomic(FLAT_NAME, &f.encode(), 0o644)?;
+    let busy = |why: &str| Error::errno(Errno::BUSY, format!("{}: {why}", loc.logical.display()));
+    let f = match crate::index::flatten(&c, &loc.logical, None)? {
+        Flattened::Written(f) => f,
+        Flattened::Open => return Err(busy("open for writing; flatten it after the writers close")),
+        Flattened::Changed => return Err(busy("changed while flattening; try again")),
+    };
     Ok(FlattenReport {
         extents: f.pieces.len() + f.patterns.len(),
         chunks: f.chunks.len(),

@@ -32,7 +32,7 @@ use crate::container::DirExt;
 use crate::error::{Error, Result};
 use crate::format::{self, legacy::small::SMALL_CONTAINER};
 use crate::layout::n1::{ContainerNode, Registry};
-use crate::layout::small::Small;
+use crate::layout::small::{Small, StagedAttrs};
 use crate::layout::Layout;
 use crate::legacy::{self, LegacyContainer, LegacyFile, LegacySmallDir};
 use crate::mount::{Loc, Probe};
@@ -47,7 +47,7 @@ mod transfer;
 mod v2;
 
 pub use transfer::Upgraded;
-use transfer::{at, beside, compare, discard, ro, swap, wo, Transfer, CHUNK};
+use transfer::{beside, compare, discard, ro, swap, Transfer, CHUNK};
 
 /// What a path holds that `plfs upgrade` converts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,6 +191,16 @@ pub fn target(plfs: &Plfs, path: &std::path::Path) -> Result<Option<Target>> {
     })
 }
 
+/// The file `name` of the directory `dir`.
+fn dir_file(dir: &Loc, name: &str) -> Loc {
+    Loc {
+        mount: dir.mount.clone(),
+        idx: dir.idx,
+        rel: dir.rel.join(name),
+        logical: dir.logical.join(name),
+    }
+}
+
 /// Converts every file of the PLFS 2.x 1-N directory `path` (or the directory holding file
 /// `path`) to this format's 1-N logs, then retires the directory's `SMALLFILECONTAINER`s.
 pub fn upgrade_small_dir(
@@ -211,71 +221,91 @@ pub fn upgrade_small_dir(
     let Some(ld) = LegacySmallDir::open(&dir.mount, &dir.rel)? else {
         return Err(not_one());
     };
-    let names: Vec<String> = ld.names().cloned().collect();
+    // Private views: this process's own would show the old files, which they now replace.
+    let layout = Small::new(crate::sys::Umask::Given(0));
+    // Every file is copied into one new log that no reader sees until it is renamed into place
+    // (a crash before leaves every old file as it was, and a log fsck removes); after it, each
+    // name reads the converted file. A file this format already holds under an old name was
+    // converted by an upgrade that died before retiring the old stores (or made since): it stays.
+    let mut staged = layout.stage(&dir)?;
+    let have: std::collections::HashSet<String> = staged.names()?.into_iter().collect();
+    let names: Vec<String> = ld.names().filter(|n| !have.contains(*n)).cloned().collect();
     let stats: Vec<_> = names.iter().filter_map(|n| ld.stat(n)).collect();
     let total: u64 = stats.iter().map(|s| s.size * 2).sum();
     let mut done = 0u64;
-    let mut out = Vec::new();
     let mut buf = vec![0u8; CHUNK as usize];
     let mut mine = vec![0u8; CHUNK as usize];
     let pid = std::process::id();
-    // Private views: this process's own would show the old files, which they now replace.
-    let layout = Small::new(crate::sys::Umask::Given(0));
-    for (name, st) in names.iter().zip(stats) {
-        let floc = Loc {
-            mount: dir.mount.clone(),
-            idx: dir.idx,
-            rel: dir.rel.join(name),
-            logical: dir.logical.join(name),
+    for (name, st) in names.iter().zip(&stats) {
+        let attrs = StagedAttrs {
+            mode: st.access.st_mode & 0o777,
+            uid: st.access.st_uid,
+            gid: st.access.st_gid,
+            mtime_ns: st.mtime_ns,
         };
-        let mode = st.access.st_mode & 0o777;
-        let (node, _) = layout.create(&floc, mode, false)?;
-        let w = node.open(wo(), pid, true)?;
-        w.truncate(0)?;
-        let mut pos = 0u64;
-        while pos < st.size {
-            let k = (st.size - pos).min(CHUNK) as usize;
-            if ld.read(name, &mut buf[..k], pos)? != k {
+        let floc = dir_file(&dir, name);
+        staged.add(name, st.size, attrs, CHUNK as usize, &mut |b: &mut [u8], pos: u64| {
+            if ld.read(name, b, pos)? != b.len() {
                 return Err(Error::corrupt(floc.on(0), format!("short read at {pos}")));
             }
-            if buf[..k].iter().any(|&x| x != 0) {
-                w.write(&buf[..k], pos)?;
-            }
-            pos += k as u64;
-            done += k as u64;
+            done += b.len() as u64;
             progress(done, total);
-        }
-        w.truncate(st.size)?;
-        w.close()?;
-        node.chmod(mode)?;
-        node.chown(st.access.st_uid, st.access.st_gid)?;
-        node.utimens(TimeSpec::Omit, at(st.mtime_ns))?;
-        // Verify through a fresh view of the logs.
-        let fresh = Small::new(crate::sys::Umask::Given(0));
-        let r = fresh
-            .lookup_missing(&floc)?
-            .ok_or_else(|| floc.not_found())?
-            .open(ro(), pid, true)?;
-        if r.size()? != st.size {
-            return Err(Error::corrupt(floc.on(0), "the converted copy has the wrong size"));
-        }
-        let mut pos = 0u64;
-        while pos < st.size {
-            let k = (st.size - pos).min(CHUNK) as usize;
-            let old = |b: &mut [u8]| ld.read(name, b, pos);
-            compare(&floc.logical, pos, &mut buf[..k], &mut mine[..k], old, &r)?;
-            pos += k as u64;
-            done += k as u64;
-            progress(done, total);
-        }
-        out.push(Upgraded {
-            logical: floc.logical.clone(),
-            size: st.size,
-            copied: st.size,
-        });
+            Ok(())
+        })?;
     }
-    // Every file is converted: retire the old stores.
-    for (b, _) in &ld.stores {
+    let published = if names.is_empty() {
+        None
+    } else {
+        Some(staged.publish()?)
+    };
+    // Verify through a fresh view of the logs; a difference takes the new log away again.
+    let checked = (|| -> Result<Vec<Upgraded>> {
+        let fresh = Small::new(crate::sys::Umask::Given(0));
+        let mut out = Vec::new();
+        for (name, st) in names.iter().zip(&stats) {
+            let floc = dir_file(&dir, name);
+            let r = fresh
+                .lookup_missing(&floc)?
+                .ok_or_else(|| floc.not_found())?
+                .open(ro(), pid, true)?;
+            if r.size()? != st.size {
+                return Err(Error::corrupt(floc.on(0), "the converted copy has the wrong size"));
+            }
+            let mut pos = 0u64;
+            while pos < st.size {
+                let k = (st.size - pos).min(CHUNK) as usize;
+                let old = |b: &mut [u8]| ld.read(name, b, pos);
+                compare(&floc.logical, pos, &mut buf[..k], &mut mine[..k], old, &r)?;
+                pos += k as u64;
+                done += k as u64;
+                progress(done, total);
+            }
+            out.push(Upgraded {
+                logical: floc.logical.clone(),
+                size: st.size,
+                copied: st.size,
+            });
+        }
+        Ok(out)
+    })();
+    let out = match checked {
+        Ok(v) => v,
+        Err(e) => {
+            if let Some(p) = published {
+                p.revoke()?;
+            }
+            plfs.invalidate_read_cache(&dir.logical)?;
+            return Err(e);
+        }
+    };
+    // Every file is converted: retire the old stores, the one holding the stat file (which a
+    // reader of the old stores needs) last, so that a crash in between leaves stores that read.
+    let mut stores: Vec<(usize, bool)> = Vec::new();
+    for (b, store) in &ld.stores {
+        stores.push((*b, store.stat_opt(crate::format::legacy::small::STAT_FILE)?.is_some()));
+    }
+    stores.sort_by_key(|&(_, stat_file)| stat_file);
+    for (b, _) in &stores {
         let parent = dir.mount.canonical[*b].dir(&dir.rel)?;
         let tmp = format::tmp_name(format::UPGRADE_PREFIX, crate::clock::random_u64());
         parent.rename(SMALL_CONTAINER, &parent, &tmp)?;

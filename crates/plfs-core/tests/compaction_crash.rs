@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::{arg, arg_u64, child_command, fill_pattern, read_all, ro, Fixture, CHILD_TAG};
+use common::{arg, arg_u64, child_command, fill_pattern, read_all, ro, same, splitmix, Fixture, Snap, CHILD_TAG};
 use plfs_core::compact::{self, Options, Status};
 use plfs_core::config::GlobalParams;
 use plfs_core::fsck::{self, Kind, Options as FsckOptions};
@@ -74,13 +74,6 @@ fn data(seed: u64, off: u64, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
     fill_pattern(seed, off, &mut v);
     v
-}
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Builds an N-1 file: three closed writers overwriting each other with truncates, and, if
@@ -157,20 +150,6 @@ fn build_small(fx: &Fixture, dir: &Path, seed: u64) {
 }
 
 /// name -> (size, mode, mtime, bytes) of every file of `dir`.
-type Snap = BTreeMap<String, (u64, u32, i64, Vec<u8>)>;
-
-/// Asserts two snapshots are equal, naming the first difference (never dumping the bytes).
-#[track_caller]
-fn same(got: &Snap, want: &Snap, what: &str) {
-    let (gk, wk): (Vec<_>, Vec<_>) = (got.keys().collect(), want.keys().collect());
-    assert_eq!(gk, wk, "{what}: names");
-    for (n, w) in want {
-        let g = &got[n];
-        assert_eq!((g.0, g.1, g.2), (w.0, w.1, w.2), "{what}: {n}: size, mode, mtime");
-        common::assert_bytes_eq(&g.3, &w.3, &format!("{what}: {n}"));
-    }
-}
-
 fn snapshot(fx: &Fixture, dir: &Path) -> Snap {
     let p = fx.plfs();
     let mut out = BTreeMap::new();
@@ -557,15 +536,23 @@ fn sigkill_packed_compaction_at_random_moments() {
     let whole = t0.elapsed();
     common::assert_child_ok(&out, "calibration compaction");
     let mut t = Tally::default();
+    // The calibration run may be slower than the trials (a cold start, a busy machine): each
+    // trial that ran to completion makes the window the moments are drawn from a fifth shorter.
+    let mut window = whole;
     for n in 0..40u64 {
         let seed = splitmix(base ^ n);
-        let after = whole.mul_f64((seed >> 11) as f64 / (1u64 << 53) as f64);
+        let after = window.mul_f64((seed >> 11) as f64 / (1u64 << 53) as f64);
         t.trials += 1;
+        let completed = t.completed;
         small_trial(&fx, &fx.path(&format!("m{n}")), seed, Kill::After(after), &mut t);
+        if t.completed > completed {
+            window = window.mul_f64(0.8);
+        }
     }
     eprintln!(
-        "packed compaction at random moments (a whole run {:.1} ms): {} trials, {} killed, {} ran to completion, 0 changed",
+        "packed compaction at random moments (a whole run {:.1} ms, the window at the end {:.1} ms): {} trials, {} killed, {} ran to completion, 0 changed",
         whole.as_secs_f64() * 1e3,
+        window.as_secs_f64() * 1e3,
         t.trials,
         t.killed,
         t.completed

@@ -228,8 +228,12 @@ fn torn_index_tail_of_a_writer_that_closed_is_damage() {
     set_len(&idx2, HDR + 3 * REC + 1);
     let d = dump(&fx);
     assert_eio(&d, &idx2);
-    // stat still answers from the droppings: only reading data needs the records.
-    assert_eq!(d.stat, Ok(1500));
+    // stat holds the eof of writer 2's close dropping to its index log, which no longer
+    // reaches it: the index decides, and the damage is EIO there too (issue 50).
+    match &d.stat {
+        Err(e) => assert!(e.contains(&name_of(&idx2)), "{e}"),
+        Ok(s) => panic!("stat says {s} of a file whose last writer's index log is torn"),
+    }
 }
 
 #[test]
@@ -592,5 +596,236 @@ fn symlinks_planted_in_a_container_are_not_followed() {
             "secret bytes were served"
         );
         panic!("read {} bytes through a symlinked hostdir", v.len());
+    }
+}
+
+/// A file of 600,000 B written by one writer in 100,000 B writes (issue 50's case), in a fresh
+/// fixture; returns it and its bytes.
+fn six_hundred_k(tag: &str) -> (Fixture, Vec<u8>) {
+    let fx = Fixture::simple(tag);
+    let p = fx.plfs();
+    let path = fx.path("f");
+    let want = common::pattern(3, 0, 600_000);
+    let f = p.open(&path, common::wo_create(), 0o644, W1).unwrap();
+    for k in 0..6 {
+        f.write(&want[k * 100_000..(k + 1) * 100_000], k as u64 * 100_000)
+            .unwrap();
+    }
+    f.close().unwrap();
+    assert_eq!(common::read_fresh(&fx, &path).unwrap(), want);
+    (fx, want)
+}
+
+/// `r` failed with EIO, naming the marker.
+#[track_caller]
+fn assert_marker_eio<T: std::fmt::Debug>(r: plfs_core::Result<T>, what: &str) {
+    match r {
+        Ok(v) => panic!("{what}: {v:?} with success behind a damaged marker"),
+        Err(e) => {
+            assert_eq!(e.raw_errno(), libc_eio(), "{what}: {e}");
+            assert!(
+                e.to_string().contains(".plfscontainer"),
+                "{what}: does not name the marker: {e}"
+            );
+        }
+    }
+}
+
+/// Issue 50, item 3: a version 3 marker cut to any length from 48 to 63 bytes (or grown past
+/// 64) made the file look like a version 2 container without `meta/`: stat and read said an
+/// empty file with success, verify said OK, and an append built a version 2 layout (`meta/`,
+/// a hostdir) beside the version 3 logs. Now stat, open, read, verify and an append answer
+/// EIO naming the marker and build nothing; fsck reports it, and --repair rebuilds the marker
+/// (the version 3 logs prove its version) so that the file reads back byte for byte.
+#[test]
+fn a_marker_cut_or_grown_is_damage_and_builds_no_second_layout() {
+    for len in [48u64, 50, 56, 63, 65, 80] {
+        let (fx, want) = six_hundred_k(&format!("c-marker-cut-{len}"));
+        let c = fx.container_dir("f");
+        let marker = c.join(".plfscontainer");
+        let before: Vec<_> = std::fs::read_dir(&c).unwrap().map(|e| e.unwrap().file_name()).collect();
+        if len > 64 {
+            OpenOptions::new()
+                .append(true)
+                .open(&marker)
+                .unwrap()
+                .write_all(&vec![0x5a; len as usize - 64])
+                .unwrap();
+        } else {
+            set_len(&marker, len);
+        }
+        let p = fx.plfs();
+        let path = fx.path("f");
+        assert_marker_eio(p.stat(&path).map(|s| s.size), &format!("stat ({len} B)"));
+        assert_marker_eio(p.open(&path, common::ro(), 0, 5).map(drop), &format!("open ({len} B)"));
+        let mut append = common::wo_create();
+        append.append = true;
+        assert_marker_eio(p.open(&path, append, 0o644, W2).map(drop), &format!("append ({len} B)"));
+        assert!(
+            plfs_core::fsck::verify(&p, &path).map_or(true, |r| r.exit_code() != 0),
+            "verify says OK ({len} B)"
+        );
+        let after: Vec<_> = std::fs::read_dir(&c).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(after, before, "the container changed ({len} B)");
+        assert!(!c.join("meta").exists(), "a version 2 layout was built ({len} B)");
+        let rep = plfs_core::fsck::fsck(&p, &path, &plfs_core::fsck::Options::default()).unwrap();
+        assert_eq!(
+            rep.of(plfs_core::fsck::Kind::BadMarker).len(),
+            1,
+            "{len} B: {:#?}",
+            rep.findings
+        );
+        let opts = plfs_core::fsck::Options {
+            repair: true,
+            ..Default::default()
+        };
+        let rep = plfs_core::fsck::fsck(&p, &path, &opts).unwrap();
+        assert!(
+            rep.findings.iter().all(|f| !f.outstanding()),
+            "{len} B: {:#?}",
+            rep.findings
+        );
+        assert_eq!(std::fs::metadata(&marker).unwrap().len(), 64, "{len} B");
+        assert_eq!(common::read_fresh(&fx, &path).unwrap(), want, "after repair ({len} B)");
+        assert_eq!(fx.plfs().stat(&path).unwrap().size, 600_000);
+    }
+}
+
+/// The same for a version 2 container: its marker grown to 56 or 64 bytes (64 is a version 3
+/// marker's size, which would have it read without `meta/`, its truncates lost) is EIO naming
+/// the marker, and fsck --repair rebuilds it from the cid dropping.
+#[test]
+fn a_version_2_marker_grown_is_damage() {
+    for len in [56u64, 64] {
+        let fx = Fixture::new(
+            &format!("c-marker-v2-{len}"),
+            1,
+            0,
+            GlobalParams {
+                container_format: 2,
+                ..GlobalParams::default()
+            },
+        );
+        let path = fx.path("f");
+        let want = common::pattern(4, 0, 50_000);
+        common::put(&fx.plfs(), &path, &want);
+        let marker = fx.container_dir("f").join(".plfscontainer");
+        assert_eq!(std::fs::metadata(&marker).unwrap().len(), 48);
+        set_len(&marker, len);
+        let p = fx.plfs();
+        assert_marker_eio(p.stat(&path).map(|s| s.size), &format!("stat ({len} B)"));
+        let read = p.open(&path, common::ro(), 0, 5).and_then(|f| common::read_all(&f));
+        assert_marker_eio(read.map(|v| v.len()), &format!("open and read ({len} B)"));
+        let opts = plfs_core::fsck::Options {
+            repair: true,
+            ..Default::default()
+        };
+        let rep = plfs_core::fsck::fsck(&p, &path, &opts).unwrap();
+        assert_eq!(
+            rep.of(plfs_core::fsck::Kind::BadMarker).len(),
+            1,
+            "{len} B: {:#?}",
+            rep.findings
+        );
+        assert!(
+            rep.findings.iter().all(|f| !f.outstanding()),
+            "{len} B: {:#?}",
+            rep.findings
+        );
+        assert_eq!(std::fs::metadata(&marker).unwrap().len(), 48);
+        assert_eq!(common::read_fresh(&fx, &path).unwrap(), want, "after repair ({len} B)");
+    }
+}
+
+/// Issue 50, item 4: a flattened file whose index log was renamed (to another writer's name, to
+/// a name PLFS does not use) reads right through its flattened index; fsck --repair wrote a
+/// close dropping for the "new" writer, which changed the droppings' signature, readers fell
+/// back to the index logs and the file answered EIO. fsck now reports that reads need the
+/// flattened index and repairs nothing in the container: the file still reads byte for byte.
+#[test]
+fn fsck_repair_keeps_a_flattened_index_that_reads_need() {
+    for newname in ["index.00000000000000ff.11.vm", "index.renamed"] {
+        let (fx, want) = six_hundred_k(&format!("c-flat-needed-{}", newname.len()));
+        let path = fx.path("f");
+        plfs_core::tools::flatten(&fx.plfs(), &path).unwrap();
+        let idx = fx.log_of_pid("f", "index", W1);
+        std::fs::rename(&idx, idx.parent().unwrap().join(newname)).unwrap();
+        assert_eq!(
+            common::read_fresh(&fx, &path).unwrap(),
+            want,
+            "{newname}: before repair"
+        );
+        let opts = plfs_core::fsck::Options {
+            repair: true,
+            ..Default::default()
+        };
+        let rep = plfs_core::fsck::fsck(&fx.plfs(), &path, &opts).unwrap();
+        assert_eq!(
+            rep.of(plfs_core::fsck::Kind::FlatIndexNeeded).len(),
+            1,
+            "{newname}: {:#?}",
+            rep.findings
+        );
+        let got = common::read_fresh(&fx, &path);
+        assert_eq!(
+            got.as_deref().ok(),
+            Some(&want[..]),
+            "{newname}: after repair: {:?}",
+            got.as_ref().err()
+        );
+        assert_eq!(fx.plfs().stat(&path).unwrap().size, 600_000);
+        // With the log back, the flattened index is a cache again: fsck is clean.
+        std::fs::rename(idx.parent().unwrap().join(newname), &idx).unwrap();
+        let rep = plfs_core::fsck::fsck(&fx.plfs(), &path, &plfs_core::fsck::Options::default()).unwrap();
+        assert!(
+            rep.of(plfs_core::fsck::Kind::FlatIndexNeeded).is_empty(),
+            "{:#?}",
+            rep.findings
+        );
+    }
+}
+
+/// Issue 50, item 4: a close dropping renamed to another eof (1,600,000 for a 600,000 B file)
+/// made stat report that size (reads, which merge the index, were right). The writer's index
+/// log now holds the dropping's eof to its records: stat says 600,000 B, for a larger or a
+/// smaller eof, in a version 3 and a version 2 container; fsck still reports the dropping.
+#[test]
+fn stat_holds_a_close_droppings_eof_to_its_writers_index_log() {
+    for (format, eof) in [(3u32, 1_600_000u64), (3, 100_000), (2, 1_600_000)] {
+        let fx = Fixture::new(
+            &format!("c-close-eof-{format}-{eof}"),
+            1,
+            0,
+            GlobalParams {
+                container_format: format,
+                ..GlobalParams::default()
+            },
+        );
+        let path = fx.path("f");
+        let want = common::pattern(5, 0, 600_000);
+        common::put(&fx.plfs(), &path, &want);
+        let meta = fx.meta_dir("f");
+        let close: String = std::fs::read_dir(&meta)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with("close."))
+            .unwrap();
+        let mut f: Vec<&str> = close.split('.').collect();
+        assert_eq!(f[4], "600000", "{close}");
+        let eof_s = eof.to_string();
+        f[4] = &eof_s;
+        std::fs::rename(meta.join(&close), meta.join(f.join("."))).unwrap();
+        assert_eq!(
+            fx.plfs().stat(&path).unwrap().size,
+            600_000,
+            "format {format}, eof {eof}"
+        );
+        assert_eq!(common::read_fresh(&fx, &path).unwrap(), want);
+        let rep = plfs_core::fsck::fsck(&fx.plfs(), &path, &plfs_core::fsck::Options::default()).unwrap();
+        assert!(
+            rep.findings.iter().any(|f| f.problem),
+            "format {format}: {:#?}",
+            rep.findings
+        );
     }
 }

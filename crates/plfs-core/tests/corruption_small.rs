@@ -207,3 +207,122 @@ fn record_bounds(log: &[u8]) -> Vec<usize> {
     }
     out
 }
+
+// ---- The compaction journal (format.md §14) -------------------------------------------------
+
+/// A directory of two writers' logs (files f0..f5, then `a` renamed over `b`, which only a
+/// replay of the whole old history reads right), compacted by a compaction that stopped after
+/// its journal committed: at the publication (`stop = "sys::rename"`, the new log still under its
+/// temporary name) or after it retired one old log (`"sys::unlink"`). Returns the model.
+fn committed_dir(fx: &Fixture, tag: &str, stop: &str) -> BTreeMap<String, Vec<u8>> {
+    use plfs_core::failpoint;
+    let dir = fx.path("d");
+    let (p, q) = (fx.plfs(), fx.plfs());
+    p.mkdir(&dir, 0o755).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..FILES {
+        let name = format!("f{i}");
+        let bytes: Vec<u8> = (0..SIZE).map(|k| (k as u8).wrapping_mul(13) ^ i).collect();
+        let w = if i % 2 == 0 { &p } else { &q };
+        common::put(w, &dir.join(&name), &bytes);
+        model.insert(name, bytes);
+    }
+    common::put(&p, &dir.join("a"), b"written as a");
+    common::put(&q, &dir.join("b"), b"written as b");
+    p.rename(&dir.join("a"), &dir.join("b")).unwrap();
+    model.insert("b".into(), b"written as a".to_vec());
+    drop((p, q));
+    // The journal's own rename (write_atomic) is the first; the publication the second.
+    let after = if stop == "sys::rename" { 1 } else { 0 };
+    failpoint::set(failpoint::Spec {
+        name: stop.into(),
+        filter: tag.into(),
+        action: failpoint::Action::Errno(rustix::io::Errno::IO),
+        after,
+        times: None,
+    });
+    let r = plfs_core::compact::compact_packed_dir(&fx.plfs(), &dir, &plfs_core::compact::Options::default());
+    failpoint::clear();
+    assert!(r.is_err(), "{stop}: the compaction did not stop: {r:?}");
+    let store = fx.canonical[0].join("d/.plfs_small");
+    assert!(store.join("compact.journal").exists(), "{stop}: no journal left");
+    model
+}
+
+/// The committed journal of a compaction that stopped halfway (before its new log is published,
+/// and after it retired one old log), cut to every length and with every byte changed: every
+/// file reads exactly or answers EIO, no name is listed that the directory does not hold, and
+/// fsck reports the journal; `fsck --repair` then leaves a directory that reads exactly or
+/// answers EIO, never a wrong file with success.
+#[test]
+fn a_damaged_compaction_journal_is_eio_never_a_wrong_file() {
+    for (tag, stop) in [("dmg-jrn-pub", "sys::rename"), ("dmg-jrn-ret", "sys::unlink")] {
+        let fx = Fixture::small(tag, 1, GlobalParams::default());
+        let model = committed_dir(&fx, tag, stop);
+        let journal = fx.canonical[0].join("d/.plfs_small/compact.journal");
+        let pristine = std::fs::read(&journal).unwrap();
+        let (seen, _, _) = judge(&fx, &model);
+        assert!(
+            seen.values().all(|s| *s == Seen::Exact),
+            "{stop}: before any damage: {seen:?}"
+        );
+        let mut damaged: Vec<(String, Vec<u8>)> = (0..pristine.len())
+            .map(|n| (format!("cut to {n}"), pristine[..n].to_vec()))
+            .collect();
+        for at in 0..pristine.len() {
+            let mut b = pristine.clone();
+            b[at] ^= 0x5a;
+            damaged.push((format!("byte {at} changed"), b));
+        }
+        for (what, bytes) in &damaged {
+            std::fs::write(&journal, bytes).unwrap();
+            let (seen, listed, _) = judge(&fx, &model);
+            for (n, s) in &seen {
+                assert!(
+                    matches!(s, Seen::Exact | Seen::Eio),
+                    "{stop}: journal {what}: {n} reads {s:?}"
+                );
+            }
+            assert!(
+                listed.iter().all(|n| model.contains_key(n)),
+                "{stop}: journal {what}: lists {listed:?}"
+            );
+            let rep = fsck::fsck(&fx.plfs(), &fx.path("d"), &FsckOptions::default()).unwrap();
+            assert!(
+                rep.findings.iter().any(|f| f.problem && f.kind == Kind::BadJournal),
+                "{stop}: journal {what}: fsck: {:#?}",
+                rep.findings
+            );
+        }
+        std::fs::write(&journal, &pristine).unwrap();
+        // fsck --repair, on a few of the damages each in a fresh directory: it removes a journal
+        // only where its compaction never published (every old log is there), and leaves one it
+        // cannot judge; what reads afterwards is still exact or EIO.
+        for (k, (what, bytes)) in damaged.iter().enumerate().filter(|(k, _)| k % 97 == 0) {
+            let tag = format!("{tag}-r{k}");
+            let fx = Fixture::small(&tag, 1, GlobalParams::default());
+            let model = committed_dir(&fx, &tag, stop);
+            std::fs::write(fx.canonical[0].join("d/.plfs_small/compact.journal"), bytes).unwrap();
+            let opts = FsckOptions {
+                repair: true,
+                tmp_min_age: std::time::Duration::ZERO,
+                ..FsckOptions::default()
+            };
+            fsck::fsck(&fx.plfs(), &fx.path("d"), &opts).unwrap();
+            let (seen, listed, _) = judge(&fx, &model);
+            for (n, s) in &seen {
+                assert!(
+                    matches!(s, Seen::Exact | Seen::Eio),
+                    "{stop}: journal {what}, after fsck --repair: {n} reads {s:?}"
+                );
+            }
+            assert!(listed.iter().all(|n| model.contains_key(n)), "{listed:?}");
+            let exact = seen.values().all(|s| *s == Seen::Exact);
+            assert_eq!(
+                exact,
+                stop == "sys::rename",
+                "{stop}: journal {what}, after fsck --repair: {seen:?}"
+            );
+        }
+    }
+}

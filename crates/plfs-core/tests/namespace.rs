@@ -658,3 +658,50 @@ fn a_stat_of_the_mount_point_looks_for_no_plfs_2_file() {
     assert_eq!(st.kind, FileKind::Dir);
     assert_eq!(stats() - before, 2, "stats of the mount point's backend root");
 }
+
+/// A symbolic link in the middle of a path is not followed (python.md, "a link in the middle of
+/// a path ... is not"): every call through it fails as through a component that is not a
+/// directory, `ENOTDIR` (`ENOENT` for a look-up of a name N-1 finds missing), the same in every
+/// workload, and nothing is made where the link points. Before, a 1-N directory answered `ELOOP`
+/// to each of them (the store's look-up refused the link), which no plain file system gives for
+/// a link to a directory.
+#[test]
+fn a_link_in_the_middle_of_a_path_is_not_a_directory_in_every_workload() {
+    for (tag, fx) in [
+        ("N-1", fixture("midlink-n1", 1)),
+        ("1-N", Fixture::small("midlink-1n", 1, GlobalParams::default())),
+    ] {
+        let p = fx.plfs();
+        p.mkdir(&fx.path("d"), 0o755).unwrap();
+        put(&p, &fx.path("d/f"), b"data");
+        p.symlink(Path::new("d"), &fx.path("ld")).unwrap();
+        p.symlink(Path::new("nowhere"), &fx.path("dangling")).unwrap();
+        let refused = |what: &str, r: Result<(), plfs_core::Error>| {
+            let e = r.expect_err(what).raw_errno();
+            assert!(
+                e == Errno::NOTDIR.raw_os_error() || e == Errno::NOENT.raw_os_error(),
+                "{tag}: {what}: errno {e} ({})",
+                std::io::Error::from_raw_os_error(e)
+            );
+        };
+        refused("stat ld/f", p.stat(&fx.path("ld/f")).map(drop));
+        refused("open ld/f", p.open(&fx.path("ld/f"), ro(), 0, 1).map(drop));
+        refused("stat ld/missing", p.stat(&fx.path("ld/missing")).map(drop));
+        refused("stat dangling/x", p.stat(&fx.path("dangling/x")).map(drop));
+        refused("create ld/g", p.create(&fx.path("ld/g"), 0o644, true).map(drop));
+        refused("open ld/g", p.open(&fx.path("ld/g"), wo_create(), 0o644, 1).map(drop));
+        refused(
+            "create dangling/x",
+            p.create(&fx.path("dangling/x"), 0o644, true).map(drop),
+        );
+        refused("unlink ld/f", p.unlink(&fx.path("ld/f")));
+        refused("rename d/f ld/h", p.rename(&fx.path("d/f"), &fx.path("ld/h")));
+        refused("mkdir ld/e", p.mkdir(&fx.path("ld/e"), 0o755));
+        assert_eq!(
+            listing(&p, &fx.path("d")),
+            vec![("f".to_string(), FileKind::File)],
+            "{tag}: made through the link"
+        );
+        assert_eq!(get(&p, &fx.path("d/f")), b"data", "{tag}");
+    }
+}

@@ -50,8 +50,16 @@ pub const MARKER_LEN: usize = 48;
 pub const MARKER_LEN_V3: usize = 64;
 
 /// Whether a published marker of `len` bytes belongs to a one-directory container (version 3).
+/// Exactly [`MARKER_LEN_V3`]: a marker of any other size is no version 3 marker (a cut or grown
+/// one is damage, which reading it reports).
 pub fn is_flat_marker(len: u64) -> bool {
-    len >= MARKER_LEN_V3 as u64
+    len == MARKER_LEN_V3 as u64
+}
+
+/// Whether a published marker's size is a whole marker's of some version ([`MARKER_LEN`] or
+/// [`MARKER_LEN_V3`]), so that the size alone may say the layout; any other size is read.
+pub fn is_whole_marker_len(len: u64) -> bool {
+    len == MARKER_LEN as u64 || len == MARKER_LEN_V3 as u64
 }
 
 /// Index log magic.
@@ -176,12 +184,18 @@ impl Marker {
             return Err(Error::corrupt(path, "marker checksum mismatch"));
         }
         // The size says the layout (`is_flat_marker`): a version 3 marker of another size, or an
-        // older one of 64 bytes, would send readers to the wrong place for the logs.
-        if (version >= 3) != (b.len() >= MARKER_LEN_V3) {
+        // older one of 64 bytes, would send readers to the wrong place for the logs; so would
+        // one cut (a version 3 marker of 48 to 63 bytes is read as a version 2 container's) or
+        // grown (bytes after it). Nothing in a container is trusted: the padding is zeros too.
+        let want = if version >= 3 { MARKER_LEN_V3 } else { MARKER_LEN };
+        if b.len() != want {
             return Err(Error::corrupt(
                 path,
                 format!("a version {version} marker of {} bytes", b.len()),
             ));
+        }
+        if b[MARKER_LEN..].iter().any(|&x| x != 0) {
+            return Err(Error::corrupt(path, "marker padding is not zero"));
         }
         Ok(Marker {
             version,

@@ -316,12 +316,13 @@ pub unsafe extern "C" fn openat2(
     }
 }
 
-/// System calls that close or replace descriptors: made through `syscall`, they bypass our
-/// close/dup2/close_range, so the table must doubt itself after them.
+/// System calls that replace descriptors: made through `syscall`, they bypass our dup2/dup3, so
+/// the table must doubt itself after them. (`SYS_close` and `SYS_close_range` are served as
+/// close and close_range: [`syscall`].)
 #[cfg(target_arch = "x86_64")]
-const FD_CHANGING: [libc::c_long; 4] = [libc::SYS_close, libc::SYS_dup2, libc::SYS_dup3, libc::SYS_close_range];
+const FD_CHANGING: [libc::c_long; 2] = [libc::SYS_dup2, libc::SYS_dup3];
 #[cfg(target_arch = "aarch64")]
-const FD_CHANGING: [libc::c_long; 3] = [libc::SYS_close, libc::SYS_dup3, libc::SYS_close_range];
+const FD_CHANGING: [libc::c_long; 1] = [libc::SYS_dup3];
 
 /// System calls that make a process sharing our open file descriptions without the fork
 /// handlers running: the positions kept in this process go to the kernel offsets first.
@@ -381,7 +382,8 @@ fn note_around(n: libc::c_long, a: [libc::c_long; 6]) {
 }
 
 /// syscall(2): glibc 2.36 has no openat2 wrapper, so programs call `syscall(SYS_openat2, ...)`;
-/// that one is served like openat2. Every other number goes to the kernel unchanged, with the
+/// that one is served like openat2, and `SYS_close`/`SYS_close_range` like close and close_range.
+/// Every other number goes to the kernel unchanged, with the
 /// instruction itself (errno set as glibc's syscall does). The six arguments are read as named
 /// ones (see the variadic note above).
 #[no_mangle]
@@ -408,6 +410,17 @@ pub unsafe extern "C" fn syscall(
                 return run(|| r).into();
             }
         }
+    }
+    // A raw close of every descriptor (`syscall(SYS_close_range, 3, ~0U, 0)`, or SYS_close in a
+    // loop) closed the library's own too, and every later PLFS call failed with EBADF, even the
+    // open of a new file (issue 50): made through syscall(3), they are served as the interposed
+    // close and close_range, which leave the core's descriptors alone (or first close the open
+    // PLFS files so that the core holds none).
+    if n == libc::SYS_close {
+        return crate::calls::fds::close(a1 as c_int).into();
+    }
+    if n == libc::SYS_close_range {
+        return crate::calls::fds::close_range(a1 as libc::c_uint, a2 as libc::c_uint, a3 as c_int).into();
     }
     note_around(n, [a1, a2, a3, a4, a5, a6]);
     if PROCESS_MAKING.contains(&n) {

@@ -21,6 +21,11 @@ pub struct Conf {
     pub backends: Vec<(PathBuf, PathBuf)>,
     /// Every backend directory (canonical and shadow), as bytes: the core's descriptors point here.
     pub roots: Vec<Vec<u8>>,
+    /// Set when the plfsrc could not be loaded but the mount points it names could be read
+    /// (`Config::load_or_mount_points`): paths under them are still PLFS paths, and every call on
+    /// one fails with EIO, so that nothing is written into the real directories at the mount
+    /// points' paths, where no plfs tool would look. The message was printed once, at load.
+    pub unusable: bool,
 }
 
 static CONF: OnceLock<Option<Conf>> = OnceLock::new();
@@ -50,41 +55,84 @@ pub fn enabled() -> bool {
 }
 
 fn load_conf() -> Option<Conf> {
-    match Config::load() {
-        Ok(cfg) => {
-            let mounts: Vec<Vec<u8>> = cfg
-                .mounts
+    match Config::load_or_mount_points() {
+        Ok(cfg) => Some(conf_of(cfg, false)),
+        Err(u) if !u.mount_points.is_empty() => {
+            let list: Vec<String> = u.mount_points.iter().map(|m| m.display().to_string()).collect();
+            crate::rt::log::always(format_args!(
+                "cannot use the plfsrc {}: {}; every call under {} fails with EIO until it is fixed \
+                 (paths elsewhere pass through to libc)",
+                u.file.as_deref().unwrap_or(std::path::Path::new("?")).display(),
+                u.error,
+                list.join(", ")
+            ));
+            let mut cfg = Config::zero_config();
+            cfg.files = u.file.into_iter().collect();
+            cfg.mounts.clear();
+            let mut c = conf_of(cfg, true);
+            c.mounts = u
+                .mount_points
                 .iter()
-                .map(|m| m.mount_point.as_os_str().as_encoded_bytes().to_vec())
+                .map(|m| m.as_os_str().as_encoded_bytes().to_vec())
                 .collect();
-            let mut mount_names: Vec<Vec<u8>> = mounts
-                .iter()
-                .flat_map(|m| m.split(|&b| b == b'/').filter(|c| !c.is_empty()).map(<[u8]>::to_vec))
-                .collect();
-            mount_names.sort();
-            mount_names.dedup();
-            let mut backends = Vec::new();
-            let mut roots = Vec::new();
-            for m in &cfg.mounts {
-                for b in m.canonical() {
-                    backends.push((b.to_path_buf(), m.mount_point.clone()));
-                }
-                for b in &m.backends {
-                    roots.push(b.location.as_os_str().as_encoded_bytes().to_vec());
-                }
-            }
-            Some(Conf {
-                cfg,
-                mounts,
-                mount_names,
-                backends,
-                roots,
-            })
+            c.mount_names = names_of(&c.mounts);
+            Some(c)
         }
-        Err(e) => {
-            crate::rt::log::always(format_args!("PLFS disabled, every call passes through to libc: {e}"));
+        Err(u) => {
+            crate::rt::log::always(format_args!(
+                "PLFS disabled, every call passes through to libc: {}",
+                u.error
+            ));
             None
         }
+    }
+}
+
+/// Every component of the mount points, sorted, each once.
+fn names_of(mounts: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut names: Vec<Vec<u8>> = mounts
+        .iter()
+        .flat_map(|m| m.split(|&b| b == b'/').filter(|c| !c.is_empty()).map(<[u8]>::to_vec))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn conf_of(cfg: Config, unusable: bool) -> Conf {
+    let mounts: Vec<Vec<u8>> = cfg
+        .mounts
+        .iter()
+        .map(|m| m.mount_point.as_os_str().as_encoded_bytes().to_vec())
+        .collect();
+    let mount_names = names_of(&mounts);
+    let mut backends = Vec::new();
+    let mut roots = Vec::new();
+    for m in &cfg.mounts {
+        for b in m.canonical() {
+            backends.push((b.to_path_buf(), m.mount_point.clone()));
+        }
+        for b in &m.backends {
+            roots.push(b.location.as_os_str().as_encoded_bytes().to_vec());
+        }
+    }
+    Conf {
+        cfg,
+        mounts,
+        mount_names,
+        backends,
+        roots,
+        unusable,
+    }
+}
+
+/// The configuration, when it can serve PLFS paths: EIO under the mount points of a plfsrc that
+/// cannot be loaded (see [`Conf::unusable`]), ENOSYS when the library is disabled.
+fn usable() -> Res<&'static Conf> {
+    match conf() {
+        Some(c) if c.unusable => Err(Errno(libc::EIO)),
+        Some(c) => Ok(c),
+        None => Err(Errno(libc::ENOSYS)),
     }
 }
 
@@ -95,7 +143,7 @@ pub fn plfs() -> Res<&'static Plfs> {
         // SAFETY: instances are leaked, never freed: the pointer stays valid for the process.
         return Ok(unsafe { &*p });
     }
-    let c = conf().ok_or(Errno(libc::ENOSYS))?;
+    let c = usable()?;
     // Inside someone else's program the core stays quiet unless PLFS_LOG asks for its messages.
     if plfs_core::log::env_level().is_none() {
         plfs_core::log::set_level(plfs_core::log::Level::Off);
@@ -125,7 +173,7 @@ pub fn plfs() -> Res<&'static Plfs> {
 /// parent's instance may be locked by another of the parent's threads): leaked like the others,
 /// never installed.
 pub fn private_plfs() -> Res<&'static Plfs> {
-    let c = conf().ok_or(Errno(libc::ENOSYS))?;
+    let c = usable()?;
     let inst = Plfs::new(c.cfg.clone()).map_err(Errno::from)?;
     Ok(Box::leak(Box::new(inst)))
 }

@@ -55,6 +55,13 @@ const ZERO: Stripe = Stripe(AtomicUsize::new(0));
 
 static READERS: [Stripe; STRIPES] = [ZERO; STRIPES];
 
+/// Whether slot `fd` (below [`LEN`]) holds an entry: one atomic load, no reference taken (safe
+/// in a signal handler).
+#[inline]
+pub fn occupied(fd: usize) -> bool {
+    !SLOTS[fd].entry.load(SeqCst).is_null()
+}
+
 /// The entry of slot `fd` (below [`LEN`]) and the generation it was confirmed in (0 where the
 /// slot changed while it was read: it is then confirmed again by the caller). No lock.
 #[inline]

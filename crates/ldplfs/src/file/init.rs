@@ -22,7 +22,9 @@ fn ready() {
         // A panic here must neither unwind into C nor poison the Once (every later call would
         // panic): the library then simply knows less (no adoption, no cwd).
         let _ = std::panic::catch_unwind(|| {
-            if conf::conf().is_none() {
+            if conf::conf().is_none_or(|c| c.unusable) {
+                // Disabled, or only refusing calls under the mount points of a plfsrc that does
+                // not load: nothing to adopt, no working directory inside a backend.
                 return;
             }
             // Before the program starts threads (see the core's grow_fd_table).
@@ -67,7 +69,42 @@ pub fn serve_fd<R: Fail>(fd: i32, f: impl FnOnce(Arc<Entry>) -> Res<R>) -> Optio
     if ready && !maybe_ours(fd) {
         return None;
     }
-    let _busy = enter()?;
+    let Some(_busy) = enter() else {
+        return reentered(fd);
+    };
     let found = if ready { registered(fd) } else { ours(fd) };
     found.map(|e| run(|| f(e)))
+}
+
+/// A call on descriptor `fd` made while this thread is already inside the library: a signal
+/// handler that interrupted it (the library itself never calls an interposed descriptor call on
+/// one of its placeholders). A descriptor that is not ours goes to libc (None), so a handler's
+/// write to stderr, a plain file or a pipe always reaches the kernel. One of ours cannot be served
+/// here: the interrupted code may hold the file's lock, the table's or the allocator's, and
+/// waiting for it would deadlock; passed to libc it met the placeholder, which refuses writes
+/// (EPERM, issue 50: 1,122 of 1,123 writes of a SIGALRM handler while the main loop did PLFS I/O).
+/// It fails with EAGAIN instead, as ldplfs(8) says (not EINTR: a handler that retries on EINTR
+/// would spin for ever, since the code it interrupted cannot go on until the handler returns).
+/// Async-signal-safe: one atomic load of the descriptor's slot (or one fcntl above the slots).
+fn reentered<R: Fail>(fd: i32) -> Option<R> {
+    if !ready_done() || !maybe_ours(fd) || !placeholder_now(fd) {
+        return None;
+    }
+    crate::rt::errno::set_errno(libc::EAGAIN);
+    Some(R::fail())
+}
+
+/// Whether `fd` is a placeholder, without a lock or an allocation: its slot holds an entry, or,
+/// above the slots, the descriptor carries a placeholder's seals.
+fn placeholder_now(fd: i32) -> bool {
+    match usize::try_from(fd) {
+        Ok(u) if u < crate::fd::direct::LEN => crate::fd::direct::occupied(u),
+        Ok(_) => {
+            // SAFETY: fcntl(F_GET_SEALS) only reads the descriptor's seals.
+            let seals = unsafe { crate::raw_syscall!(libc::SYS_fcntl, fd, libc::F_GET_SEALS) };
+            let all = libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+            seals >= 0 && seals as i32 & all == all
+        }
+        Err(_) => false,
+    }
 }

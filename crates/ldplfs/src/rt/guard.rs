@@ -72,7 +72,33 @@ pub unsafe extern "C" fn pthread_create(
         return crate::real!(pthread_create(thread, attr, start, arg): fn(*mut libc::pthread_t, *const libc::pthread_attr_t, StartFn, *mut libc::c_void) -> libc::c_int);
     }
     let boxed = Box::into_raw(Box::new((start, arg))).cast::<libc::c_void>();
+    // The thread starts with the program's asynchronous signals blocked (it inherits the mask in
+    // force here), so the kernel delivers a process-directed signal (SIGALRM of setitimer,
+    // SIGCHLD, SIGTERM...) to one of the program's threads: a handler run on this thread would
+    // run inside the library, where a call on a PLFS descriptor cannot be served
+    // (`file::init::serve_fd`). Faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL) stay deliverable.
+    // SAFETY: sigset_t values owned here; pthread_sigmask only changes this thread's mask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    let blocked = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        for sig in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+            libc::SIGSYS,
+        ] {
+            libc::sigdelset(&mut all, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old) == 0
+    };
     let r = crate::real!(pthread_create(thread, attr, start_busy as StartFn, boxed): fn(*mut libc::pthread_t, *const libc::pthread_attr_t, StartFn, *mut libc::c_void) -> libc::c_int);
+    if blocked {
+        // SAFETY: restores this thread's own mask, saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    }
     if r != 0 {
         // SAFETY: the thread was not created, so the Box was not handed over.
         drop(unsafe { Box::from_raw(boxed.cast::<(StartFn, *mut libc::c_void)>()) });

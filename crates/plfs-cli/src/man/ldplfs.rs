@@ -50,7 +50,10 @@ pub fn page() -> Page {
          fcntl lock and after fsync. Programs and scripts stored under a mount run from a sealed copy in memory.",
     );
     p.p(
-        "If the plfsrc is invalid, ldplfs prints one warning and passes everything through. Setuid and setgid \
+        "If the plfsrc cannot be loaded, ldplfs prints one warning naming the file, its error and the mount points \
+         its mount_point: lines still name (read leniently); every call under those mount points then fails with \
+         EIO, so that nothing is written into the real directories at their paths, and other paths pass through. \
+         Only when no mount point can be read from it does everything pass through. Setuid and setgid \
          programs are left alone (every call goes to libc).",
     );
     p.sh("What is intercepted");
@@ -91,11 +94,45 @@ pub fn page() -> Page {
         "The user's private directory (mode 0700) of fcntl lock files (HASH.lock) and shared-mapping copies \
          (HASH.map), one per container.",
     );
+    limits(&mut p);
+    p.sh("Examples");
+    p.pre(
+        "L=/usr/local/lib/libldplfs.so\n\
+         LD_PRELOAD=$L cp big.dat /mnt/plfs/\n\
+         LD_PRELOAD=$L mpirun -np 64 ./app /mnt/plfs/ckpt\n\
+         LDPLFS_REPORT=1 LD_PRELOAD=$L md5sum /mnt/plfs/ckpt\n\
+         LD_PRELOAD=$L bash     # everything started from it sees PLFS",
+    );
+    p.see_also(&[
+        "plfs(1)".into(),
+        "plfsrc(5)".into(),
+        "plfs-mount(1)".into(),
+        "plfs-stats(1)".into(),
+    ]);
+    p
+}
+
+/// The Limits section.
+fn limits(p: &mut Page) {
     p.sh("Limits");
     p.p(
         "Only dynamically linked programs that call libc are reached. Static binaries and programs that make raw \
          system calls (Go programs, anything statically linked, io_uring) bypass ldplfs: use the FUSE mount, \
          plfs-mount(1). LDPLFS_REPORT counts the raw syscall() calls that named a path under a mount point.",
+    );
+    p.p(
+        "A program that closes every descriptor with a raw system call: made through syscall(3) \
+         (syscall(SYS_close_range, 3, ~0U, 0), or SYS_close in a loop), the call is served as close_range or \
+         close, which leave ldplfs's own descriptors alone (its open PLFS files are closed first). Made with the \
+         instruction itself (a static binary, Go, inline assembly), it cannot be seen: it closes the library's \
+         descriptors too. The next call that finds a backend's root descriptor closed (EBADF) opens the root \
+         again and is made again, so new files open, read and write as before (after the 15th such reopening \
+         in one process every call fails with EBADF, saying why once with PLFS_LOG=warn). Files that were open \
+         through PLFS at that moment are lost to the process: their calls fail (EBADF), and what their close \
+         could not write is what a writer killed there leaves (plfs-fsck(1); a 1-N file not yet closed is not \
+         there). Descriptors the library held then are never closed or used again, since their numbers may be \
+         another file's by now; ldplfs keeps its descriptors at 512 and above, so a loop that closes the low \
+         numbers does not reach them.",
     );
     p.p(
         "Paths are resolved lexically: a symbolic link outside the mount that points into it is not followed into \
@@ -115,23 +152,18 @@ pub fn page() -> Page {
          descriptors without their positions being written back first.",
     );
     p.p(
+        "Signal handlers: a call from a handler on a descriptor that is not a PLFS one (stderr, a plain file, a \
+         pipe, a socket) goes straight to the kernel, as without ldplfs. A call on a PLFS descriptor (write, read \
+         and the rest) from a handler that interrupted the same thread inside ldplfs fails with EAGAIN: the \
+         interrupted call may hold the locks it would need, and waiting for them would deadlock (EAGAIN rather \
+         than EINTR, which handlers often retry in a loop that could never end). From a handler that interrupted \
+         the program outside ldplfs it is served like any other call, which takes locks and allocates memory: \
+         like malloc, that is not async-signal-safe. Threads that ldplfs starts itself block asynchronous \
+         signals, so a process-directed signal is handled on one of the program's threads.",
+    );
+    p.p(
         "A process killed by a signal keeps every write that returned (each write's bytes carry a frame that \
          describes them); only the index records it had not written out are lost, and readers recover them from \
          those frames.",
     );
-    p.sh("Examples");
-    p.pre(
-        "L=/usr/local/lib/libldplfs.so\n\
-         LD_PRELOAD=$L cp big.dat /mnt/plfs/\n\
-         LD_PRELOAD=$L mpirun -np 64 ./app /mnt/plfs/ckpt\n\
-         LDPLFS_REPORT=1 LD_PRELOAD=$L md5sum /mnt/plfs/ckpt\n\
-         LD_PRELOAD=$L bash     # everything started from it sees PLFS",
-    );
-    p.see_also(&[
-        "plfs(1)".into(),
-        "plfsrc(5)".into(),
-        "plfs-mount(1)".into(),
-        "plfs-stats(1)".into(),
-    ]);
-    p
 }

@@ -312,10 +312,18 @@ pub fn normalize_path(p: &Path) -> Option<PathBuf> {
 
 /// The search behind [`Config::load`], with its inputs explicit (for tests).
 fn load_from(plfsrc: Option<OsString>, home: Option<OsString>, etc: &Path) -> Result<Config> {
+    match locate(plfsrc, home, etc)? {
+        Some(path) => Config::from_file(&path),
+        None => Ok(Config::zero_config()),
+    }
+}
+
+/// The file the search of [`Config::load`] picks; None for the zero-config default.
+fn locate(plfsrc: Option<OsString>, home: Option<OsString>, etc: &Path) -> Result<Option<PathBuf>> {
     if let Some(p) = plfsrc.filter(|p| !p.is_empty()) {
         let path = PathBuf::from(p);
         return match sys::stat_follow(&path) {
-            Ok(_) => Config::from_file(&path),
+            Ok(_) => Ok(Some(path)),
             Err(e) => Err(Error::Config(format!(
                 "{} (from $PLFSRC): cannot read: {}",
                 path.display(),
@@ -330,12 +338,12 @@ fn load_from(plfsrc: Option<OsString>, home: Option<OsString>, etc: &Path) -> Re
     candidates.push(etc.to_path_buf());
     for path in candidates {
         match sys::stat_follow(&path) {
-            Ok(_) => return Config::from_file(&path),
+            Ok(_) => return Ok(Some(path)),
             Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => continue,
             Err(e) => return Err(Error::Config(format!("{}: cannot stat: {}", path.display(), e))),
         }
     }
-    Ok(Config::zero_config())
+    Ok(None)
 }
 
 /// Identity of a file read, for include cycle and repetition detection.
@@ -370,6 +378,7 @@ fn read_file(path: &Path) -> std::result::Result<(Vec<u8>, Ident), rustix::io::E
     Ok((bytes, Ident::from_stat(&st)))
 }
 
+mod lenient;
 mod load;
 mod mounts;
 #[cfg(test)]
@@ -377,6 +386,7 @@ mod tests;
 mod values;
 mod yaml;
 
+pub use lenient::{mount_points_in, Unusable};
 use load::*;
 pub use values::known_keys;
 use yaml::{describe, Node, Value};

@@ -4,7 +4,7 @@ use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A fresh directory under the system temp dir (tests may use std::fs).
-fn tempdir(tag: &str) -> PathBuf {
+pub(super) fn tempdir(tag: &str) -> PathBuf {
     static N: AtomicUsize = AtomicUsize::new(0);
     let d = std::env::temp_dir().join(format!(
         "plfs-config-test-{}-{}-{tag}",
@@ -16,7 +16,7 @@ fn tempdir(tag: &str) -> PathBuf {
     d
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(super) fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p

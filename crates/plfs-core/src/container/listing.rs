@@ -51,6 +51,11 @@ pub(crate) enum Verdict {
 /// missed the writer of the whole file for the file.
 pub(crate) fn list_whole(dir: &Dir, shadows: bool, marker: Marker<'_>) -> Result<Vec<OsString>> {
     let mut names = dir.list()?;
+    // No version 3 container has `meta/`: a version 2 one whose marker grew to 64 bytes would
+    // be read without its droppings (its truncates). The marker says which (`EIO` if neither).
+    if names.iter().any(|n| n.as_bytes() == format::META_DIR.as_bytes()) {
+        super::read_marker(dir)?;
+    }
     // A local file system's listing is returned as it is; where the kind of file system is not
     // known yet, the listing is judged first, which a whole one passes without a `statfs`.
     if dir.local_clock_if_known() == Some(true) {

@@ -133,18 +133,101 @@ impl Container {
         Ok(format::parse_droppings(&names))
     }
 
+    /// Whether the listing the last [`Container::list_meta`] took holds `name` (`true` where no
+    /// listing of the container itself is at hand: a version 2 container's).
+    pub(crate) fn listing_has(&self, name: &str) -> bool {
+        let g = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        match g.as_ref() {
+            Some(names) if self.flat => names.iter().any(|n| n.as_bytes() == name.as_bytes()),
+            _ => true,
+        }
+    }
+
+    /// The writers of the index logs in the listing the last [`Container::list_meta`] took,
+    /// where that listing holds every index log of the container: a one-directory container
+    /// without hostdirs whose mount has no shadow backends. `None` elsewhere (logs in
+    /// directories it did not list), or where no listing is at hand.
+    ///
+    /// A listing of a directory that changes while it is read may miss an entry renamed during
+    /// it, both its old name and its new one: a writer's open dropping becoming its close
+    /// dropping. A log is never renamed and is made before its writer's first write, so a
+    /// listing taken after that write holds it: where every log in it is of a writer the reader
+    /// knows, no writer was missed ([`crate::index`]'s refresh asks this before it trusts a
+    /// signature of droppings to say nothing changed).
+    pub(crate) fn listed_index_writers(&self) -> Option<Vec<u64>> {
+        if !self.flat || self.shadows_in_use() {
+            return None;
+        }
+        let g = self.listing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for n in g.as_ref()? {
+            if n.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()) {
+                return None;
+            }
+            if let Some((true, w)) = n.to_str().and_then(format::log_writer_of) {
+                out.push(w);
+            }
+        }
+        Some(out)
+    }
+
     /// Size and mtime of the closed file from its droppings, `None` where the index must decide
     /// ([`format::fast_size_of_listing`]).
+    /// The size is held to the index log of the writer whose close dropping gives it
+    /// ([`Container::fast_size_proven`]).
     pub fn fast_size(&self) -> Result<Option<(u64, u64)>> {
-        if self.flat {
+        let (fast, droppings, names) = if self.flat {
             let names = super::listing::list_whole(
                 &self.dir,
                 self.shadows_in_use(),
                 super::listing::Marker::Old(&self.marker),
             )?;
-            return Ok(format::fast_size_of_listing(&names));
+            (
+                format::fast_size_of_listing(&names),
+                format::parse_droppings(&names),
+                names,
+            )
+        } else {
+            let d = self.list_meta()?;
+            (format::fast_size(&d), d, Vec::new())
+        };
+        let Some((size, mtime)) = fast else { return Ok(None) };
+        Ok(self
+            .fast_size_proven(&droppings, &names, size)?
+            .then_some((size, mtime)))
+    }
+
+    /// Whether the index log of a closed writer whose dropping gives fast size `size` ends there
+    /// ([`super::sizes::proven_by_logs`]): looked for in the container's listing `names` (a
+    /// one-directory container's; empty for others), then in the container's hostdirs. A size
+    /// no close dropping gives (a truncate's), or whose writer's log is not in the container
+    /// (on a shadow backend: finding it would read the marker for the container id, which a
+    /// stat must not do, since that read moves the file's atime), stands.
+    pub fn fast_size_proven(&self, droppings: &[MetaDropping], names: &[OsString], size: u64) -> Result<bool> {
+        if self.flat {
+            if let Some(ok) = super::sizes::proven_by_logs(&[(&self.dir, names)], droppings, size)? {
+                return Ok(ok);
+            }
         }
-        Ok(format::fast_size(&self.list_meta()?))
+        let own;
+        let names = if self.flat {
+            names
+        } else {
+            own = self.dir.list()?;
+            &own[..]
+        };
+        let mut dirs = Vec::new();
+        for n in names
+            .iter()
+            .filter(|n| n.as_bytes().starts_with(format::HOSTDIR_PREFIX.as_bytes()))
+        {
+            if let Some(d) = self.dir.open_dir_opt(n)? {
+                let l = d.list()?;
+                dirs.push((d, l));
+            }
+        }
+        let both: Vec<(&Dir, &[OsString])> = dirs.iter().map(|(d, l)| (d, &l[..])).collect();
+        Ok(super::sizes::proven_by_logs(&both, droppings, size)?.unwrap_or(true))
     }
 
     /// Creates a zero-length dropping in `meta/`.
@@ -158,8 +241,11 @@ impl Container {
     }
 
     /// Replaces dropping `from` by `to` (an open record becoming a close record): `to` is made
-    /// first, then `from` removed, so a reader sees one, or both (an open record sends stat to
-    /// the merged index, which is right either way), never neither. Not a rename: on a
+    /// first, then `from` removed, so a look-up by name finds one, or both (an open record sends
+    /// stat to the merged index, which is right either way), never neither. A listing taken
+    /// while this runs may hold neither (it read the new name's place before the first step and
+    /// the old one's after the second); one taken after it ended holds `to`: the index's refresh
+    /// relies on this order ([`Container::listed_index_writers`]). Not a rename: on a
     /// distributed file system that hashes names to servers, renaming to a name that lives
     /// elsewhere costs a link file and its locks (19 brick operations on the GlusterFS volume,
     /// against 5 for a create and an unlink; docs/performance.md). Both left behind by a crash

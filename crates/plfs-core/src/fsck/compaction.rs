@@ -208,10 +208,20 @@ fn check_leftovers(mount: &Mount, rel: &Path, dir: &Dir, opts: &Options, rep: &m
                 rep.push(Kind::InterruptedCompaction, true, p, msg, r);
             }
             Leftover::Unpublished(p) => {
-                let msg = "an unpublished log of an interrupted compaction of the packed logs".into();
+                let msg = "an unpublished log of an interrupted compaction of the packed logs, or of an interrupted `plfs upgrade` of a PLFS 2.x 1-N directory".into();
                 rep.push(Kind::InterruptedCompaction, true, p, msg, r);
             }
-            Leftover::Bad(p, e) => rep.push(Kind::BadJournal, true, p, e, r),
+            Leftover::Bad(p, e, true) => {
+                let msg = format!("{e}; its compaction never published its new log: readers ignore it");
+                rep.push(Kind::BadJournal, true, p, msg, r)
+            }
+            Leftover::Bad(p, e, false) => {
+                let msg = format!(
+                    "{e}; its compaction published its new log, and which old logs it retired is lost: \
+                     the directory's files answer EIO (not repaired: restore the journal from a backup)"
+                );
+                rep.push(Kind::BadJournal, true, p, msg, Repair::None)
+            }
         }
     }
     Ok(())

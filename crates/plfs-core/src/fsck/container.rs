@@ -7,14 +7,14 @@ use super::debris;
 use super::droppings::check_droppings;
 use super::index_log::{append_records, fix_index_log, scan_index, IndexScan};
 use super::liveness::{writer_liveness, Liveness};
+use super::marker::{rewrite_marker, salvage_id};
 use super::report::{repair_step, Kind, Options, Repair, Report};
 use super::writer::{LogFile, WriterCheck, WriterState};
 use crate::container::Container;
-use crate::container::DirExt;
 use crate::error::Result;
 use crate::format::{self, LogHeader, MetaDropping};
 use crate::mount::Mount;
-use crate::sys::{self, Access, Dir, TimeSpec};
+use crate::sys::{self, Access, Dir};
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
@@ -61,24 +61,50 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
             let r = crate::clock::random_u64s::<2>();
             (u128::from(r[0]) << 64) | u128::from(r[1])
         };
-        let repair = match cid {
-            Some(cid) => repair_step(opts, "rewrote the marker from the cid dropping", || {
+        // Only in the layout what the container holds proves: a marker of the wrong version
+        // would send readers to the wrong place for the droppings and logs (issue 50).
+        let proven = crate::container::proven_layout(&dir)? == Some(flat);
+        let salvaged = if flat { salvage_id(&dir) } else { None };
+        let repair = match (cid, salvaged) {
+            _ if !proven => Repair::Manual(format!(
+                "what the container holds does not prove its version ({}); restore the marker by hand",
+                if flat {
+                    "no meta/ but hostdirs"
+                } else {
+                    "meta/ and logs or droppings beside it"
+                }
+            )),
+            (Some(cid), _) => repair_step(opts, "rewrote the marker from the cid dropping", || {
                 rewrite_marker(&dir, cid, flat)
             }),
-            None if flat && single_backend(mount) => repair_step(
+            (None, Some(cid)) => repair_step(
+                opts,
+                "rewrote the marker with the container id its first 48 bytes still hold (checksum right)",
+                || rewrite_marker(&dir, cid, flat),
+            ),
+            (None, None) if flat && single_backend(mount) => repair_step(
                 opts,
                 "rewrote the marker with a new container id (no shadow backend)",
                 || rewrite_marker(&dir, fresh(), flat),
             ),
-            None => Repair::Manual("no cid is known either; the container id cannot be restored".into()),
+            (None, None) => Repair::Manual("no cid is known either; the container id cannot be restored".into()),
         };
         rep.push(Kind::BadMarker, true, &marker_path, e.to_string(), repair);
     }
     let _ = path;
     let c = Container::for_fsck(mount, backend, dir, cid.unwrap_or(0))?;
+    // Where reads depend on the flattened index, nothing that would make readers ignore it.
+    let keep = super::flat_index::reads_need_it(&c, opts, rep)?;
+    let opts = &keep.unwrap_or_else(|| opts.clone());
     check_root_entries(&c, &skip.names, opts, rep)?;
     let writers = collect_writers(&c, cid.is_some(), &skip.names, opts, rep)?;
-    let has_truncs = droppings.iter().any(|d| matches!(d, MetaDropping::Trunc { .. }));
+    let truncs: Vec<u64> = droppings
+        .iter()
+        .filter_map(|d| match d {
+            MetaDropping::Trunc { ts, .. } => Some(*ts),
+            _ => None,
+        })
+        .collect();
     let mut by_writer: BTreeMap<u64, WriterState> = writers;
     for d in droppings {
         match &d {
@@ -97,7 +123,7 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
             continue; // a compaction's, checked by the compaction check
         }
         rep.writers += 1;
-        check_writer(&c, *id, w, has_truncs, opts, rep);
+        check_writer(&c, *id, w, &truncs, opts, rep);
     }
     Ok(cid.unwrap_or(0))
 }
@@ -106,9 +132,9 @@ pub(super) fn check(mount: &Arc<Mount>, backend: usize, dir: Dir, opts: &Options
 /// only) and other droppings, listed from `meta/` or the container itself. Unknown names in
 /// `meta/` are reported here; a one-directory container's other entries by `check_root_entries`.
 fn list_droppings(dir: &Dir, rep: &mut Report) -> Result<(bool, Vec<u128>, Vec<MetaDropping>)> {
-    // A one-directory container (format 3) says so by its marker's size; one whose marker
-    // cannot say is one unless it has `meta/`.
-    let flat = crate::container::layout_by_sight(dir, dir.stat_opt(format::MARKER_NAME)?.as_ref())?;
+    // A one-directory container (format 3) says so by its marker; one whose marker cannot say
+    // by what it holds (`layout_by_sight`).
+    let flat = crate::container::layout_by_sight(dir)?;
     let meta_dir = if flat {
         dir.path().to_path_buf()
     } else {
@@ -133,6 +159,14 @@ fn list_droppings(dir: &Dir, rep: &mut Report) -> Result<(bool, Vec<u128>, Vec<M
             Vec::new()
         }
     };
+    let holder = if flat {
+        Some(dir.try_clone()?)
+    } else {
+        dir.open_dir_opt(format::META_DIR)?
+    };
+    if let Some(h) = &holder {
+        super::droppings::check_empty(h, &meta_names, rep)?;
+    }
     let mut cids = Vec::new();
     let mut droppings = Vec::new();
     for n in &meta_names {
@@ -238,29 +272,6 @@ fn resolve_cid(
 /// Whether every writer of `mount` logs inside its containers (one backend in all).
 fn single_backend(mount: &Arc<Mount>) -> bool {
     mount.canonical.len() == 1 && mount.shadows.len() == 1 && Arc::ptr_eq(&mount.canonical[0], &mount.shadows[0])
-}
-
-/// Rewrites the marker in `dir` for container id `cid`, of the version its layout has (`flat`:
-/// one directory, version 3), keeping the old file's mode, owner and times.
-fn rewrite_marker(dir: &Dir, cid: u128, flat: bool) -> Result<()> {
-    let old = dir.stat_opt(format::MARKER_NAME)?;
-    let m = format::Marker {
-        version: if flat { format::FORMAT_VERSION } else { 2 },
-        container_id: cid,
-        created_ns: crate::clock::now_ns(),
-    };
-    let mode = old.as_ref().map_or(0o644, |s| s.st_mode & 0o7777);
-    dir.write_atomic(format::MARKER_NAME, &m.encode(), mode)?;
-    dir.chmod(format::MARKER_NAME, mode)?;
-    if let Some(s) = old {
-        dir.chown(format::MARKER_NAME, s.st_uid, s.st_gid)?;
-        dir.set_times(
-            format::MARKER_NAME,
-            TimeSpec::At(s.st_atime, s.st_atime_nsec as i64),
-            TimeSpec::At(s.st_mtime, s.st_mtime_nsec as i64),
-        )?;
-    }
-    Ok(())
 }
 
 /// Entries at the container's top level: debris and unknown files, and the flattened index (not
@@ -433,7 +444,7 @@ fn collect_writers(
     Ok(out)
 }
 
-fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts: &Options, rep: &mut Report) {
+fn check_writer(c: &Container, id: u64, w: &WriterState, truncs: &[u64], opts: &Options, rep: &mut Report) {
     let wname = format!("writer {id:016x} (pid {} on {})", w.pid, w.host);
     let meta = c.meta_path();
     let scan = match w.index.as_ref().map(scan_index) {
@@ -491,7 +502,7 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
         wname,
         data_header,
         opened_ns,
-        has_truncs,
+        truncs,
         live,
         may_touch,
         opts,
@@ -509,6 +520,9 @@ fn check_writer(c: &Container, id: u64, w: &WriterState, has_truncs: bool, opts:
     check_log_pair(&ck, records, rep);
     if let Some(ds) = data_size {
         check_data_end(&ck, ds, &mut scan, rep);
+    }
+    if let (Some(s), false) = (scan.as_ref(), w.closes.is_empty() || !w.opens.is_empty()) {
+        super::frames::check_frames(&ck, s, rep);
     }
     // 3. Droppings against the index.
     check_droppings(&ck, scan.as_ref(), rep);

@@ -3,8 +3,8 @@
 
 use super::report::{repair_step, Kind, Options, Repair, Report};
 use crate::container::DirExt;
-use crate::container::{remove_shadow_dir, shadow_rel, Container};
-use crate::error::Result;
+use crate::container::{examine_build, remove_shadow_dir, shadow_rel, Build, Container};
+use crate::error::{Error, Result};
 use crate::format;
 use crate::mount::Mount;
 use crate::sys::{self, Dir};
@@ -111,13 +111,39 @@ pub(super) fn remove_when_old(parent: &Dir, name: &OsStr, st: &sys::RawStat, opt
 
 /// A directory in the build mode without a marker (format.md §1): a file being created, or one
 /// whose creator died between its `mkdir` and its marker. Readers take the name for absent; a
-/// creator of the same name finishes it after `container::BUILD_PATIENCE`; repair removes it once
-/// older than `tmp_min_age`.
-pub(super) fn build_debris(parent: &Dir, name: &OsStr, st: &sys::RawStat, opts: &Options, rep: &mut Report) {
+/// creator of the same name finishes it after `container::BUILD_PATIENCE`. Its creator holds
+/// its lock while it builds (`container::examine_build`): repair removes one nobody holds at
+/// once, and leaves one whose creator is at it; on a backend without flock, it goes by age
+/// (older than `tmp_min_age`), as before.
+pub(super) fn build_debris(
+    parent: &Dir,
+    name: &OsStr,
+    st: &sys::RawStat,
+    opts: &Options,
+    rep: &mut Report,
+) -> Result<()> {
     let p = parent.sub(name);
-    let repair = remove_when_old(parent, name, st, opts, "its create");
+    let repair = if !parent.caps().locks() {
+        remove_when_old(parent, name, st, opts, "its create")
+    } else {
+        match examine_build(parent, name, false)? {
+            Build::Live => {
+                Repair::Manual("its creator is still making it (it holds its lock); rerun later".to_string())
+            }
+            _ => repair_step(opts, "removed it (its creator is gone)", || {
+                match examine_build(parent, name, true)? {
+                    Build::Live => Err(Error::errno(
+                        rustix::io::Errno::BUSY,
+                        format!("{}: its creator came back", p.display()),
+                    )),
+                    _ => Ok(()),
+                }
+            }),
+        }
+    };
     let msg = "a file whose create stopped before its marker was written (invisible)".to_string();
     rep.push(Kind::TmpDebris, true, &p, msg, repair);
+    Ok(())
 }
 
 /// Logs under `<own canonical backend>/.plfs_shadow/<cid>/`, which readers of a container on that

@@ -6,7 +6,30 @@ use super::liveness::Liveness;
 use super::report::{repair_step, Kind, Repair, Report};
 use super::writer::{LogFile, WriterCheck};
 use crate::error::Result;
-use crate::format::MetaDropping;
+use crate::format::{self, MetaDropping};
+use crate::sys::Dir;
+use std::ffi::OsString;
+
+/// Droppings among `names` (of `holder`, the directory that keeps them) that are not empty:
+/// their name is all a dropping says, so bytes in one are not its writer's (reported; readers
+/// go by the name).
+pub(super) fn check_empty(holder: &Dir, names: &[OsString], rep: &mut Report) -> Result<()> {
+    for n in names {
+        let s = n.to_str();
+        let dropping = s.is_some_and(|s| MetaDropping::parse(s).is_some() || format::parse_cid_dropping(s).is_some());
+        if !dropping {
+            continue;
+        }
+        if let Some(st) = holder.stat_opt(n)? {
+            if st.st_size != 0 {
+                let msg = format!("a dropping of {} bytes: droppings are empty", st.st_size);
+                let repair = Repair::Manual("find what wrote into it; readers go by its name".into());
+                rep.push(Kind::BadDropping, true, holder.sub(n), msg, repair);
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The close record a writer would have written, computed from its index log.
 fn computed_close(id: u64, open_ts: u64, scan: &IndexScan, data: Option<&LogFile>) -> MetaDropping {
@@ -165,13 +188,23 @@ fn contradictory_closes(
     let records = scan.map_or(0, |s| s.records.len());
     let agrees = |d: &MetaDropping| match (d, want) {
         (
-            MetaDropping::Close { eof, bytes, .. },
+            MetaDropping::Close {
+                eof,
+                bytes,
+                open_ts,
+                close_ts,
+                ..
+            },
             MetaDropping::Close {
                 eof: weof,
                 bytes: wbytes,
                 ..
             },
-        ) => bytes == wbytes && (eof == weof || (ck.has_truncs && eof <= weof)),
+        ) => {
+            // Below the records' end only where a truncate fell in the writer's session.
+            let cut = ck.truncs.iter().any(|t| (*open_ts..=*close_ts).contains(t));
+            bytes == wbytes && (eof == weof || (cut && eof <= weof))
+        }
         _ => false,
     };
     if n == 1 && agrees(&w.closes[0]) {

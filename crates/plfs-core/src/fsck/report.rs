@@ -80,6 +80,15 @@ pub enum Kind {
     Unreadable,
     /// A flattened index that does not decode.
     BadFlatIndex,
+    /// A flattened index that readers use and that the index logs it summarises no longer
+    /// reproduce (one missing, renamed, damaged or saying otherwise): the file reads only
+    /// through it, so fsck repairs nothing in that container.
+    FlatIndexNeeded,
+    /// A closed writer's data log whose header or frames are damaged or disagree with its
+    /// index log (readers of its records still read right).
+    DamagedDataLog,
+    /// A dropping that is not empty (droppings are zero-length: its name is all it says).
+    BadDropping,
     /// A shadow directory that belongs to no container.
     OrphanShadow,
     /// Logs in a shadow directory that readers of its container do not look at.
@@ -138,6 +147,9 @@ impl Kind {
             UnknownFile => "unknown-file",
             Unreadable => "unreadable",
             BadFlatIndex => "bad-flat-index",
+            FlatIndexNeeded => "flat-index-needed",
+            DamagedDataLog => "damaged-data-log",
+            BadDropping => "bad-dropping",
             OrphanShadow => "orphan-shadow",
             StrandedShadow => "stranded-shadow",
             LegacyContainer => "legacy-container",

@@ -129,7 +129,7 @@ fn walk_dir(
         if marker.is_some_and(|m| format::is_published(m.st_size as u64, st.st_mode)) {
             cids.insert(container::check(mount, b, sub, opts, rep)?);
         } else if format::is_build_mode(st.st_mode) {
-            super::debris::build_debris(dir, &n, &st, opts, rep);
+            super::debris::build_debris(dir, &n, &st, opts, rep)?;
         } else if legacy::is_container(&sub)? {
             legacy::check(mount, &srel, sub, rep)?;
         } else {

@@ -59,8 +59,8 @@ pub(super) struct WriterCheck<'a> {
     pub data_header: Option<LogHeader>,
     /// When it opened the file, from its logs' headers.
     pub opened_ns: Option<u64>,
-    /// `meta/` holds trunc droppings.
-    pub has_truncs: bool,
+    /// The timestamps of the trunc droppings.
+    pub truncs: &'a [u64],
     /// Whether it still runs (asked only when it left an open record).
     pub live: Option<Liveness>,
     /// Its logs and droppings may be changed.

@@ -5,20 +5,25 @@
 use crate::container::Container;
 use crate::error::{Error, Result};
 use crate::extent::{Cursor, ExtentMap, Key};
-use crate::format::{self, flat, flat::FlatItem, MetaDropping, FLAT_NAME};
-use crate::sys::{Access, Dir, File};
+use crate::format::{self, flat, MetaDropping};
+use crate::sys::{Dir, File};
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod entries;
+mod flat_base;
+mod flat_need;
+mod flatten;
 mod logs;
 mod own;
 mod read;
 mod records;
 mod sums;
 pub use entries::MapEntry;
+pub(crate) use flat_base::FlatBase;
+pub(crate) use flatten::{flatten, Flattened};
 pub(crate) use logs::{holds_byte, scan_frames};
 use logs::{past_end, read_log, retired_writers, FoundLog, LogRead, Tail};
 pub(crate) use read::ReadPlan;
@@ -74,8 +79,8 @@ pub struct IndexState {
     records_read: u64,
     /// Bytes of the writes read from each writer's index log (checked against close records).
     written: HashMap<u64, u64>,
-    /// Set when the state was loaded from a flattened index with this signature.
-    flat_sig: Option<u64>,
+    /// Set when the state was loaded from a flattened index: what it covers (`flat_base.rs`).
+    flat: Option<FlatBase>,
     /// The signature of `meta/` ([`quiet_signature`]) at the end of the last refresh, when no
     /// writer of another process had the file open: a refresh that lists the same droppings has
     /// nothing to read.
@@ -126,7 +131,7 @@ impl IndexState {
             max_fds: max_fds.max(1),
             records_read: 0,
             written: HashMap::new(),
-            flat_sig: None,
+            flat: None,
             quiet_sig: None,
             quiet_stamp: None,
             own: HashSet::new(),
@@ -163,7 +168,7 @@ impl IndexState {
         // The flattened index carries no data checksums: a reader that checks them
         // (`data_checksums: true`) reads the index logs.
         if !c.mount.global.data_checksums {
-            match s.load_flat(c, logical) {
+            match s.load_flat(c, logical, true, None) {
                 Ok(true) => return Ok(s),
                 Ok(false) => {}
                 Err(e) => crate::warn!("{e}; ignoring the flattened index"),
@@ -174,119 +179,32 @@ impl IndexState {
         Ok(s)
     }
 
-    /// Loads the flattened index if it is valid for these droppings and this path. It is read
-    /// a piece at a time straight into the map (a reader never holds the file, nor a decoded
-    /// copy of it); on an error the caller drops this state and merges the logs.
-    fn load_flat(&mut self, c: &Container, logical: &Path) -> Result<bool> {
-        // The file first: most containers have none, and then `meta/` is listed once, by the
-        // refresh. (A flattened index replaced after this open still holds the signature of the
-        // droppings it was made for, which the listing below checks.)
-        let (file, len) = match c.dir.open_file_sized(FLAT_NAME, Access::Read) {
-            Ok(v) => v,
-            Err(e) if crate::sys::is_missing(&e) => return Ok(false),
-            Err(e) => return Err(e),
-        };
-        let Some(sig) = flat::signature(&c.list_meta()?) else {
-            return Ok(false);
-        };
-        let path = c.sub(FLAT_NAME);
-        let mut read = |off: u64, buf: &mut [u8]| {
-            if file.pread_full(buf, off)? < buf.len() {
-                return Err(Error::corrupt(&path, "truncated flattened index"));
+    /// Whether the listing of droppings just taken, whose signature (`sig_of`) was `sig`, can be
+    /// trusted to say that nothing changed since the listing that gave this state: a listing
+    /// taken while another writer renames its open dropping to its close dropping can miss both
+    /// names, and a writer whose last write an append or a reader must see would then be left
+    /// out (four shell loops appending to one file lost 4-11 of 1,200 lines this way, once the
+    /// last close flattened the index: the appender trusted the flattened index). A writer
+    /// makes its close dropping before it removes its open dropping, so a listing that missed
+    /// both began before the close dropping was made and ended after it: a second listing holds
+    /// it. Where the listing holds every index log ([`Container::listed_index_writers`]) and each
+    /// is of a writer this state knows, no writer can have been missed and one listing is
+    /// enough (the common case); elsewhere (an unknown writer's log, which a missed writer has,
+    /// or logs the listing does not hold) the droppings are listed again and must give `sig`
+    /// again. An index log renamed to another writer's name, which a flattened index may be all
+    /// that reads right, so passes the second listing.
+    fn listing_confirms(
+        &self,
+        c: &Container,
+        sig_of: impl Fn(&[MetaDropping]) -> Option<u64>,
+        sig: Option<u64>,
+    ) -> Result<bool> {
+        if let Some(writers) = c.listed_index_writers() {
+            if writers.iter().all(|w| self.chunk_by_writer.contains_key(w)) {
+                return Ok(true);
             }
-            Ok(())
-        };
-        let mut records = 0u64;
-        let mut item = |it: FlatItem| {
-            match it {
-                FlatItem::Chunk(ch) => {
-                    let dir = if ch.in_container {
-                        c.dir.open_dir_beneath(&ch.dir)?
-                    } else {
-                        Dir::open(&ch.dir)?
-                    };
-                    let d = self.add_dir(Arc::new(dir.kept()));
-                    self.chunk_for(d, ch.writer_id, ch.pid, &ch.host);
-                }
-                FlatItem::Trunc((ts, writer, size)) => self.insert_trunc(ts, size, writer),
-                FlatItem::Piece((l, len, phys, ts, writer, chunk)) => {
-                    records += 1;
-                    self.map.insert_write(l, len, chunk, phys, Key { ts, writer });
-                }
-                FlatItem::Pattern((start, len, stride, count, phys, pstride, ts_first, ts_last, writer, chunk)) => {
-                    records += 1;
-                    self.map.insert_pattern(crate::extent::Pattern {
-                        start,
-                        len,
-                        stride,
-                        count,
-                        chunk,
-                        phys,
-                        pstride,
-                        writer,
-                        ts_first,
-                        ts_last,
-                        ts: None,
-                    });
-                }
-            }
-            Ok(())
-        };
-        let current = &mut |h: &flat::FlatHead| h.signature == sig && h.logical == logical;
-        if !flat::decode_stream(&path, len, &mut read, current, &mut item)? {
-            return Ok(false);
         }
-        self.records_read = records;
-        self.flat_sig = Some(sig);
-        Ok(true)
-    }
-
-    /// Builds the flattened form of this (fully refreshed) state.
-    pub fn to_flat(&self, c: &Container, logical: &Path, signature: u64) -> flat::Flat {
-        let cpath = c.path().to_path_buf();
-        let chunks = self
-            .chunks
-            .iter()
-            .map(|ch| {
-                let dir = self.dirs[ch.dir].path();
-                let (in_container, dir) = match dir.strip_prefix(&cpath) {
-                    Ok(rel) => (true, rel.to_path_buf()),
-                    Err(_) => (false, dir.to_path_buf()),
-                };
-                flat::FlatChunk {
-                    writer_id: ch.writer_id,
-                    pid: ch.pid,
-                    host: ch.host.clone(),
-                    in_container,
-                    dir,
-                    name: ch.name.to_string_lossy().into_owned(),
-                }
-            })
-            .collect();
-        let mut truncs: Vec<(u64, u64, u64)> = self.truncs.iter().map(|&(ts, size, w)| (ts, w, size)).collect();
-        truncs.sort();
-        let pieces = self
-            .map
-            .raw_pieces()
-            .map(|(o, p)| (o, p.len, p.phys, p.key.ts, p.key.writer, p.chunk))
-            .collect();
-        let patterns = self
-            .map
-            .patterns()
-            .map(|p| {
-                (
-                    p.start, p.len, p.stride, p.count, p.phys, p.pstride, p.ts_first, p.ts_last, p.writer, p.chunk,
-                )
-            })
-            .collect();
-        flat::Flat {
-            signature,
-            logical: logical.to_path_buf(),
-            chunks,
-            truncs,
-            pieces,
-            patterns,
-        }
+        Ok(sig_of(&c.list_meta()?) == sig)
     }
 
     /// Applies truncate dropping (`ts`, `size`, `writer`) once, this process's own too: a known
@@ -343,26 +261,31 @@ impl IndexState {
     /// last call. If a log shrank or vanished (a truncate-to-zero wiped the container), rebuilds
     /// from scratch. Safe to call concurrently with writers: a torn tail is consumed later.
     pub fn refresh(&mut self, c: &Container) -> Result<()> {
-        self.refresh_n(c, 0)
+        self.refresh_n(c, 0, None)
     }
 
-    /// [`IndexState::refresh`]; `tries` counts the rebuilds after a listed log vanished.
-    fn refresh_n(&mut self, c: &Container, tries: u32) -> Result<()> {
+    /// [`IndexState::refresh`]; `tries` counts the rebuilds after a listed log vanished (each
+    /// lists afresh); `listed`, a listing already taken (`flatten::refresh_listed`).
+    fn refresh_n(&mut self, c: &Container, tries: u32, listed: Option<Vec<MetaDropping>>) -> Result<()> {
         if !self.own.is_empty() {
             self.own_writers_here();
         }
         // A quiet file whose directory has not changed since the listing that found it quiet:
         // nothing to list (one stat of the directory, not its listing: sqlite's database at
-        // every stat and read of a transaction, on a local file system).
-        let stamp = c.listing_stamp()?;
-        if self.quiet_sig.is_some() {
+        // every stat and read of a transaction, on a local file system). A stamp taken after a
+        // listing given could vouch for a change made between the two: none is kept then.
+        let stamp = if listed.is_some() { None } else { c.listing_stamp()? };
+        if self.quiet_sig.is_some() && listed.is_none() {
             if let (Some(was), Some(now)) = (&self.quiet_stamp, &stamp) {
                 if was.vouches_at(now) {
                     return Ok(());
                 }
             }
         }
-        let meta = c.list_meta()?;
+        let meta = match listed {
+            Some(m) => m,
+            None => c.list_meta()?,
+        };
         // Nothing was opened, written, closed, truncated or compacted by another process since
         // the last refresh, which found no writer of another process open: every one of those
         // leaves or changes a dropping (a writer makes its open dropping before its logs, its
@@ -371,17 +294,31 @@ impl IndexState {
         // of one only this process writes, as a database does at every transaction) costs: one
         // listing of `meta/`, not every directory.
         let sig = self.quiet_signature(&meta);
-        if sig.is_some() && sig == self.quiet_sig {
+        if sig.is_some() && sig == self.quiet_sig && self.listing_confirms(c, |m| self.quiet_signature(m), sig)? {
             self.quiet_stamp = stamp;
             return Ok(());
         }
-        if let Some(sig) = self.flat_sig {
-            if flat::signature(&meta) == Some(sig) {
+        if let Some(base) = &self.flat {
+            let sig = Some(base.sig);
+            if flat::signature(&meta) == sig && self.listing_confirms(c, flat::signature, sig)? {
                 return Ok(()); // nothing was written, truncated or opened since the flattening
             }
+        }
+        // Writers came after the flattening: it still answers for those it covers, unless
+        // a dropping of theirs changed (`flat_base.rs`).
+        if self.flat.as_ref().is_some_and(|b| !b.holds(&meta)) {
             *self = IndexState::empty(self.max_fds);
         }
-        let found = self.find_logs(c)?;
+        let mut found = self.find_logs(c)?;
+        let others;
+        let checked = match &self.flat {
+            Some(base) => {
+                found.retain(|f| !base.writers.contains(&f.info.writer_id));
+                others = base.others(&meta);
+                &others[..]
+            }
+            None => &meta[..],
+        };
         // Whole logs are what the droppings promise: a writer that closed with data left an
         // index log (its loss is damage, not a shorter file), and wrote every record of it.
         let closed: HashSet<u64> = meta
@@ -391,7 +328,7 @@ impl IndexState {
                 _ => None,
             })
             .collect();
-        check_closed_logs(c, &meta, &found)?;
+        check_closed_logs(c, checked, &found)?;
         if self.wiped(&meta, &found) {
             return self.rebuild(c, tries);
         }
@@ -413,7 +350,7 @@ impl IndexState {
             }
             self.merge_log(f, read, closed.contains(&f.info.writer_id))?;
         }
-        self.check_written(c, &meta, &found)?;
+        self.check_written(c, checked, &found)?;
         self.quiet_sig = sig;
         self.quiet_stamp = stamp;
         Ok(())
@@ -423,7 +360,7 @@ impl IndexState {
     /// listed was retired).
     fn rebuild(&mut self, c: &Container, tries: u32) -> Result<()> {
         *self = IndexState::empty(self.max_fds);
-        self.refresh_n(c, tries)
+        self.refresh_n(c, tries, None)
     }
 
     /// Every index log in every hostdir of `c` (each hostdir registered).

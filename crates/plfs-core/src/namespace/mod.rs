@@ -5,6 +5,7 @@
 
 mod dirs;
 mod logical;
+mod recover;
 mod rename;
 mod reopen;
 
@@ -201,85 +202,91 @@ impl Plfs {
 
     /// Creates a file if it does not exist. Returns true if this call created it.
     pub fn create(&self, path: &(impl Logical + ?Sized), mode: u32, excl: bool) -> Result<bool> {
-        let loc = path.locate(self)?;
-        if loc.is_root() {
-            return Err(loc.err(Errno::ISDIR, "is a directory"));
-        }
-        let found = loc.find_raw()?;
-        let entry = match self.stored_entry(&loc, found) {
-            Some(e) => e,
-            None => match self.create_or_lookup(&loc, mode, excl)? {
-                Ok((_, created)) => return Ok(created),
-                Err(e) => e,
-            },
-        };
-        // A name to create: `check_parent` below looks at every ancestor `check_through` would.
-        if !matches!(entry, Entry::Missing) {
-            loc.check_through(&found)?;
-        }
-        match entry {
-            Entry::Missing => {}
-            Entry::Dir(..) => return Err(loc.err(Errno::ISDIR, "is a directory")),
-            Entry::File(_) if !excl => return Ok(false),
-            _ => return Err(Error::Exists(loc.logical.clone())),
-        }
-        self.check_parent(&loc)?;
-        Ok(self.layout(&loc).create(&loc, mode, excl)?.1)
+        self.again_if_lost(|| {
+            let loc = path.locate(self)?;
+            if loc.is_root() {
+                return Err(loc.err(Errno::ISDIR, "is a directory"));
+            }
+            let found = loc.find_raw()?;
+            let entry = match self.stored_entry(&loc, found) {
+                Some(e) => e,
+                None => match self.create_or_lookup(&loc, mode, excl)? {
+                    Ok((_, created)) => return Ok(created),
+                    Err(e) => e,
+                },
+            };
+            // A name to create: `check_parent` below looks at every ancestor `check_through` would.
+            if !matches!(entry, Entry::Missing) {
+                loc.check_through(&found)?;
+            }
+            match entry {
+                Entry::Missing => {}
+                Entry::Dir(..) => return Err(loc.err(Errno::ISDIR, "is a directory")),
+                Entry::File(_) if !excl => return Ok(false),
+                _ => return Err(Error::Exists(loc.logical.clone())),
+            }
+            self.check_parent(&loc)?;
+            Ok(self.layout(&loc).create(&loc, mode, excl)?.1)
+        })
     }
 
     /// Opens (and with `flags.create`, creates) a logical file. `pid` names this handle's writer
     /// (an MPI rank or the process id).
     pub fn open(&self, path: &(impl Logical + ?Sized), flags: OpenFlags, mode: u32, pid: u32) -> Result<OpenFile> {
-        let loc = path.locate(self)?;
-        if loc.is_root() {
-            return Err(loc.err(Errno::ISDIR, "is a directory"));
-        }
-        let found = loc.find_raw()?;
-        // Nothing there: a layout that vouches for the parent (a 1-N directory whose store this
-        // process writes: no file on the path) creates at once, without the check of the path's
-        // ancestors (`Loc::check_through`, an `lstat` each) that anything else goes through.
-        if flags.create && found.probe == Probe::Missing {
-            if let Some(r) = self.layout(&loc).create_packed(&loc, mode, flags.excl) {
-                let (n, created) = r?;
-                return n.open(flags, pid, created);
+        self.again_if_lost(|| {
+            let loc = path.locate(self)?;
+            if loc.is_root() {
+                return Err(loc.err(Errno::ISDIR, "is a directory"));
             }
-        }
-        let entry = match self.stored_entry(&loc, found) {
-            Some(e) => e,
-            None => self.lookup_kept(&loc)?,
-        };
-        // A name to create: `check_parent` below looks at every ancestor `check_through` would
-        // (the parent's probe reads its marker, and the parent's own check the ones above), so
-        // the path is checked once, not twice. A file the layout keeps in a directory it
-        // vouches for needs no check either.
-        let to_create = flags.create && matches!(entry, Entry::Missing);
-        if !(to_create || self.vouched_missing(&loc, &found)) {
-            loc.check_through(&found)?;
-        }
-        match entry {
-            Entry::File(_) if flags.create && flags.excl => Err(Error::Exists(loc.logical.clone())),
-            Entry::File(n) => n.open(flags, pid, false),
-            Entry::Missing if !flags.create => Err(loc.not_found()),
-            Entry::Missing => {
-                self.check_parent(&loc)?;
-                let (n, created) = self.layout(&loc).create(&loc, mode, flags.excl)?;
-                n.open(flags, pid, created)
+            let found = loc.find_raw()?;
+            // Nothing there: a layout that vouches for the parent (a 1-N directory whose store this
+            // process writes: no file on the path) creates at once, without the check of the path's
+            // ancestors (`Loc::check_through`, an `lstat` each) that anything else goes through.
+            if flags.create && found.probe == Probe::Missing {
+                if let Some(r) = self.layout(&loc).create_packed(&loc, mode, flags.excl) {
+                    let (n, created) = r?;
+                    return n.open(flags, pid, created);
+                }
             }
-            Entry::Dir(..) => Err(loc.err(Errno::ISDIR, "is a directory")),
-            Entry::Symlink(..) if flags.create && flags.excl => Err(Error::Exists(loc.logical.clone())),
-            Entry::Symlink(..) => Err(loc.err(Errno::INVAL, "a symbolic link, not a PLFS file")),
-        }
+            let entry = match self.stored_entry(&loc, found) {
+                Some(e) => e,
+                None => self.lookup_kept(&loc)?,
+            };
+            // A name to create: `check_parent` below looks at every ancestor `check_through` would
+            // (the parent's probe reads its marker, and the parent's own check the ones above), so
+            // the path is checked once, not twice. A file the layout keeps in a directory it
+            // vouches for needs no check either.
+            let to_create = flags.create && matches!(entry, Entry::Missing);
+            if !(to_create || self.vouched_missing(&loc, &found)) {
+                loc.check_through(&found)?;
+            }
+            match entry {
+                Entry::File(_) if flags.create && flags.excl => Err(Error::Exists(loc.logical.clone())),
+                Entry::File(n) => n.open(flags, pid, false),
+                Entry::Missing if !flags.create => Err(loc.not_found()),
+                Entry::Missing => {
+                    self.check_parent(&loc)?;
+                    let (n, created) = self.layout(&loc).create(&loc, mode, flags.excl)?;
+                    n.open(flags, pid, created)
+                }
+                Entry::Dir(..) => Err(loc.err(Errno::ISDIR, "is a directory")),
+                Entry::Symlink(..) if flags.create && flags.excl => Err(Error::Exists(loc.logical.clone())),
+                Entry::Symlink(..) => Err(loc.err(Errno::INVAL, "a symbolic link, not a PLFS file")),
+            }
+        })
     }
 
     /// stat without following a final symlink.
     pub fn stat(&self, path: &(impl Logical + ?Sized)) -> Result<Stat> {
-        let loc = path.locate(self)?;
-        match self.lookup(&loc)? {
-            Entry::File(n) => n.stat(),
-            Entry::Dir(_, st) => Ok(Stat::from_raw(&st, FileKind::Dir)),
-            Entry::Symlink(_, st) => Ok(Stat::from_raw(&st, FileKind::Symlink)),
-            Entry::Missing => Err(loc.not_found()),
-        }
+        self.again_if_lost(|| {
+            let loc = path.locate(self)?;
+            match self.lookup(&loc)? {
+                Entry::File(n) => n.stat(),
+                Entry::Dir(_, st) => Ok(Stat::from_raw(&st, FileKind::Dir)),
+                Entry::Symlink(_, st) => Ok(Stat::from_raw(&st, FileKind::Symlink)),
+                Entry::Missing => Err(loc.not_found()),
+            }
+        })
     }
 
     /// stat of an open file (sees this process's unflushed writes).
@@ -313,13 +320,15 @@ impl Plfs {
 
     /// Removes a file or symlink.
     pub fn unlink(&self, path: &(impl Logical + ?Sized)) -> Result<()> {
-        let loc = path.locate(self)?;
-        match self.lookup(&loc)? {
-            Entry::File(n) => n.unlink(),
-            Entry::Symlink(b, _) => loc.parent_dir(b)?.unlink(loc.name()),
-            Entry::Dir(..) => Err(loc.err(Errno::ISDIR, "is a directory")),
-            Entry::Missing => Err(loc.not_found()),
-        }
+        self.again_if_lost(|| {
+            let loc = path.locate(self)?;
+            match self.lookup(&loc)? {
+                Entry::File(n) => n.unlink(),
+                Entry::Symlink(b, _) => loc.parent_dir(b)?.unlink(loc.name()),
+                Entry::Dir(..) => Err(loc.err(Errno::ISDIR, "is a directory")),
+                Entry::Missing => Err(loc.not_found()),
+            }
+        })
     }
 
     /// chmod (of a symlink itself: `EOPNOTSUPP`, as Linux's `lchmod`).
@@ -364,16 +373,18 @@ impl Plfs {
 
     /// access(2): `mode` is a mask of R_OK=4, W_OK=2, X_OK=1 (0 = existence).
     pub fn access(&self, path: &(impl Logical + ?Sized), mode: u32) -> Result<()> {
-        let loc = path.locate(self)?;
-        let r = match self.lookup(&loc)? {
-            Entry::File(n) => return n.access(mode),
-            Entry::Dir(b, _) => loc.mount.canonical[b].dir(&loc.rel)?.access_self(mode),
-            Entry::Symlink(b, _) => loc.parent_dir(b)?.access(loc.name(), mode),
-            Entry::Missing => return Err(loc.not_found()),
-        };
-        r.map_err(|e| match e {
-            Error::Io { errno, .. } => loc.err(errno, &errno.to_string()),
-            e => e,
+        self.again_if_lost(|| {
+            let loc = path.locate(self)?;
+            let r = match self.lookup(&loc)? {
+                Entry::File(n) => return n.access(mode),
+                Entry::Dir(b, _) => loc.mount.canonical[b].dir(&loc.rel)?.access_self(mode),
+                Entry::Symlink(b, _) => loc.parent_dir(b)?.access(loc.name(), mode),
+                Entry::Missing => return Err(loc.not_found()),
+            };
+            r.map_err(|e| match e {
+                Error::Io { errno, .. } => loc.err(errno, &errno.to_string()),
+                e => e,
+            })
         })
     }
 

@@ -2,9 +2,10 @@
 
 use super::Logical;
 use super::{Entry, Plfs};
+use crate::container::BUILD_PATIENCE;
 use crate::error::{Error, Result};
 use crate::format;
-use crate::mount::Loc;
+use crate::mount::{Loc, Probe};
 use crate::sys::Dir;
 use rustix::io::Errno;
 use std::sync::Arc;
@@ -25,7 +26,18 @@ impl Plfs {
         self.rename_as(from, to, Replace::No)
     }
 
+    /// [`Plfs::rename_once`], made again once if a raw close took the library's descriptors
+    /// (`recover.rs`).
     fn rename_as(&self, from: &(impl Logical + ?Sized), to: &(impl Logical + ?Sized), replace: Replace) -> Result<()> {
+        self.again_if_lost(|| self.rename_once(from, to, replace))
+    }
+
+    fn rename_once(
+        &self,
+        from: &(impl Logical + ?Sized),
+        to: &(impl Logical + ?Sized),
+        replace: Replace,
+    ) -> Result<()> {
         let lf = from.locate(self)?;
         let lt = to.locate(self)?;
         if !Arc::ptr_eq(&lf.mount, &lt.mount) {
@@ -61,6 +73,8 @@ impl Plfs {
         // The source's look-up says on which backend it is: found once, used for the move.
         let found = lf.find()?;
         let bf = found.backend;
+        // A container is a directory on its backend (see `to_free_name`).
+        let src_dir = matches!(found.probe, Probe::Container | Probe::Legacy);
         let src = match self.stored_entry(&lf, found) {
             Some(e) => e,
             None => self.lookup_kept(&lf)?,
@@ -101,13 +115,69 @@ impl Plfs {
                         return r;
                     }
                 }
-                let from_parent = lf.parent_dir(bf)?;
-                match dst {
-                    Entry::File(target) => target.replace_by(&from_parent, lf.name()),
-                    Entry::Symlink(bt, _) => over_symlink(&from_parent, &lf, &lt, bt),
-                    _ => to_free_name(&from_parent, bf, &lf, &lt, replace),
-                }
+                self.move_file(&lf, &lt, (bf, src_dir), dst, replace)
             }
+        }
+    }
+
+    /// Moves the file or symlink `lf` (on backend `bf`; `dir`: a container) to `lt`, over what the look-up found
+    /// there (`dst`). Another process may change the target between that look-up and the move,
+    /// as rename(2) on a plain file system does not care: a file unlinked (the exchange finds
+    /// no target), one created at a free name (the move finds it taken), one being created (a
+    /// directory in the build mode, absent to the look-up). The target is then looked up again
+    /// and the move made anew, for as long as the source is there: a rename whose source exists
+    /// never fails for what happens to its target, as on a plain file system (issue 50: 17 of
+    /// 300 renames over a name another process unlinked in a loop failed with `ENOTEMPTY`, 1-3
+    /// with `ENOENT`). A file being created is waited for up to [`BUILD_PATIENCE`].
+    fn move_file(&self, lf: &Loc, lt: &Loc, (bf, dir): (usize, bool), mut dst: Entry, replace: Replace) -> Result<()> {
+        let from_parent = lf.parent_dir(bf)?;
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(100);
+        loop {
+            let r = match dst {
+                Entry::File(target) => target.replace_by(&from_parent, lf.name()),
+                Entry::Symlink(bt, _) => over_symlink(&from_parent, lf, lt, bt),
+                _ => to_free_name(&from_parent, (bf, dir), lf, lt, replace),
+            };
+            let e = match r {
+                Err(e) if raced(&e, replace) && start.elapsed() < BUILD_PATIENCE => e,
+                r => return r,
+            };
+            if from_parent.stat_opt(lf.name())?.is_none() {
+                return Err(e);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            let to = lt.find_raw()?;
+            dst = match self.stored_entry(lt, to) {
+                Some(e) => e,
+                None => self.lookup_kept(lt)?,
+            };
+            match &dst {
+                Entry::Dir(..) => return Err(lt.err(Errno::ISDIR, "is a directory")),
+                Entry::File(target) => target.check_writable()?,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Whether a move failed for a change of its target made by another process since its look-up:
+/// gone (`ENOENT`, checked against the source by the caller), taken (`EEXIST`, `ENOTEMPTY`,
+/// `EISDIR`: a container made at a name that was free), being created or removed
+/// (`EINPROGRESS`, or a directory whose marker is gone: `EISDIR`). A rename that must not
+/// replace its target takes `EEXIST` as its answer.
+fn raced(e: &Error, replace: Replace) -> bool {
+    let n = e.raw_errno();
+    let is = |x: Errno| n == x.raw_os_error();
+    match e {
+        Error::Exists(_) => false,
+        _ => {
+            is(Errno::NOENT)
+                || is(Errno::NOTEMPTY)
+                || is(Errno::ISDIR)
+                || is(Errno::INPROGRESS)
+                || (is(Errno::EXIST) && replace == Replace::Yes)
         }
     }
 }
@@ -153,8 +223,9 @@ fn over_symlink(from_parent: &Dir, lf: &Loc, lt: &Loc, bt: usize) -> Result<()> 
     }
 }
 
-/// Moves a file or symlink (`lf`, in `from_parent` on backend `bf`) to the free name `lt`.
-fn to_free_name(from_parent: &Dir, bf: usize, lf: &Loc, lt: &Loc, replace: Replace) -> Result<()> {
+/// Moves a file or symlink (`lf`, in `from_parent` on backend `bf`; `dir`: a container) to the
+/// free name `lt`.
+fn to_free_name(from_parent: &Dir, (bf, dir): (usize, bool), lf: &Loc, lt: &Loc, replace: Replace) -> Result<()> {
     // Within one directory of one backend (a copy's temporary to its name), the directory
     // opened for the source is the target's too.
     let home = lt.home();
@@ -163,8 +234,13 @@ fn to_free_name(from_parent: &Dir, bf: usize, lf: &Loc, lt: &Loc, replace: Repla
         false => Some(lt.parent_dir(home)?),
     };
     let tp = other.as_deref().unwrap_or(from_parent);
+    // A container (a directory) is moved without replacing what may have been made at the free
+    // name since the look-up: rename(2) would put it in place of an empty directory there, a
+    // file another process has just claimed and is about to build in (its creator would then
+    // build in this one, or fail). Taken, the name is looked up again (`move_file`).
     match replace {
-        Replace::Yes => from_parent.rename(lf.name(), tp, lt.name()),
+        Replace::Yes if !dir => from_parent.rename(lf.name(), tp, lt.name()),
+        Replace::Yes => from_parent.rename_noreplace(lf.name(), tp, lt.name()),
         Replace::No => from_parent
             .rename_noreplace(lf.name(), tp, lt.name())
             .map_err(|e| match e.raw_errno() {

@@ -574,6 +574,11 @@ impl Dir {
 
     /// fstat of the directory itself.
     pub fn fstat(&self) -> Result<RawStat> {
+        if !self.fd.trusted() {
+            // Its number was closed behind the core's back (`fd::lost`): what fstat of the
+            // descriptor standing in for it says is not this file's.
+            return Err(Error::io(&self.path, "fstat", Errno::BADF));
+        }
         fs::fstat(&self.fd).map_err(|e| Error::io(&self.path, "fstat", e))
     }
 

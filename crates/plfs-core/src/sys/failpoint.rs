@@ -20,8 +20,8 @@
 //! ```
 //!
 //! `NAME[FILTER]=ACTION[@AFTER][*TIMES]`: `ACTION` is an errno name (`ENOSPC`, `EIO`, `EACCES`,
-//! `EDQUOT`, `EROFS`, `EPERM`, `ENOENT`, `EEXIST`) or `kill` (SIGKILL to the calling process, a
-//! crash at exactly that call); the first `AFTER` hits pass (default 0); then `TIMES` hits fire
+//! `EDQUOT`, `EROFS`, `EPERM`, `ENOENT`, `EEXIST`), `kill` (SIGKILL to the calling process, a
+//! crash at exactly that call) or `stop` (SIGSTOP to it: the call is made once it is continued); the first `AFTER` hits pass (default 0); then `TIMES` hits fire
 //! (default: every later hit); `FILTER` restricts the point to paths containing that text.
 
 use crate::error::{Error, Result};
@@ -37,6 +37,9 @@ pub enum Action {
     Errno(Errno),
     /// The process is killed with SIGKILL before the call is made.
     Kill,
+    /// The process stops itself with SIGSTOP before the call is made, and makes the call once
+    /// it is continued (SIGCONT): a process caught in the middle of an operation, alive.
+    Stop,
 }
 
 /// One armed failpoint.
@@ -152,6 +155,13 @@ fn hit_slow(name: &str, op: &'static str, path: &Path) -> Result<()> {
             // SIGKILL cannot be caught; this is only reached if the kernel refused it.
             std::process::abort()
         }
+        Some(Action::Stop) => {
+            let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::STOP);
+            // The stop is made by whichever thread takes the signal, and reaches this one a
+            // moment later (a creator went on to make its marker first): it stops in here.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            Ok(())
+        }
     }
 }
 
@@ -266,6 +276,8 @@ pub fn parse(text: &str) -> std::result::Result<Vec<Spec>, String> {
         };
         let action = if act.eq_ignore_ascii_case("kill") {
             Action::Kill
+        } else if act.eq_ignore_ascii_case("stop") {
+            Action::Stop
         } else {
             Action::Errno(errno_by_name(act).ok_or_else(|| format!("{item:?}: unknown action {act:?}"))?)
         };
@@ -312,6 +324,7 @@ mod tests {
         assert_eq!(v[2].filter, "index.");
         assert_eq!(v[2].action, Action::Kill);
         assert_eq!((v[2].after, v[2].times), (10, Some(2)));
+        assert_eq!(parse("sys::create=stop@1").unwrap()[0].action, Action::Stop);
         assert!(parse("x").is_err());
         assert!(parse("x=EWHAT").is_err());
         assert!(parse("x=EIO@z").is_err());

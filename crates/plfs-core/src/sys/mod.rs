@@ -123,6 +123,17 @@ pub fn egid() -> u32 {
     *EGID.get_or_init(|| rustix::process::getegid().as_raw())
 }
 
+/// Records that descriptors the core kept were closed behind its back by a raw system call: no
+/// descriptor made before is closed or used again (`fd::lost`); each stands for an `O_PATH`
+/// descriptor of /dev/null from now on.
+pub(crate) fn descriptors_lost() {
+    fd::lost(|| {
+        fd::open("/dev/null", OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+            .ok()
+            .map(high)
+    });
+}
+
 /// Lowest descriptor number the core keeps its long-lived descriptors at. Programs that take over
 /// fixed numbers (a shell's `exec 3>file`, `dup2(x, 5)`) then never close ours by accident.
 pub const HIGH_FD: i32 = 512;

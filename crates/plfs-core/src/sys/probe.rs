@@ -134,7 +134,7 @@ fn probe_in(d: &Dir) -> Result<Vec<ProbeItem>> {
             Ok(())
         },
         "logs are read through the page cache",
-        "MooseFS: files only read are opened O_DIRECT (a cached page could show zeros where another process wrote)",
+        "MooseFS, ceph-fuse: files only read are opened O_DIRECT (a cached page or size could hide what another process wrote)",
     ));
     // Timestamp resolution: two files created a few microseconds apart.
     let f = d

@@ -35,7 +35,7 @@ pub(super) fn ro() -> OpenFlags {
 }
 
 /// Nanoseconds since the epoch as a [`TimeSpec`].
-pub(super) fn at(ns: i64) -> TimeSpec {
+fn at(ns: i64) -> TimeSpec {
     TimeSpec::At(ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000))
 }
 
@@ -165,7 +165,7 @@ pub(super) fn swap(parent: &Dir, tmp: &str, name: &OsStr, legacy_dir: &Dir) -> R
 }
 
 /// Flags of the writer that fills a new file.
-pub(super) fn wo() -> OpenFlags {
+fn wo() -> OpenFlags {
     OpenFlags {
         write: true,
         ..Default::default()

@@ -6,6 +6,8 @@
 //! Each test binary includes this module with `mod common;`; not every binary uses every helper.
 #![allow(dead_code)]
 
+pub mod legacy_1n;
+
 use plfs_core::config::{BackendRole, BackendSpec, GlobalParams, MountConfig, Workload};
 use plfs_core::{Config, OpenFile, OpenFlags, Plfs};
 use std::path::{Path, PathBuf};
@@ -305,7 +307,8 @@ pub fn rw_create() -> OpenFlags {
     }
 }
 
-fn splitmix(mut z: u64) -> u64 {
+/// The splitmix64 mix: a seed's well-spread successor.
+pub fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -506,4 +509,19 @@ pub fn lagging_sizes(fx: &Fixture) -> impl Fn() -> u64 {
         times: None,
     });
     move || plfs_core::failpoint::hits_for("sys::stale_size", &tag)
+}
+
+/// Every file of a directory as a fresh instance reads it: name -> (size, mode, mtime, bytes).
+pub type Snap = std::collections::BTreeMap<String, (u64, u32, i64, Vec<u8>)>;
+
+/// Asserts two snapshots are equal, naming the first difference (never dumping the bytes).
+#[track_caller]
+pub fn same(got: &Snap, want: &Snap, what: &str) {
+    let (gk, wk): (Vec<_>, Vec<_>) = (got.keys().collect(), want.keys().collect());
+    assert_eq!(gk, wk, "{what}: names");
+    for (n, w) in want {
+        let g = &got[n];
+        assert_eq!((g.0, g.1, g.2), (w.0, w.1, w.2), "{what}: {n}: size, mode, mtime");
+        assert_bytes_eq(&g.3, &w.3, &format!("{what}: {n}"));
+    }
 }

@@ -85,14 +85,16 @@ pub(crate) fn after_truncate(sh: &Shared) {
 pub(crate) fn after_last_close(sh: &Shared) {
     let bytes = sh.auto.closed_bytes.swap(0, Ordering::Relaxed);
     let end = sh.auto.closed_end.swap(0, Ordering::Relaxed);
-    if !sh.c.mount.global.auto_compaction || !sh.auto.wrote.swap(false, Ordering::Relaxed) {
-        return;
-    }
+    let wrote = sh.auto.wrote.swap(false, Ordering::Relaxed);
     let g = &sh.c.mount.global;
     let truncated = sh.auto.truncs.load(Ordering::Relaxed) > 0;
-    if truncated || worth_it(bytes, end, 0, g.compaction_min_bytes, g.compaction_dead_permille) {
+    if g.auto_compaction
+        && wrote
+        && (truncated || worth_it(bytes, end, 0, g.compaction_min_bytes, g.compaction_dead_permille))
+    {
         maybe(sh, false);
     }
+    super::flat_close::after_last_close(sh, bytes > 0 || truncated);
 }
 
 fn maybe(sh: &Shared, online: bool) {

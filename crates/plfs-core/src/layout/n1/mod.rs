@@ -4,6 +4,8 @@
 mod ahead;
 mod auto;
 pub(crate) mod compact;
+mod discard;
+mod flat_close;
 mod handle;
 pub(crate) mod journal;
 mod rewrite;
@@ -281,27 +283,35 @@ impl ContainerNode {
             let b = &self.loc.mount.canonical[self.b];
             // A one-directory container (the look-up's marker says so by its size) holds its
             // droppings itself.
-            // A size below a whole marker's (one that lags) cannot say: the container's open
-            // reads the marker.
+            // A size that is no whole marker's (one that lags, or a damaged marker) cannot say:
+            // the container's open reads the marker.
             let size = self.st.st_size as u64;
             let rel = if format::is_flat_marker(size) {
                 Some(self.loc.rel.clone())
-            } else if size >= format::MARKER_LEN as u64 {
+            } else if size == format::MARKER_LEN as u64 {
                 Some(self.loc.rel.join(format::META_DIR))
             } else {
                 None
             };
             if let Some(Ok(meta)) = rel.map(|r| b.dir(&r)) {
-                let names = if format::is_flat_marker(size) {
-                    crate::container::list_whole(
+                if format::is_flat_marker(size) {
+                    let names = crate::container::list_whole(
                         &meta,
                         self.loc.mount.shadows_in_use(),
                         crate::container::Marker::Fresh(&self.st),
-                    )?
-                } else {
-                    meta.list()?
-                };
-                return Ok(format::fast_size_of_listing(&names));
+                    )?;
+                    let Some((size, mtime)) = format::fast_size_of_listing(&names) else {
+                        return Ok(None);
+                    };
+                    // Held to the log of the writer whose close dropping gives it: where that
+                    // log is not at the top, the container's open looks in its hostdirs.
+                    let droppings = format::parse_droppings(&names);
+                    if let Some(ok) = crate::container::proven_by_logs(&[(&meta, &names)], &droppings, size)? {
+                        return Ok(ok.then_some((size, mtime)));
+                    }
+                } else if format::fast_size_of_listing(&meta.list()?).is_none() {
+                    return Ok(None);
+                }
             }
         }
         self.with_c(|c| c.fast_size())
@@ -314,67 +324,6 @@ impl ContainerNode {
     /// The container directory's parent on its backend.
     fn parent(&self) -> Result<crate::mount::DirRef<'_>> {
         self.loc.parent_dir(self.b)
-    }
-}
-
-/// A fresh name to rename a container aside to before it is deleted.
-fn trash_name() -> String {
-    format::tmp_name(format::TRASH_PREFIX, crate::clock::random_u64())
-}
-
-impl ContainerNode {
-    /// Deletes container `c`, now named `name` in `parent`: renamed aside first (unless it
-    /// already has a trash name) so it vanishes atomically, then deleted with its shadow
-    /// directories, or left to the last close if this process has it open. Once the name is
-    /// gone, failing to reclaim the space is a warning, not an error (a retry would get ENOENT).
-    fn discard(&self, mut c: Container, parent: &sys::Dir, name: &OsStr) -> Result<()> {
-        // Opened for real (for the lock, and to list it for the deletion) before the rename: a
-        // FUSE backend looks a renamed directory up again when it is opened through its old
-        // descriptor.
-        c.dir.make_real()?;
-        // Open in this process: its last close deletes it, through a descriptor of its own on
-        // the parent, taken before anything changes. (A thread of this process that opens it
-        // between this look and the rename holds it as another process would: the lock below
-        // finds it held, and that thread's last close deletes it.)
-        let kept = match self.reg.get(c.ident) {
-            Some(shared) => Some((shared, parent.try_clone()?)),
-            None => None,
-        };
-        let trash = match name.to_str() {
-            Some(n) if n.starts_with(format::TMP_PREFIX) => n.to_string(),
-            _ => {
-                let t = trash_name();
-                parent.rename(name, parent, &t)?;
-                t
-            }
-        };
-        if let Some((shared, parent)) = kept {
-            shared.doom(Doomed { parent, trash });
-            return Ok(());
-        }
-        // Another process may have it open (it holds a shared flock): it deletes it at its last
-        // close. A holder that is closing takes the lock exclusively for an instant to see
-        // whether it is the last one; retrying for a while tells that instant from a holder that
-        // keeps the file open, so that one of the two always deletes (design.md, "Unlink").
-        let mut last = false;
-        for i in 0..20 {
-            if c.dir.try_lock_exclusive()? {
-                last = true;
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_micros(500 * (i + 1)));
-        }
-        if !last {
-            return Ok(());
-        }
-        // Listed through the descriptor the lock is on: no second open of the container.
-        let r = c
-            .remove_shadows()
-            .and_then(|()| parent.remove_tree_through(&trash, &c.dir));
-        if let Err(e) = r {
-            crate::warn!("{e}: unlinked, but its data could not be removed (plfs fsck reports it)");
-        }
-        Ok(())
     }
 }
 
@@ -427,7 +376,8 @@ impl Node for ContainerNode {
     fn unlink(&self) -> Result<()> {
         let c = self.take_container_real()?;
         let parent = self.parent()?;
-        self.discard(c, &parent, self.loc.name())
+        let name = self.loc.name();
+        self.discard(c, &parent, name, &|trash| parent.rename_noreplace(trash, &parent, name))
     }
 
     fn replace_by(&self, from_parent: &sys::Dir, from_name: &OsStr) -> Result<()> {
@@ -435,8 +385,13 @@ impl Node for ContainerNode {
         let tp = self.parent()?;
         let name = self.loc.name();
         if from_parent.exchange(from_name, &tp, name)? {
-            // The old container now has the source's name: make it vanish, then delete it.
-            return self.discard(c, from_parent, from_name);
+            // The old container now has the source's name: make it vanish, then delete it. (If
+            // what had the name by then is no file, the two are exchanged back.)
+            let undo = |trash: &str| {
+                from_parent.rename(trash, from_parent, from_name)?;
+                from_parent.exchange(from_name, &tp, name).map(drop)
+            };
+            return self.discard(c, from_parent, from_name, &undo);
         }
         // No RENAME_EXCHANGE on this backend: record the name in the old container, move it
         // aside, move the source in (moving the old one back if that fails), then delete the old
@@ -458,7 +413,11 @@ impl Node for ContainerNode {
             }
             return Err(e);
         }
-        self.discard(c, &tp, OsStr::new(&trash))
+        // What a rename moved aside that is no file (a directory made at the name since the
+        // look-up) goes back to the source's name, free now.
+        self.discard(c, &tp, OsStr::new(&trash), &|t| {
+            tp.rename_noreplace(t, from_parent, from_name)
+        })
     }
 
     fn chmod(&self, mode: u32) -> Result<()> {

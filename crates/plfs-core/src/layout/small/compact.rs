@@ -19,17 +19,18 @@
 //! ([`CompactStatus::WritersOpen`]). This process's own log is closed first (its next record
 //! starts a new one).
 
+use super::staged::NewLog;
 use super::state::{flush, Inner};
 use super::view::SmallDir;
 use crate::clock;
 use crate::container::DirExt;
 use crate::error::{Error, Result};
+use crate::format;
 use crate::format::compact::{self as cf, Journal};
-use crate::format::small::{self as fmt, Rec, SMALL_MAGIC, SMALL_MAX_BODY};
-use crate::format::{self, LogHeader};
+use crate::format::small::{self as fmt, SMALL_MAX_BODY};
 use crate::layout::compaction::{patience, worth_it, CompactOptions, CompactReport, CompactStatus, Usage};
 use crate::mount::Mount;
-use crate::sys::{self, Access, Create, Dir};
+use crate::sys::{self, Access, Dir};
 use rustix::io::Errno;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -94,8 +95,8 @@ pub(crate) enum Leftover {
     Committed(std::path::PathBuf),
     /// An unpublished new log (the compaction never committed).
     Unpublished(std::path::PathBuf),
-    /// A journal that does not decode.
-    Bad(std::path::PathBuf, String),
+    /// A journal that does not decode (its path, why), and whether `--repair` removes it.
+    Bad(std::path::PathBuf, String, bool),
 }
 
 /// Finds (and with `repair` finishes or undoes) what interrupted compactions left in the stores
@@ -123,12 +124,16 @@ pub(crate) fn leftovers(mount: &Mount, rel: &Path, repair: bool) -> Result<Optio
                         roll_forward(mount, rel, &store, &j)?;
                     }
                 }
-                Err(e) => {
-                    out.push(Leftover::Bad(p, e.to_string()));
+                // Removed only where its compaction never published (readers ignore it then:
+                // `retired::committed`); otherwise the old logs left beside the new one do not
+                // read the same without it, and readers answer EIO until it is restored.
+                Err(e) if super::retired::unpublished(&store.list()?) => {
+                    out.push(Leftover::Bad(p, e.to_string(), true));
                     if repair {
                         store.unlink_opt(cf::JOURNAL_NAME)?;
                     }
                 }
+                Err(e) => out.push(Leftover::Bad(p, e.to_string(), false)),
             }
         }
         for n in store.list()? {
@@ -145,29 +150,12 @@ pub(crate) fn leftovers(mount: &Mount, rel: &Path, repair: bool) -> Result<Optio
     Ok(Some(out))
 }
 
-/// Bytes of data of every WRITE record of every log of the view (live or not).
-fn data_bytes(g: &Inner) -> Result<u64> {
-    let mut total = 0;
-    for l in &g.logs {
-        let b = l.file.read_from(0)?;
-        if b.len() > format::INDEX_HEADER_LEN {
-            let d = fmt::decode(&b[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
-            total += d
-                .recs
-                .iter()
-                .map(|r| if let Rec::Write { len, .. } = r { *len } else { 0 })
-                .sum::<u64>();
-        }
-    }
-    Ok(total)
-}
-
 /// The directory's usage from its (current) view.
 fn usage(g: &Inner, logs: &[(Dir, String, u64)]) -> Result<Usage> {
     let mut u = Usage {
         logs: logs.len() as u64,
         physical: logs.iter().map(|l| l.2).sum(),
-        data: data_bytes(g)?,
+        data: super::usage::log_totals(g)?.1,
         ..Usage::default()
     };
     for id in g.names.values() {
@@ -262,7 +250,7 @@ fn lock_dir(d: &SmallDir, opts: &CompactOptions) -> Result<Option<Dir>> {
 
 /// Finishes the roll-forward of a committed journal and removes unpublished new logs in the
 /// stores of `d` (the caller holds the directory's lock).
-fn finish_leftovers(d: &SmallDir) -> Result<()> {
+pub(super) fn finish_leftovers(d: &SmallDir) -> Result<()> {
     let mount = &d.mount;
     // Leftovers of an interrupted compaction (we hold the lock: none is running).
     for b in &mount.canonical {
@@ -282,12 +270,21 @@ fn finish_leftovers(d: &SmallDir) -> Result<()> {
 }
 
 /// Whether no process appends to any of `logs` any more but this one (to `own`, which it
-/// stopped doing): each writer holds a shared flock on its log while it may append.
+/// stopped doing).
 fn appended_by_none(d: &SmallDir, logs: &[(Dir, String, u64)], own: Option<&Path>) -> Result<bool> {
+    let others = logs.iter().filter(|(dir, n, _)| own != Some(dir.sub(n).as_path()));
+    Ok(appended(d, others, true)?.is_empty())
+}
+
+/// Which of `logs` a process may still append to: each writer holds a shared flock on its log
+/// while it may append. With `first`, the search stops at the first one.
+fn appended<'a>(
+    d: &SmallDir,
+    logs: impl Iterator<Item = &'a (Dir, String, u64)>,
+    first: bool,
+) -> Result<std::collections::HashSet<std::path::PathBuf>> {
+    let mut out = std::collections::HashSet::new();
     for (dir, n, _) in logs {
-        if own == Some(dir.sub(n).as_path()) {
-            continue;
-        }
         let f = match dir.open_file(n, Access::Read) {
             Ok(f) => f,
             Err(e) if sys::is_missing(&e) => continue,
@@ -295,7 +292,12 @@ fn appended_by_none(d: &SmallDir, logs: &[(Dir, String, u64)], own: Option<&Path
         };
         match f.try_lock_exclusive()? {
             Some(true) => {}
-            Some(false) => return Ok(false),
+            Some(false) => {
+                out.insert(dir.sub(n));
+                if first {
+                    break;
+                }
+            }
             None => {
                 return Err(Error::errno(
                     Errno::OPNOTSUPP,
@@ -304,7 +306,56 @@ fn appended_by_none(d: &SmallDir, logs: &[(Dir, String, u64)], own: Option<&Path
             }
         }
     }
-    Ok(true)
+    Ok(out)
+}
+
+/// Bytes of files this process unlinked or renamed over in a directory before it looks for
+/// logs that hold nothing live any more (it doubles each time a look frees nothing).
+pub(super) const FREE_DEAD_BYTES: u64 = 1 << 20;
+
+/// After this process unlinked or replaced files holding `FREE_DEAD_BYTES` or more (since the
+/// last look): deletes the directory's logs that hold nothing live and that no process appends
+/// to, so that space comes back at the `rm`, as on a plain file system, whatever
+/// `auto_compaction` says (nothing is rewritten: a log that still holds live data waits for a
+/// compaction). Skipped while a compaction runs or left a journal.
+fn free_dead(d: &SmallDir) -> Result<u64> {
+    let a = &d.dead_bytes;
+    let due = a.threshold.load(Ordering::Relaxed).max(FREE_DEAD_BYTES);
+    if a.unlinked.load(Ordering::Relaxed) < due {
+        return Ok(0);
+    }
+    a.unlinked.store(0, Ordering::Relaxed);
+    let Some(lockd) = d.mount.canonical[0].dir_opt(&d.rel)? else {
+        return Ok(0);
+    };
+    if !lockd.try_lock_exclusive()? {
+        return Ok(0);
+    }
+    let mut g = d.inner();
+    flush(&mut g)?;
+    for b in &d.mount.canonical {
+        if b.dir_opt(d.store_rel())?
+            .is_some_and(|s| s.stat_opt(cf::JOURNAL_NAME).ok().flatten().is_some())
+        {
+            return Ok(0);
+        }
+    }
+    let own = g.writer.as_ref().map(|w| w.file.path().to_path_buf());
+    let logs = list_logs(&d.mount, &d.rel)?;
+    let busy = appended(
+        d,
+        logs.iter()
+            .filter(|(dir, n, _)| own.as_deref() != Some(dir.sub(n).as_path())),
+        false,
+    )?;
+    let (n, freed) = super::dead::retire(&logs, &|p| own.as_deref() == Some(p) || busy.contains(p))?;
+    if n > 0 {
+        g.loaded = false;
+        a.threshold.store(FREE_DEAD_BYTES, Ordering::Relaxed);
+    } else {
+        a.threshold.store(due.saturating_mul(2), Ordering::Relaxed);
+    }
+    Ok(freed)
 }
 
 /// The new log's records ([`file_records`] of every file that has a name) and the bytes of data
@@ -322,51 +373,7 @@ fn new_log_body(g: &Inner, opts: &CompactOptions, live: u64) -> Result<(Vec<u8>,
     Ok((body, copied))
 }
 
-/// A compaction's new log: the store it goes in (on the directory's writer backend), its writer
-/// id, its temporary and final names.
-struct NewLog {
-    store: Dir,
-    wc: u64,
-    tmp: String,
-    fin: String,
-}
-
 impl NewLog {
-    /// Names a new log for directory `d`, making its store if missing.
-    fn new(d: &SmallDir) -> Result<NewLog> {
-        let wb = &d.mount.canonical[d.writer_backend()];
-        let parent = wb.dir(&d.rel)?;
-        parent.mkdir_ok(fmt::SMALL_DIR, 0o755)?;
-        let store = parent.open_dir(fmt::SMALL_DIR)?;
-        let wc = clock::random_u64();
-        let tmp = cf::tmp_log_name(wc);
-        let fin = fmt::log_name(wc, clock::pid(), clock::hostname());
-        Ok(NewLog { store, wc, tmp, fin })
-    }
-
-    /// Writes the log (its header, then `body`) under its temporary name, fsynced; on an error
-    /// nothing of it is left.
-    fn write(&self, body: &[u8]) -> Result<()> {
-        let build = || -> Result<()> {
-            let f = self.store.create_file(&self.tmp, 0o644, Create::Excl)?;
-            let h = LogHeader {
-                magic: SMALL_MAGIC,
-                writer_id: self.wc,
-                open_ns: clock::now_ns(),
-                pid: clock::pid(),
-                flags: 0,
-            };
-            f.pwrite_all(&h.encode(), 0)?;
-            f.pwrite_all(body, format::INDEX_HEADER_LEN as u64)?;
-            f.fsync()
-        };
-        if let Err(e) = build() {
-            let _ = self.store.unlink_opt(&self.tmp);
-            return Err(e);
-        }
-        Ok(())
-    }
-
     /// Commits the journal that replaces `logs` by the new log, then rolls it forward (publishes
     /// the log under its final name, deletes `logs`). The commit comes first: replayed together
     /// with the old logs, the new one would not read the same (its CREATE records bind each
@@ -429,7 +436,7 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
     let (dead, _) = if opts.dry_run {
         (0, 0)
     } else {
-        super::dead::retire(&logs, own.as_deref())?
+        super::dead::retire(&logs, &|p| own.as_deref() == Some(p))?
     };
     let logs = if dead > 0 { list_logs(mount, &d.rel)? } else { logs };
     g.loaded = false;
@@ -503,6 +510,11 @@ pub(crate) fn compact(d: &SmallDir, opts: &CompactOptions) -> Result<CompactRepo
 pub(crate) fn after_change(d: &SmallDir, unlinks: u64) {
     if d.reserve_spent.swap(false, Ordering::Relaxed) {
         after_reserve_spent(d);
+    }
+    if unlinks > 0 {
+        if let Err(e) = free_dead(d) {
+            crate::warn!("{}: freeing the logs of deleted files: {e}", d.logical().display());
+        }
     }
     let gp = &d.mount.global;
     if !gp.auto_compaction {

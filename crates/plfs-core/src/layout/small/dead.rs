@@ -68,10 +68,11 @@ fn view(logs: &[&Log]) -> Seen {
     out
 }
 
-/// Deletes the dead logs among `logs` (every log of the directory, as `(store, name, size)`,
-/// all of them checked by the caller to be appended to by nobody), except `own`. The caller holds
-/// the directory's compaction lock. Returns (logs deleted, bytes freed).
-pub(super) fn retire(logs: &[(Dir, String, u64)], own: Option<&Path>) -> Result<(u64, u64)> {
+/// Deletes the dead logs among `logs` (every log of the directory, as `(store, name, size)`),
+/// except those `kept` names (this process's own, and any a process may still append to, which
+/// the caller found by their locks). The caller holds the directory's compaction lock. Returns
+/// (logs deleted, bytes freed).
+pub(super) fn retire(logs: &[(Dir, String, u64)], kept: &dyn Fn(&Path) -> bool) -> Result<(u64, u64)> {
     if logs.len() > MAX_LOGS {
         return Ok((0, 0));
     }
@@ -112,7 +113,7 @@ pub(super) fn retire(logs: &[(Dir, String, u64)], own: Option<&Path>) -> Result<
         let mut i = 0;
         while i < left.len() {
             let l = left[i];
-            let is_own = own == Some(l.dir.sub(&l.name).as_path());
+            let is_own = kept(&l.dir.sub(&l.name));
             // Cheap test first: a log holding live data is never dead.
             let holds_live = want.values().any(|v| v.7.iter().any(|e| e.2 == l.dir.sub(&l.name)));
             if !is_own && !holds_live {

@@ -15,9 +15,12 @@ mod handle;
 mod names;
 mod reserve;
 mod retired;
+mod staged;
 mod state;
+mod usage;
 mod view;
 
+pub use staged::{Staged, StagedAttrs};
 pub use view::SmallDir;
 
 use crate::clock;
@@ -96,6 +99,12 @@ impl Small {
         d
     }
 
+    /// A new log for the 1-N directory `dir` whose files no reader sees until it is published
+    /// ([`Staged`]); `EBUSY` while a compaction of the directory runs.
+    pub fn stage(&self, dir: &Loc) -> Result<Staged> {
+        through_link(dir, Staged::new(self.view(dir, &dir.rel), compact::finish_leftovers))
+    }
+
     /// The view holding file `loc`, and the file's name.
     fn parts(&self, loc: &Loc) -> Result<(Arc<SmallDir>, String)> {
         let name = loc
@@ -107,10 +116,26 @@ impl Small {
     }
 }
 
+/// A symbolic link in the middle of a path is not followed (the backends are opened with
+/// `RESOLVE_NO_SYMLINKS`): the view's store look-up then fails with `ELOOP`, which is, to the
+/// caller, a path component that is not a directory, as an N-1 look-up answers (`ENOTDIR`).
+fn through_link<T>(loc: &Loc, r: Result<T>) -> Result<T> {
+    r.map_err(|e| {
+        if e.raw_errno() == Errno::LOOP.raw_os_error() {
+            Error::errno(
+                Errno::NOTDIR,
+                format!("{}: a path component is not a directory", loc.logical.display()),
+            )
+        } else {
+            e
+        }
+    })
+}
+
 impl Layout for Arc<Small> {
     fn create(&self, loc: &Loc, mode: u32, excl: bool) -> Result<(Box<dyn Node>, bool)> {
         let (d, name) = self.parts(loc)?;
-        let (id, st, created) = d.create(&name, mode, excl)?;
+        let (id, st, created) = through_link(loc, d.create(&name, mode, excl))?;
         Ok((
             Box::new(PackedNode::new(self.clone(), loc.clone(), d, name, id, st)),
             created,
@@ -132,19 +157,22 @@ impl Layout for Arc<Small> {
             return None;
         }
         let mut legacy = None;
-        let r = d.create_unless(&name, mode, excl, || {
-            // A file of a PLFS 2.x 1-N directory of that name (as `lookup_missing` finds); once
-            // the directory is known to hold no PLFS 2.x store, its view remembers (it is
-            // forgotten with the view, `forget`).
-            if d.no_legacy.load(Ordering::Relaxed) {
-                return Ok(false);
-            }
-            legacy = self.legacy.lookup(loc)?;
-            if legacy.is_none() && self.legacy.known_plain(loc.parent_logical()) {
-                d.no_legacy.store(true, Ordering::Relaxed);
-            }
-            Ok(legacy.is_some())
-        });
+        let r = through_link(
+            loc,
+            d.create_unless(&name, mode, excl, || {
+                // A file of a PLFS 2.x 1-N directory of that name (as `lookup_missing` finds); once
+                // the directory is known to hold no PLFS 2.x store, its view remembers (it is
+                // forgotten with the view, `forget`).
+                if d.no_legacy.load(Ordering::Relaxed) {
+                    return Ok(false);
+                }
+                legacy = self.legacy.lookup(loc)?;
+                if legacy.is_none() && self.legacy.known_plain(loc.parent_logical()) {
+                    d.no_legacy.store(true, Ordering::Relaxed);
+                }
+                Ok(legacy.is_some())
+            }),
+        );
         Some(match r {
             Ok(Some((id, st, created))) => Ok((
                 Box::new(PackedNode::new(self.clone(), loc.clone(), d, name, id, st)) as Box<dyn Node>,
@@ -170,7 +198,7 @@ impl Layout for Arc<Small> {
             return Ok(None);
         }
         let (d, name) = self.parts(loc)?;
-        match d.entry(&name)? {
+        match through_link(loc, d.entry(&name))? {
             Some((id, st)) => Ok(Some(Box::new(PackedNode::new(
                 self.clone(),
                 loc.clone(),
@@ -279,10 +307,13 @@ impl PackedNode {
     pub fn rename_to(&self, to: &Loc) -> Result<()> {
         let (td, tname) = self.layout.parts(to)?;
         if Arc::ptr_eq(&self.dir, &td) {
-            return self.dir.rename(&self.name, &tname);
+            self.dir.rename(&self.name, &tname)?;
+            // It may have replaced a file (`free_dead`), and it counts towards a compaction.
+            compact::after_change(&self.dir, 1);
+            return Ok(());
         }
         let src = self.handle();
-        let (tid, _, _) = td.create(&tname, self.st.mode & 0o7777, false)?;
+        let (tid, _, _) = through_link(to, td.create(&tname, self.st.mode & 0o7777, false))?;
         let dst = SmallHandle {
             dir: td.clone(),
             id: tid,

@@ -3,6 +3,7 @@
 
 use super::names::{check_name, effective_ids, le, new_file_id};
 use super::reserve;
+use super::retired::Stores;
 use super::state::{apply, flush, flush_reserved, lock, stat_of, Inner, LogRef, SmallWriter};
 use crate::clock;
 use crate::container::DirExt;
@@ -11,7 +12,7 @@ use crate::format::small::{self as fmt, Rec, SMALL_DIR, SMALL_MAGIC};
 use crate::format::{self, LogHeader};
 use crate::mount::Mount;
 use crate::sys::{self, Access};
-use crate::types::{PackedUsage, Stat};
+use crate::types::Stat;
 use rustix::io::Errno;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -35,6 +36,16 @@ pub struct SmallDir {
     pub(super) reserve_spent: std::sync::atomic::AtomicBool,
     /// The directory was found to hold no PLFS 2.x 1-N store (`Small::create_packed`).
     pub(super) no_legacy: std::sync::atomic::AtomicBool,
+    /// Bytes this process's unlinks and renames made dead, for `compact::free_dead`.
+    pub(super) dead_bytes: DeadBytes,
+}
+
+/// Bytes of files this process unlinked or replaced in a directory since it last looked for
+/// dead logs, and how many it waits for before the next look.
+#[derive(Debug, Default)]
+pub(super) struct DeadBytes {
+    pub(super) unlinked: std::sync::atomic::AtomicU64,
+    pub(super) threshold: std::sync::atomic::AtomicU64,
 }
 
 impl SmallDir {
@@ -49,6 +60,7 @@ impl SmallDir {
             auto: Default::default(),
             reserve_spent: Default::default(),
             no_legacy: Default::default(),
+            dead_bytes: Default::default(),
         }
     }
 
@@ -149,26 +161,37 @@ impl SmallDir {
         Ok(out)
     }
 
+    /// Each store's logs and the logs a committed compaction retired, read consistently: `None`
+    /// if a listing changed while the journal was read (unless `tries` is spent), to be taken
+    /// again. A journal that cannot say what it retired is damage of every file.
+    fn stores(&self, damage: &mut super::damage::Damage, tries: u32) -> Result<Option<Stores>> {
+        let (mut stores, mut retired) = (Vec::new(), std::collections::HashSet::new());
+        for b in &self.mount.canonical {
+            if let Some(dir) = b.dir_opt(self.store_rel())? {
+                let names = dir.list()?;
+                let mut c = super::retired::committed(&dir, &names)?;
+                if dir.list()? != names && tries < 8 {
+                    return Ok(None);
+                }
+                retired.extend(std::mem::take(&mut c.retired));
+                if let Some((path, len, why)) = c.damaged.take() {
+                    // Every file and name: no record of the store's logs can be trusted.
+                    damage.note(&path, vec![fmt::Damaged::whole_header(len, why)], None);
+                }
+                stores.push((dir, names, c));
+            }
+        }
+        Ok(Some((stores, retired)))
+    }
+
     fn replay(&self, g: &mut Inner, stamps: Vec<sys::DirStamp>, tries: u32) -> Result<()> {
         let own = g.writer.as_ref().map(|w| (w.id, w.file.clone(), w.off));
         let mut logs: Vec<LogRef> = Vec::new();
         let mut recs: Vec<(u64, u64, usize, Rec)> = Vec::new();
         let mut damage = super::damage::Damage::default();
-        let rel = self.store_rel();
-        // Each store's logs and the logs a committed compaction retired, read consistently (a
-        // listing that changed while the journal was read is taken again).
-        let (mut stores, mut retired) = (Vec::new(), std::collections::HashSet::new());
-        for b in &self.mount.canonical {
-            if let Some(dir) = b.dir_opt(rel)? {
-                let names = dir.list()?;
-                let mut c = super::retired::committed(&dir, &names)?;
-                if dir.list()? != names && tries < 8 {
-                    return self.replay(g, stamps, tries + 1);
-                }
-                retired.extend(std::mem::take(&mut c.retired));
-                stores.push((dir, names, c));
-            }
-        }
+        let Some((stores, retired)) = self.stores(&mut damage, tries)? else {
+            return self.replay(g, stamps, tries + 1);
+        };
         for (dir, names, committed) in &stores {
             for name in names {
                 // The new log of a committed compaction is replayed under its final name, even
@@ -549,11 +572,20 @@ impl SmallDir {
             .ok_or_else(|| Error::NotFound(self.logical().join(name)))
     }
 
+    /// Counts the bytes of file `id`, about to lose its name, for `compact::free_dead`.
+    fn note_dead(&self, g: &Inner, id: u64) {
+        let bytes = g.file(id).map_or(0, |(_, m)| m.map.live_bytes());
+        self.dead_bytes
+            .unlinked
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Removes `name`.
     pub fn unlink(&self, name: &str) -> Result<()> {
         let mut g = self.inner();
         self.refresh(&mut g)?;
         let id = self.id_of(&g, name)?;
+        self.note_dead(&g, id);
         let ts = clock::next_ts();
         let owned = name.to_string();
         self.record_change(&mut g, fmt::K_UNLINK, &le(&[ts, id]), name.as_bytes(), move |_| {
@@ -568,6 +600,9 @@ impl SmallDir {
         let mut g = self.inner();
         self.refresh(&mut g)?;
         let id = self.id_of(&g, from)?;
+        if let Some(&over) = g.names.get(to).filter(|&&o| g.canonical(o) != g.canonical(id)) {
+            self.note_dead(&g, over);
+        }
         let ts = clock::next_ts();
         let mut fixed = le(&[ts, id]);
         fixed.extend_from_slice(&(from.len() as u16).to_le_bytes());
@@ -643,45 +678,6 @@ impl SmallDir {
             w.named = true;
         }
         Ok(())
-    }
-}
-
-impl SmallDir {
-    /// Space accounting of this directory's logs, read afresh.
-    pub fn usage(&self) -> Result<PackedUsage> {
-        let mut g = self.inner();
-        flush(&mut g)?;
-        self.refresh(&mut g)?;
-        let mut u = PackedUsage::default();
-        for l in &g.logs {
-            let bytes = l.file.read_from(0)?;
-            u.logs += 1;
-            u.log_bytes += bytes.len() as u64;
-            if bytes.len() > format::INDEX_HEADER_LEN {
-                let d = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
-                u.data_bytes += d
-                    .recs
-                    .iter()
-                    .map(|r| if let Rec::Write { len, .. } = r { *len } else { 0 })
-                    .sum::<u64>();
-            }
-        }
-        // The reserve is space the directory takes on its backends too.
-        for b in &self.mount.canonical {
-            if let Some(store) = b.dir_opt(self.store_rel())? {
-                if let Some(st) = store.stat_opt(fmt::RESERVE_NAME)? {
-                    u.log_bytes += st.st_size.max(0) as u64;
-                }
-            }
-        }
-        // Only files that have a name: one unlinked, or renamed over, is dead space (open or not).
-        u.live_bytes = g
-            .names
-            .values()
-            .filter_map(|id| g.files.get(id))
-            .map(|m| m.map.pieces().iter().map(|(_, p)| p.len).sum::<u64>())
-            .sum();
-        Ok(u)
     }
 }
 

@@ -1,0 +1,84 @@
+//! The last close of an N-1 file that several writers wrote writes its flattened index
+//! (format.md §6, `index::flatten`), so that a restart read by N fresh processes costs each of
+//! them one index file, not one index log per writer (N² reads for the job, the "N² index read
+//! problem" of PLFS 1.1.9's changelog; PLFS 2.x's MPI-IO driver did the same at close,
+//! `flatten_close`). The closer that finds no writer open any more is the last: every closer
+//! publishes its close dropping before it looks, so of two that close at once at least the later
+//! one sees both closed (both may flatten: the same index, written atomically). A writer killed
+//! without closing leaves its open dropping, and readers merge the logs as before.
+
+use super::shared::Shared;
+use crate::format::{MetaDropping, FLAT_NAME};
+use crate::index::{flatten, Flattened};
+
+/// Writers (close droppings) from which the last close flattens: below, a reader's few index
+/// logs cost about what one flattened index costs, and the closer's merge would be extra work.
+pub(crate) const FLATTEN_MIN_WRITERS: usize = 4;
+
+/// After this process's last writer on the file closed (`wrote`: it wrote or truncated).
+pub(super) fn after_last_close(sh: &Shared, wrote: bool) {
+    let g = &sh.c.mount.global;
+    // A reader that checks data checksums never reads a flattened index (it has none).
+    if !wrote || g.data_checksums || sh.is_unlinked() {
+        return;
+    }
+    let meta = match sh.c.list_meta() {
+        Ok(m) => m,
+        Err(e) => {
+            crate::warn!("{}: flattening the index at close: {e}", sh.logical.display());
+            return;
+        }
+    };
+    if meta.iter().any(|d| matches!(d, MetaDropping::Open { .. })) {
+        return;
+    }
+    if !worth_flattening(sh, &meta) {
+        return;
+    }
+    // The merge reads the logs of this listing: one listing before them, one after.
+    match flatten(&sh.c, &sh.logical, Some(meta)) {
+        Ok(Flattened::Written(f)) => crate::debug!(
+            "{}: flattened at close: {} extents of {} data logs",
+            sh.logical.display(),
+            f.pieces.len() + f.patterns.len(),
+            f.chunks.len()
+        ),
+        Ok(Flattened::Open | Flattened::Changed) => {}
+        // The file reads the same without it: readers merge the logs.
+        Err(e) => crate::warn!("{}: flattening the index at close: {e}", sh.logical.display()),
+    }
+}
+
+/// Whether this last close flattens: at least [`FLATTEN_MIN_WRITERS`] writers closed since the
+/// last flattening (their close droppings' times after the flattened index's mtime, which the
+/// flattening set to the newest close it covered), all of them where there is none. A
+/// checkpoint's writers all close after the last flattening; a log that short processes append
+/// to one after another (`echo ... >> log`, each one writer) is flattened at every 4th close,
+/// from the last flattened index and the 4 new logs (`index::flatten`), so that neither an
+/// append nor a reader reads more than a few index logs besides it. (While a flattening read
+/// every index log, it came at the 4th, 8th, 16th ... close, so as not to cost N writers N²
+/// reads, and a reader after the 1,000th append still read 488 logs.) The clocks of writers and
+/// backend only move this choice, never what is read.
+fn worth_flattening(sh: &Shared, meta: &[MetaDropping]) -> bool {
+    let closes: Vec<u64> = meta
+        .iter()
+        .filter_map(|d| match *d {
+            MetaDropping::Close { close_ts, .. } => Some(close_ts),
+            _ => None,
+        })
+        .collect();
+    if closes.len() < FLATTEN_MIN_WRITERS {
+        return false;
+    }
+    let flat_mtime = match sh.c.listing_has(FLAT_NAME) {
+        false => None,
+        true => match sh.c.dir.stat_opt(FLAT_NAME) {
+            Ok(st) => st.map(|st| crate::sys::mtime_ns(&st).max(0) as u64),
+            Err(_) => None,
+        },
+    };
+    let Some(flat_mtime) = flat_mtime else {
+        return true;
+    };
+    closes.iter().filter(|&&ts| ts > flat_mtime).count() >= FLATTEN_MIN_WRITERS
+}
