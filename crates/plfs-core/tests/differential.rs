@@ -609,3 +609,37 @@ fn differential_a_wipe_drops_this_process_s_own_truncate() {
     ];
     run_case(&fx, 2, &ops).unwrap();
 }
+
+/// Found by `differential_two_instances` in CI (2026-12-02): one byte appended and closed, an
+/// empty write, the file opened for reading in one process, then opened with `O_TRUNC` by
+/// another (no writer open: the container is wiped); the first process's stat said 1 byte.
+#[test]
+fn differential_a_wipe_seen_by_a_process_holding_the_file_open_for_reading() {
+    let fx = Fixture::new("diff-wipe-reader", 2, 0, params(|g| g.index_buffer_records = 4));
+    let ops = vec![
+        Op::Append {
+            slot: 0,
+            len: 1,
+            seed: 0,
+        },
+        Op::Write {
+            slot: 2,
+            off: 0,
+            len: 0,
+            seed: 0,
+            other_pid: false,
+        },
+        Op::Open {
+            slot: 0,
+            access: Access::ReadOnly,
+            trunc: false,
+        },
+        Op::Open {
+            slot: 1,
+            access: Access::WriteOnly,
+            trunc: true,
+        },
+        Op::Sync { slot: 0 },
+    ];
+    run_case(&fx, 2, &ops).unwrap();
+}

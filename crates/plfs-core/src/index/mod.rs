@@ -391,12 +391,31 @@ impl IndexState {
     }
 
     /// Whether the container was wiped since the last refresh: a known log or a known truncate
-    /// is gone.
+    /// is gone, or a writer of this process's own left no trace.
     fn wiped(&self, meta: &[MetaDropping], found: &[FoundLog]) -> bool {
         // A known log that disappeared means the container was wiped: start again.
         let present: HashSet<&PathBuf> = found.iter().map(|f| &f.path).collect();
         if self.logs.keys().any(|p| !present.contains(p)) {
             return true;
+        }
+        // This process's own writes reach the map from the write path, not from a read of their
+        // log, so the test above does not see their log go. A writer of its own has an open
+        // dropping from before its first write until its close dropping, which stays, and its
+        // index log: one with neither a dropping nor a log closed and was wiped since (another
+        // process's `O_TRUNC` once nobody had the file open for writing; a process that still
+        // had it open for reading went on reporting the old size).
+        if !self.own.is_empty() {
+            let traced: HashSet<u64> = meta
+                .iter()
+                .filter_map(|d| match *d {
+                    MetaDropping::Open { writer_id, .. } | MetaDropping::Close { writer_id, .. } => Some(writer_id),
+                    _ => None,
+                })
+                .chain(found.iter().map(|f| f.info.writer_id))
+                .collect();
+            if self.own.iter().any(|w| !traced.contains(w)) {
+                return true;
+            }
         }
         // A known truncate that vanished means the container was wiped: start again.
         let current: HashSet<(u64, u64, u64)> = meta
