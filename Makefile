@@ -116,7 +116,7 @@ bench: build
 	bench/install-deps.sh
 	$(MAKE) -C bench quick
 
-.PHONY: bench-full bench-glusterfs bench-moosefs
+.PHONY: bench-full bench-glusterfs bench-moosefs bench-cephfs
 bench-full: build
 	bench/install-deps.sh
 	$(MAKE) -C bench full
@@ -141,6 +141,14 @@ bench-moosefs: build
 	bench/install-deps.sh
 	$(MAKE) -C bench programs
 	scripts/bench-moosefs.sh --bin $(CURDIR)/target/bench --release $(CURDIR)/$(RELEASE_DIR)
+
+# The same on a live CephFS (mon, mgr, 2 memstore OSDs, MDS, two ceph-fuse clients; started and
+# stopped here), with the MDS's request counts and the ranks of the bandwidth protocol split
+# between the two clients.
+bench-cephfs: build
+	bench/install-deps.sh
+	$(MAKE) -C bench programs
+	scripts/bench-cephfs.sh --bin $(CURDIR)/target/bench --release $(CURDIR)/$(RELEASE_DIR)
 
 clean:
 	$(CARGO) clean

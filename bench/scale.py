@@ -15,6 +15,12 @@ Per process, `meta` is every backend call except the data transfers (read, pread
 write, pwrite64, pwritev) and the descriptor-only calls close and fcntl; `opens` is openat,
 openat2 and open.
 
+Where DIR is on the GlusterFS volume of scripts/glusterfs.sh (PLFS_GLUSTER_MOUNT) or the CephFS
+of scripts/cephfs.sh (PLFS_CEPHFS_MOUNT), the file system's own counts of the timed runs are added,
+per process: brick operations without WRITE, READ and the look-ups and stats (LOOKUP, STAT,
+FSTAT, STATFS) that move with the client's caches (bench/brickops.py), or the MDS's client
+requests (bench/cephops.py).
+
 usage: bench/scale.py DIR [--np 1,4,16,64] [--records 8] [--record 47008] [--bin DIR]
        [--lib target/release/libldplfs.so] [--json]
 DIR holds the backend and the plain files (a GlusterFS or CephFS mount for a distributed run).
@@ -36,6 +42,41 @@ DATA = {"read", "pread64", "preadv", "preadv2", "write", "pwrite64", "pwritev", 
 LOCAL = {"close", "fcntl"}
 OPENS = {"open", "openat", "openat2"}
 CALL = re.compile(r"^\d+\s+([a-z0-9_]+)\(")
+
+
+def fs_counter(d):
+    """(name, snapshot()) of the file system `d` is on, when its counters can be read: GlusterFS's
+    brick operations or the Ceph MDS's requests; None elsewhere."""
+    d = os.path.realpath(d)
+    sys.path.insert(0, HERE)
+    g = os.environ.get("PLFS_GLUSTER_MOUNT")
+    if g and d.startswith(os.path.realpath(g) + "/"):
+        import brickops
+        brickops.gluster("volume", "profile", os.environ.get("PLFS_GLUSTER_VOLUME", "plfs"), "start", check=False)
+        skip = brickops.CACHED | {"WRITE", "READ"}
+
+        def bricks():
+            return Counter({k: v for k, v in brickops.profile_counts().items() if k not in skip})
+        # Cumulative counts since the profile started: a phase's are the difference of two snapshots.
+        return "brick ops", bricks
+    c = os.environ.get("PLFS_CEPHFS_MOUNT")
+    if c and d.startswith(os.path.realpath(c) + "/"):
+        import cephops
+
+        def mds():
+            return Counter({"requests": cephops.counters()["requests"]})
+        return "MDS requests", mds
+    return None
+
+
+def counted_phase(counter, np_, *args):
+    """run_phase, and the file system's operations it caused per process (None without a counter)."""
+    if counter is None:
+        return run_phase(*args), None
+    before = counter[1]()
+    secs = run_phase(*args)
+    time.sleep(1.0)  # a close's last requests (cap releases, the size) reach the servers after it
+    return secs, round(sum((counter[1]() - before).values()) / np_, 1)
 
 
 def run_phase(prog, path, np_, records, record, role, env, trace_dir=None):
@@ -98,10 +139,15 @@ def one_np(args, np_, base):
         "plfs": ("/plfs-scale-bench", plfs_env),
     }
     out = {"np": np_}
+    counter = fs_counter(base)
+    if counter:
+        out["fs_counter"] = counter[0]
     for name, (d, env) in kinds.items():
         f1, f2 = os.path.join(d, "timed"), os.path.join(d, "counted")
-        out[f"{name}_write_s"] = run_phase(prog, f1, np_, args.records, args.record, "w", env)
-        out[f"{name}_read_s"] = run_phase(prog, f1, np_, args.records, args.record, "r", env)
+        out[f"{name}_write_s"], out[f"{name}_writer_fs"] = counted_phase(
+            counter, np_, prog, f1, np_, args.records, args.record, "w", env)
+        out[f"{name}_read_s"], out[f"{name}_reader_fs"] = counted_phase(
+            counter, np_, prog, f1, np_, args.records, args.record, "r", env)
         traces = tempfile.mkdtemp(prefix=f"trace-{name}-", dir=base)
         run_phase(prog, f2, np_, args.records, args.record, "w", env, traces)
         run_phase(prog, f2, np_, args.records, args.record, "r", env, traces)
@@ -139,15 +185,23 @@ def main():
         return
     print(f"# N-1, {args.records} records of {args.record} B a process, in {args.dir}")
     print("# time ratios: plain seconds / plfs seconds (above 1: plfs is faster); backend calls per process: plfs (plain)")
-    print(f"{'np':>5} {'write x':>8} {'read x':>7} {'writer meta':>12} {'writer opens':>13} {'reader meta':>12} {'reader opens':>13}")
+    fs = rows[0].get("fs_counter") if rows else None
+    extra = f" {'writer ' + fs:>22} {'reader ' + fs:>22}" if fs else ""
+    if fs:
+        print(f"# {fs} per process: counted by the file system itself, in the timed runs")
+    print(f"{'np':>5} {'write x':>8} {'read x':>7} {'writer meta':>12} {'writer opens':>13} {'reader meta':>12} {'reader opens':>13}{extra}")
     for r in rows:
         pw, pr = r["plfs_writer"], r["plfs_reader"]
         qw, qr = r["plain_writer"], r["plain_reader"]
-        print(
+        line = (
             f"{r['np']:>5} {r['plain_write_s'] / r['plfs_write_s']:>8.2f} {r['plain_read_s'] / r['plfs_read_s']:>7.2f}"
             f" {pw['meta']:>6} ({qw['meta']:>3}) {pw['opens']:>7} ({qw['opens']:>3})"
             f" {pr['meta']:>6} ({qr['meta']:>3}) {pr['opens']:>7} ({qr['opens']:>3})"
         )
+        if fs:
+            line += (f" {r['plfs_writer_fs']:>14} ({r['plain_writer_fs']:>5})"
+                     f" {r['plfs_reader_fs']:>14} ({r['plain_reader_fs']:>5})")
+        print(line)
 
 
 if __name__ == "__main__":

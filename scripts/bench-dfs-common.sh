@@ -1,4 +1,4 @@
-# Sourced by scripts/bench-glusterfs.sh and scripts/bench-moosefs.sh: the parts of their runs that
+# Sourced by scripts/bench-glusterfs.sh, bench-moosefs.sh and bench-cephfs.sh: the parts of their runs that
 # do not depend on the file system.
 
 # `sections PROFILE MOUNT [RUN.PY ARGS...]`: the benchmark's bandwidth and metadata sections with
@@ -32,7 +32,8 @@ preload_lib() {
 # MOUNT, printed and saved as OUT/writer_counts.json; then issue 22's bandwidth protocol
 # (bench/n1_protocol.py, read back through MOUNT2, the same file system's second client), printed
 # and saved as OUT/n1_protocol.txt; skipped, saying so, when MOUNT2 is empty. NAME names the
-# file system in that message.
+# file system in that message. N1_PROTOCOL_ARGS, when set, is added to n1_protocol.py's arguments
+# (bench-cephfs.sh: --split --fsync no,yes).
 writer_and_protocol() {
     local mnt=$1 mnt2=$2 out=$3 name=$4
     ${PYTHON:-python3} bench/writer_counts.py "$mnt" --json --lib "$LIB" >"$out/writer_counts.json"
@@ -47,7 +48,8 @@ print(f"peak RSS of a writer of {r['small_writes']} 64-byte writes: plfs {m['plf
 PY
     if [ -n "$mnt2" ]; then
         echo "issue 22's bandwidth protocol (bench/n1_protocol.py; medians of 3, 104 MB a run)"
-        ${PYTHON:-python3} bench/n1_protocol.py --mnt "$mnt" --mnt2 "$mnt2" --lib "$LIB" | tee "$out/n1_protocol.txt"
+        # shellcheck disable=SC2086 # N1_PROTOCOL_ARGS is a list of words
+        ${PYTHON:-python3} bench/n1_protocol.py --mnt "$mnt" --mnt2 "$mnt2" --lib "$LIB" ${N1_PROTOCOL_ARGS:-} | tee "$out/n1_protocol.txt"
     else
         echo "n1_protocol: skipped, $name has one client mount" >&2
     fi

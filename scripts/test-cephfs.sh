@@ -6,7 +6,8 @@
 # real-tool battery through the preload and FUSE: coreutils, bash, python, sqlite, MPI-IO N-1,
 # plfs advise's check), and the cross-client tests (tests/battery/test_cross_client.py: a file
 # closed through one ceph-fuse client is exact through the other at once, and two clients
-# writing one N-1 file).
+# writing one N-1 file), and the MDS requests per operation held to their ceilings (bench/cephops.py
+# --check).
 #
 #   scripts/test-cephfs.sh            (make test-cephfs: by hand, about 22 minutes)
 #   scripts/test-cephfs.sh --ci       (make test-cephfs-ci, part of make test: the tests whose
@@ -50,6 +51,9 @@ if [ "${1:-}" = --ci ]; then
         --test backends --test multiprocess --test multiprocess_live --test small_visibility
     python3 -m pytest -q -p no:cacheprovider tests/battery/test_cross_client.py \
         tests/battery/test_append.py tests/battery/test_programs.py -k "cross or append or shell or mpi"
+    # The MDS requests per create, stat, read, unlink and 4-writer open, as the MDS counts them,
+    # held to their ceilings (a regression pin, as bench/brickops.py --check on GlusterFS).
+    CEPHOPS_FILES=10 python3 bench/cephops.py --check
     exit 0
 fi
 
@@ -67,3 +71,4 @@ cargo test --release --workspace \
 python3 -m pytest tests/battery -q -p no:cacheprovider \
     --ignore=tests/battery/test_modes.py --ignore=tests/battery/test_fd_soak.py \
     --ignore=tests/battery/test_percall.py --ignore=tests/battery/test_signals.py
+CEPHOPS_FILES=10 python3 bench/cephops.py --check
