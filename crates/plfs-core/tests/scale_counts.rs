@@ -122,6 +122,61 @@ fn no_flattened_index_for_few_writers_or_while_one_is_open() {
     assert_eq!(&all[..REC], pattern(0, 0, REC).as_slice());
 }
 
+/// Writers that close together may each find no writer open: one flattens, under a
+/// non-blocking exclusive flock of the marker, and a closer that finds it held leaves the
+/// flattening to the holder (at 64 writers on CephFS a dozen closers each merged every log:
+/// 16 index reads a writer against 2 at 4 writers). Here the test holds the lock, as a closer
+/// that is flattening would: the last of 8 closes writes no flattened index and waits for
+/// nothing; the next last close, with the lock free, flattens, and the file reads whole.
+#[test]
+fn a_closer_leaves_the_flattening_to_one_that_holds_the_marker_s_lock() {
+    use std::os::fd::AsFd;
+    let fx = Fixture::new("scale-turn", 1, 0, GlobalParams::default());
+    let path = fx.path("ckpt");
+    // Made, not written: no writer, no dropping.
+    let p = fx.plfs();
+    p.open(&path, wo_create(), 0o644, 90).unwrap().close().unwrap();
+    drop(p);
+    let marker = std::fs::File::open(fx.canonical[0].join("ckpt/.plfscontainer")).unwrap();
+    rustix::fs::flock(marker.as_fd(), rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    let t0 = std::time::Instant::now();
+    write_n(&fx, &path, 8);
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(20),
+        "a close waited for the lock"
+    );
+    let flat = fx.canonical[0].join("ckpt/flat.index");
+    assert!(
+        !flat.exists(),
+        "a closer flattened while another held the marker's lock"
+    );
+    drop(marker);
+    // One more writer, past the 8 writers' records; its close is the last, and flattens.
+    let at = offset(8, 0, RECORDS) + 10;
+    let p = fx.plfs();
+    let f = p.open(&path, wo_create(), 0o644, 91).unwrap();
+    f.write(b"last", at).unwrap();
+    f.close().unwrap();
+    drop(p);
+    assert!(
+        flat.exists(),
+        "the last close with the lock free wrote no flattened index"
+    );
+    let all = read_all(&fx.plfs().open(&path, ro(), 0, 8).unwrap()).unwrap();
+    assert_eq!(all.len() as u64, at + 4);
+    assert_eq!(&all[at as usize..], b"last");
+    for w in 0..8u64 {
+        for k in 0..RECORDS {
+            let off = offset(8, w, k) as usize;
+            common::assert_bytes_eq(
+                &all[off..off + REC],
+                &pattern(w, off as u64, REC),
+                &format!("writer {w} record {k}"),
+            );
+        }
+    }
+}
+
 /// A log that processes append to one after another (`echo ... >> job.log` from a shell loop:
 /// each append its own writer) is flattened at every 4th close, not at each, and each
 /// flattening and each append reads the last flattened index and the few logs after it, not

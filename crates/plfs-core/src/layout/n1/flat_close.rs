@@ -4,12 +4,19 @@
 //! problem" of PLFS 1.1.9's changelog; PLFS 2.x's MPI-IO driver did the same at close,
 //! `flatten_close`). The closer that finds no writer open any more is the last: every closer
 //! publishes its close dropping before it looks, so of two that close at once at least the later
-//! one sees both closed (both may flatten: the same index, written atomically). A writer killed
-//! without closing leaves its open dropping, and readers merge the logs as before.
+//! one sees both closed. Several may: a job's writers close together, and at 64 writers on this
+//! machine a dozen closers found none open and each merged every log (16 index reads a writer,
+//! against 2 at 4 writers). So a closer flattens under a non-blocking exclusive flock of the
+//! marker, and one that finds it taken leaves the flattening to its holder, or, once it holds it,
+//! to the flattening that covered every close it saw ([`flattening_turn`]). A close the
+//! flattener's listing missed is read from its log beside the flattened index, as any writer's
+//! after a flattening. A writer killed without closing leaves its open dropping, and readers merge
+//! the logs as before.
 
 use super::shared::Shared;
-use crate::format::{MetaDropping, FLAT_NAME};
+use crate::format::{MetaDropping, FLAT_NAME, MARKER_NAME};
 use crate::index::{flatten, Flattened};
+use crate::sys::{Access, File};
 
 /// Writers (close droppings) from which the last close flattens: below, a reader's few index
 /// logs cost about what one flattened index costs, and the closer's merge would be extra work.
@@ -35,6 +42,9 @@ pub(super) fn after_last_close(sh: &Shared, wrote: bool) {
     if !worth_flattening(sh, &meta) {
         return;
     }
+    let Some(_turn) = flattening_turn(sh, &meta) else {
+        return;
+    };
     // The merge reads the logs of this listing: one listing before them, one after.
     match flatten(&sh.c, &sh.logical, Some(meta)) {
         Ok(Flattened::Written(f)) => crate::debug!(
@@ -81,4 +91,38 @@ fn worth_flattening(sh: &Shared, meta: &[MetaDropping]) -> bool {
         return true;
     };
     closes.iter().filter(|&&ts| ts > flat_mtime).count() >= FLATTEN_MIN_WRITERS
+}
+
+/// Whether this closer flattens now, and the lock that says so while it does (`Some(None)`:
+/// without one, where the marker cannot be opened or the backend has no flock): `None` when
+/// another closer holds the marker's flock (it is flattening), or when a flattening finished
+/// since this closer listed covered every close it saw (the flattened index's mtime is that of
+/// the newest close it covered). The flock is never waited for: closers are not serialised.
+fn flattening_turn(sh: &Shared, meta: &[MetaDropping]) -> Option<Option<File>> {
+    let marker = [Access::Read, Access::Write]
+        .into_iter()
+        .find_map(|a| sh.c.dir.open_file(MARKER_NAME, a).ok());
+    let Some(marker) = marker else {
+        return Some(None);
+    };
+    match marker.try_lock_exclusive() {
+        Ok(Some(true)) => {}
+        Ok(Some(false)) => return None,
+        Ok(None) | Err(_) => return Some(None),
+    }
+    let newest = meta
+        .iter()
+        .filter_map(|d| match *d {
+            MetaDropping::Close { close_ts, .. } => Some(close_ts),
+            _ => None,
+        })
+        .max();
+    let covered = match (sh.c.dir.stat_opt(FLAT_NAME), newest) {
+        (Ok(Some(st)), Some(newest)) => crate::sys::mtime_ns(&st).max(0) as u64 >= newest,
+        _ => false,
+    };
+    if covered {
+        return None;
+    }
+    Some(Some(marker))
 }
