@@ -50,7 +50,8 @@ if [ "${1:-}" = --ci ]; then
     cargo test --release --workspace \
         --test backends --test multiprocess --test multiprocess_live --test small_visibility
     python3 -m pytest -q -p no:cacheprovider tests/battery/test_cross_client.py \
-        tests/battery/test_append.py tests/battery/test_programs.py -k "cross or append or shell or mpi"
+        tests/battery/test_append.py tests/battery/test_programs.py tests/battery/test_mdtest_hard.py \
+        -k "cross or append or shell or mpi or neighbour or packed"
     # The MDS requests per create, stat, read, unlink and 4-writer open, as the MDS counts them,
     # held to their ceilings (a regression pin, as bench/brickops.py --check on GlusterFS).
     CEPHOPS_FILES=10 python3 bench/cephops.py --check

@@ -219,8 +219,8 @@ impl SmallDir {
                         }
                     },
                 };
-                let bytes = file.read_to_end_from(0, 0)?;
-                if bytes.len() < format::INDEX_HEADER_LEN {
+                let (bytes, decoded) = super::damage::read_log(&file)?;
+                let Some(mut d) = decoded else {
                     // A log whose header was cut short: made by a process that died at once.
                     damage.note(&path, Vec::new(), (!bytes.is_empty()).then_some(0));
                     logs.push(LogRef {
@@ -230,8 +230,7 @@ impl SmallDir {
                         seen: bytes.len() as u64,
                     });
                     continue;
-                }
-                let mut d = fmt::decode(&bytes[format::INDEX_HEADER_LEN..], format::INDEX_HEADER_LEN as u64);
+                };
                 if let Err(e) = LogHeader::decode(&path, &bytes, SMALL_MAGIC) {
                     // Its records are read all the same; what it may hold is damage of names.
                     d.damaged
