@@ -11,6 +11,7 @@
 pub(crate) mod compact;
 pub(crate) mod damage;
 mod dead;
+mod fresh;
 mod handle;
 mod names;
 mod reserve;

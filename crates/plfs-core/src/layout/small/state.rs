@@ -78,6 +78,8 @@ pub(super) struct Inner {
     pub(super) loaded: bool,
     /// Damage the last replay found in the logs, and what it may have changed.
     pub(super) damage: super::damage::Damage,
+    /// When each name and file was last touched by an applied record (`fresh.rs`).
+    pub(super) touched: Touched,
 }
 
 impl Inner {
@@ -163,6 +165,7 @@ pub(super) fn is_nospace(e: &crate::error::Error) -> bool {
 }
 
 pub(super) fn apply(g: &mut Inner, r: &Rec, writer: u64, log: usize) {
+    Touched::note(g, r);
     let ns = |ts: u64| ts as i64;
     // Every record but a CREATE names its file by id, which may be merged into another.
     let canon = match r {
@@ -293,5 +296,59 @@ pub(super) fn stat_of(id: u64, m: &SmallMeta) -> Stat {
         ino: id >> 1,
         dev: 0,
         nlink: 1,
+    }
+}
+
+/// The newest timestamp of an applied record that touched each name and each file (canonical
+/// id) of the view.
+#[derive(Debug, Default)]
+pub(super) struct Touched {
+    names: HashMap<String, u64>,
+    files: HashMap<u64, u64>,
+}
+
+/// The names a record touches and the files (canonical ids, in the view as it is before the
+/// record): a CREATE its name and the file holding it, a RENAME both names, its file and the
+/// file it replaces, an UNLINK its name and file, any other its file.
+fn touches<'a>(g: &Inner, r: &'a Rec) -> ([Option<&'a str>; 2], [Option<u64>; 2]) {
+    let held = |name: &str| g.names.get(name).map(|&id| g.canonical(id));
+    match r {
+        Rec::Create { id, name, .. } => ([Some(name), None], [Some(*id), held(name)]),
+        Rec::Rename { id, from, to, .. } => ([Some(from), Some(to)], [Some(g.canonical(*id)), held(to)]),
+        Rec::Unlink { id, name, .. } => ([Some(name), None], [Some(g.canonical(*id)), None]),
+        Rec::Write { id, .. } | Rec::Trunc { id, .. } | Rec::SetAttr { id, .. } => {
+            ([None, None], [Some(g.canonical(*id)), None])
+        }
+    }
+}
+
+impl Touched {
+    /// Notes record `r`, about to be applied to `g`.
+    pub(super) fn note(g: &mut Inner, r: &Rec) {
+        let ts = r.ts();
+        let (names, files) = touches(g, r);
+        for n in names.into_iter().flatten() {
+            let t = g.touched.names.entry(n.to_string()).or_insert(0);
+            *t = (*t).max(ts);
+        }
+        for f in files.into_iter().flatten() {
+            let t = g.touched.files.entry(f).or_insert(0);
+            *t = (*t).max(ts);
+        }
+    }
+
+    /// Whether `r`, older or newer than records applied already, commutes with every one of
+    /// them that is newer: none of those touched its names or files.
+    pub(super) fn commutes(g: &Inner, r: &Rec) -> bool {
+        let ts = r.ts();
+        let (names, files) = touches(g, r);
+        names
+            .into_iter()
+            .flatten()
+            .all(|n| g.touched.names.get(n).is_none_or(|&t| t < ts))
+            && files
+                .into_iter()
+                .flatten()
+                .all(|f| g.touched.files.get(&f).is_none_or(|&t| t < ts))
     }
 }

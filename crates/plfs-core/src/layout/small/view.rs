@@ -106,8 +106,9 @@ impl SmallDir {
         Ok((out, recent))
     }
 
-    /// Brings the view up to date: appends this process's pending records, then replays every log
-    /// again if another log grew or appeared. A new log is noticed by listing the store, which is
+    /// Brings the view up to date: applies what other logs gained since (`fresh.rs`), or appends
+    /// this process's pending records and replays every log again if that cannot be done or a log
+    /// appeared. A new log is noticed by listing the store, which is
     /// done when its directory's stamp changed, or when the last listing was taken so soon after
     /// the stamp it saw that a log created since may have left the stamp unchanged
     /// (`listed_recent`): visibility never depends on timestamp granularity.
@@ -125,16 +126,9 @@ impl SmallDir {
             }
         }
         if !changed {
-            let own = g.writer.as_ref().map(|w| w.log);
-            // Another writer appended if its log has a byte at the offset read so far (asked of
-            // the data, not of a size a network file system may report late).
-            let mut probe = [0u8; 1];
-            for (i, l) in g.logs.iter().enumerate() {
-                if Some(i) != own && l.file.pread_full(&mut probe, l.seen)? > 0 {
-                    changed = true;
-                    break;
-                }
-            }
+            // What other writers appended since: applied where it commutes with what the view
+            // holds, else every log is replayed (`fresh.rs`).
+            changed = !super::fresh::apply_new(g)?;
         }
         if changed {
             // Our own records are already applied to the view; they reach the log before the
@@ -262,6 +256,7 @@ impl SmallDir {
         g.names.clear();
         g.files.clear();
         g.alias.clear();
+        g.touched = Default::default();
         for (_, w, idx, r) in recs {
             apply(g, &r, w, idx);
         }
