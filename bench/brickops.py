@@ -165,16 +165,45 @@ def main():
 
 def check(plfs):
     """Exits non-zero when a phase's brick operations (look-ups and stats aside) exceed CEILINGS."""
+    check_ceilings("brickops", plfs, CEILINGS, lambda p: sum(v for k, v in p["by_fop"].items() if k not in CACHED),
+                   "brick operations per file without look-ups", lambda p: p["by_fop"])
+
+
+def check_ceilings(tool, plfs, ceilings, count, what, detail):
+    """Exits non-zero when `count(phase)` of a phase of `plfs` exceeds its ceiling (`ceilings`:
+    phase -> ceiling), printing each phase's count (`what` says what it counts) and, for one
+    over, `detail(phase)`: the ceilings of brickops.py, cephops.py."""
     over = []
-    for ph, ceiling in CEILINGS.items():
-        ops = sum(v for k, v in plfs[ph]["by_fop"].items() if k not in CACHED)
-        print(f"brickops check: {ph}: {ops:.1f} brick operations per file without look-ups "
-              f"(ceiling {ceiling})", file=sys.stderr)
-        if ops > ceiling:
-            over.append(f"{ph} {ops:.1f} > {ceiling}: {plfs[ph]['by_fop']}")
+    for ph, ceiling in ceilings.items():
+        got = count(plfs[ph])
+        print(f"{tool} check: {ph}: {got:.2f} {what} (ceiling {ceiling})", file=sys.stderr)
+        if got > ceiling:
+            over.append(f"{ph} {got:.2f} > {ceiling}: {detail(plfs[ph])}")
     if over:
-        raise SystemExit("brickops check failed (more brick operations per file than before):\n  "
-                         + "\n  ".join(over))
+        raise SystemExit(f"{tool} check failed (more per file than before):\n  " + "\n  ".join(over))
+
+
+def options(argv):
+    """(LIB, --save FILE or None) of a counting tool's command line (--json and --check aside)."""
+    args = list(argv)
+    save = None
+    if "--save" in args:
+        i = args.index("--save")
+        save = args[i + 1]
+        del args[i:i + 2]
+    args = [a for a in args if a not in ("--json", "--check")]
+    return os.path.abspath(args[0] if args else os.path.join(ROOT, "target/release/libldplfs.so")), save
+
+
+def emit(res, save, report):
+    """Saves `res` as JSON to `save` (if given), then prints it as JSON (--json) or by `report`."""
+    if save:
+        with open(save, "w") as f:
+            json.dump(res, f, indent=1)
+    if "--json" in sys.argv:
+        print(json.dumps(res, indent=1))
+    else:
+        report(res)
 
 
 def report(res):

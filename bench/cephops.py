@@ -100,16 +100,8 @@ def measure(d, env):
 
 def check(plfs):
     """Exits non-zero when a phase's MDS requests (look-ups and getattrs aside) exceed CEILINGS."""
-    over = []
-    for ph, ceiling in CEILINGS.items():
-        got = plfs[ph]["mds_without_cached"]
-        print(f"cephops check: {ph}: {got:.2f} MDS requests per file without look-ups and getattrs "
-              f"(ceiling {ceiling})", file=sys.stderr)
-        if got > ceiling:
-            over.append(f"{ph} {got:.2f} > {ceiling}: {plfs[ph]['by_kind']}")
-    if over:
-        raise SystemExit("cephops check failed (more MDS requests per file than before):\n  "
-                         + "\n  ".join(over))
+    brickops.check_ceilings("cephops", plfs, CEILINGS, lambda p: p["mds_without_cached"],
+                            "MDS requests per file without look-ups and getattrs", lambda p: p["by_kind"])
 
 
 def report(res):
@@ -124,27 +116,14 @@ def report(res):
 
 
 def main():
-    args = sys.argv[1:]
-    save = None
-    if "--save" in args:
-        i = args.index("--save")
-        save = args[i + 1]
-        del args[i:i + 2]
-    args = [a for a in args if a not in ("--json", "--check")]
-    lib = os.path.abspath(args[0] if args else os.path.join(ROOT, "target/release/libldplfs.so"))
+    lib, save = brickops.options(sys.argv[1:])
     mount = os.environ.get("PLFS_CEPHFS_MOUNT")
     if not mount:
         raise SystemExit("cephops: no CephFS (run under scripts/cephfs.sh run)")
     ws = brickops.Workspace(mount, lib, "cephops")
     res = {"files": FILES, "plain": measure(ws.plain, ws.env_plain), "plfs": measure(ws.mnt, ws.env_plfs)}
     ws.remove()
-    if save:
-        with open(save, "w") as f:
-            json.dump(res, f, indent=1)
-    if "--json" in sys.argv:
-        print(json.dumps(res, indent=1))
-    else:
-        report(res)
+    brickops.emit(res, save, report)
     if "--check" in sys.argv:
         check(res["plfs"])
 

@@ -17,7 +17,6 @@ Run with MooseFS up (scripts/moosefs.sh run python3 bench/mfsops.py [--json] [--
 [LIB]: --save writes the JSON to FILE and prints the table); needs mfscli
 (package moosefs-cli, installed by make bench-moosefs).
 """
-import json
 import os
 import subprocess
 import sys
@@ -75,14 +74,7 @@ def measure(mount, d, env):
 
 
 def main():
-    args = sys.argv[1:]
-    save = None
-    if "--save" in args:
-        i = args.index("--save")
-        save = args[i + 1]
-        del args[i:i + 2]
-    args = [a for a in args if a != "--json"]
-    lib = os.path.abspath(args[0] if args else os.path.join(ROOT, "target/release/libldplfs.so"))
+    lib, save = brickops.options(sys.argv[1:])
     mount = os.environ.get("PLFS_MOOSEFS_MOUNT")
     if not mount:
         raise SystemExit("mfsops: no MooseFS (run under scripts/moosefs.sh run)")
@@ -90,13 +82,7 @@ def main():
     res = {"files": FILES, "plain": measure(mount, ws.plain, ws.env_plain),
            "plfs": measure(mount, ws.mnt, ws.env_plfs)}
     ws.remove()
-    if save:
-        with open(save, "w") as f:
-            json.dump(res, f, indent=1)
-    if "--json" in sys.argv:
-        print(json.dumps(res, indent=1))
-    else:
-        report(res)
+    brickops.emit(res, save, report)
 
 
 def report(res):

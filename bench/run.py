@@ -63,15 +63,6 @@ PROFILES = {
         "creates": 300, "index_writers": [1, 4, 16], "index_records": 16384,
         "meta_files": 100, "index_bench_writes": 50000, "timeout": 900,
     },
-    # `make bench-cephfs`: the same on a live CephFS (scripts/bench-cephfs.sh).
-    "cephfs": {
-        "reps": 5, "nprocs": [1, 2, 4], "records": [4096, 47008, MiB], "per_proc": 8 * MiB,
-        "mpiio_per_proc": {"mpi-ind": 4 * MiB, "mpi-coll": 1 * MiB}, "mpiio_nprocs": [1, 2],
-        "tools_size": 64 * MiB, "tools_reps": 3, "seq_size": 64 * MiB, "seq_reps": 3,
-        "meta_writers": [1, 4, 16], "meta_records": 16, "meta_reps": 5,
-        "creates": 300, "index_writers": [1, 4, 16], "index_records": 16384,
-        "meta_files": 100, "index_bench_writes": 50000, "timeout": 900,
-    },
     # `make bench-full`: bigger files, more repetitions, 8 processes, 8 MiB records, fsync,
     # and a read-back with a different process count.
     "full": {
@@ -92,6 +83,9 @@ PROFILES = {
     },
 }
 SECTIONS = ["bandwidth", "tools", "seqwrite", "meta", "counts"]
+
+# `make bench-cephfs`: the same as on MooseFS, on a live CephFS (scripts/bench-cephfs.sh).
+PROFILES["cephfs"] = dict(PROFILES["moosefs"])
 
 
 def find_plot_python():

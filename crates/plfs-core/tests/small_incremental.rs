@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{wo_create, TempDir};
+use common::{put, wo_create, TempDir};
 use plfs_core::{Config, Plfs};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,18 +13,7 @@ use std::path::{Path, PathBuf};
 const MOUNT: &str = "/plfs-test/small-inc";
 
 fn small_rc(t: &TempDir) -> PathBuf {
-    let backend = t.path().join("b0");
-    std::fs::create_dir_all(&backend).unwrap();
-    let rc = t.path().join("plfsrc");
-    std::fs::write(
-        &rc,
-        format!(
-            "- mount_point: {MOUNT}\n  workload: small_file\n  backends:\n    - location: {}\n",
-            backend.display()
-        ),
-    )
-    .unwrap();
-    rc
+    common::small_rc(t, MOUNT).0
 }
 
 /// An instance of its own (its own views and writer logs, as another process would have).
@@ -51,12 +40,6 @@ fn snapshot(p: &Plfs, dir: &Path) -> BTreeMap<String, Vec<u8>> {
         out.insert(name, b);
     }
     out
-}
-
-fn put(p: &Plfs, path: &Path, data: &[u8]) {
-    let f = p.open(path, wo_create(), 0o644, 1).unwrap();
-    f.write(data, 0).unwrap();
-    f.close().unwrap();
 }
 
 /// A create that B made first but closed last (its record older than A's create and unlink of

@@ -125,18 +125,7 @@ fn files_created_at_once_in_a_fresh_directory_are_seen_after_close() {
 
 /// Writes the small-file plfsrc of a fresh backend under `t`; returns (plfsrc, backend).
 fn small_rc(t: &TempDir) -> (PathBuf, PathBuf) {
-    let backend = t.path().join("b0");
-    std::fs::create_dir_all(&backend).unwrap();
-    let rc = t.path().join("plfsrc");
-    std::fs::write(
-        &rc,
-        format!(
-            "- mount_point: {MOUNT}\n  workload: small_file\n  backends:\n    - location: {}\n",
-            backend.display()
-        ),
-    )
-    .unwrap();
-    (rc, backend)
+    common::small_rc(t, MOUNT)
 }
 
 /// An instance of its own (its own views and writer logs, as another process would have).

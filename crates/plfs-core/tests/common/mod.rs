@@ -395,6 +395,23 @@ pub fn assert_errno<T: std::fmt::Debug>(r: Result<T, plfs_core::Error>, want: ru
     }
 }
 
+/// A plfsrc in `t` with one `small_file` (1-N) mount point `mount` on one backend: its path
+/// and the backend's.
+pub fn small_rc(t: &TempDir, mount: &str) -> (PathBuf, PathBuf) {
+    let backend = t.path().join("b0");
+    std::fs::create_dir_all(&backend).unwrap();
+    let rc = t.path().join("plfsrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "- mount_point: {mount}\n  workload: small_file\n  backends:\n    - location: {}\n",
+            backend.display()
+        ),
+    )
+    .unwrap();
+    (rc, backend)
+}
+
 /// Writes `data` to a new file `path` (as pid 1) and closes it.
 pub fn put(p: &Plfs, path: &Path, data: &[u8]) {
     let f = p.open(path, wo_create(), 0o644, 1).unwrap();
