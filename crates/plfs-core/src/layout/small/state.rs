@@ -300,10 +300,12 @@ pub(super) fn stat_of(id: u64, m: &SmallMeta) -> Stat {
 }
 
 /// The newest timestamp of an applied record that touched each name and each file (canonical
-/// id) of the view.
+/// id) of the view. Names are kept by their 64-bit FNV-1a hash, not their bytes (16 bytes an
+/// entry for a directory of a million names): two names that share a hash only make a record
+/// look as if it did not commute, and the directory is replayed.
 #[derive(Debug, Default)]
 pub(super) struct Touched {
-    names: HashMap<String, u64>,
+    names: HashMap<u64, u64>,
     files: HashMap<u64, u64>,
 }
 
@@ -328,7 +330,7 @@ impl Touched {
         let ts = r.ts();
         let (names, files) = touches(g, r);
         for n in names.into_iter().flatten() {
-            let t = g.touched.names.entry(n.to_string()).or_insert(0);
+            let t = g.touched.names.entry(crate::format::hash_str(n)).or_insert(0);
             *t = (*t).max(ts);
         }
         for f in files.into_iter().flatten() {
@@ -345,7 +347,7 @@ impl Touched {
         names
             .into_iter()
             .flatten()
-            .all(|n| g.touched.names.get(n).is_none_or(|&t| t < ts))
+            .all(|n| g.touched.names.get(&crate::format::hash_str(n)).is_none_or(|&t| t < ts))
             && files
                 .into_iter()
                 .flatten()
