@@ -19,17 +19,7 @@ const TARBALLS: [&str; 2] = ["plfs-v1-golden-first.tar.gz", "plfs-v1-golden.tar.
 
 fn extracted(tarball: &str) -> (TempDir, Plfs, PathBuf) {
     let t = TempDir::new("golden");
-    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(tarball);
-    let st = std::process::Command::new("tar")
-        .arg("xzf")
-        .arg(tarball)
-        .arg("-C")
-        .arg(t.path())
-        .status()
-        .unwrap();
-    assert!(st.success(), "tar xzf");
+    common::untar_fixture(tarball, t.path(), &[]);
     let m = |mp: &str, dir: &str, workload| MountConfig {
         mount_point: mp.into(),
         workload,

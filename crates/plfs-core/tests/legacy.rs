@@ -18,24 +18,12 @@ use std::path::{Path, PathBuf};
 
 const FIXTURES: [&str; 4] = ["n1_strided", "n1_flat", "n1_holes", "empty"];
 
-fn tarball() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/plfs-2.5.1-containers.tar.gz")
-}
-
 /// A fixture whose canonical backend holds the extracted `store/`; returns the directory holding
 /// the `.expected` files.
 fn extracted(tag: &str) -> (Fixture, PathBuf) {
     let fx = Fixture::new(tag, 1, 0, GlobalParams::default());
     let x = fx.dir.path().join("x");
-    std::fs::create_dir_all(&x).unwrap();
-    let st = std::process::Command::new("tar")
-        .arg("xzf")
-        .arg(tarball())
-        .arg("-C")
-        .arg(&x)
-        .status()
-        .expect("tar runs");
-    assert!(st.success(), "tar xzf failed");
+    common::untar_fixture("plfs-2.5.1-containers.tar.gz", &x, &[]);
     for e in std::fs::read_dir(x.join("store")).unwrap() {
         let e = e.unwrap();
         std::fs::rename(e.path(), fx.canonical[0].join(e.file_name())).unwrap();
@@ -1009,16 +997,7 @@ fn upgrade_of_a_metalinked_container_removes_its_shadow_hostdir() {
 
 /// Extracts the second tarball into `x`.
 fn extract_more(x: &Path) {
-    std::fs::create_dir_all(x).unwrap();
-    let tar = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/plfs-2.5.1-more.tar.gz");
-    let st = std::process::Command::new("tar")
-        .arg("xzf")
-        .arg(tar)
-        .arg("-C")
-        .arg(x)
-        .status()
-        .expect("tar runs");
-    assert!(st.success(), "tar xzf failed");
+    common::untar_fixture("plfs-2.5.1-more.tar.gz", x, &[]);
 }
 
 /// Moves every entry of `from` into `to`.

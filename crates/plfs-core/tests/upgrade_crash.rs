@@ -200,19 +200,7 @@ impl Bench {
 /// Unpacks `member` of the fixture tarball into the fixture's directory; its path.
 fn extract(fx: &Fixture, tarball: &str, member: &str) -> PathBuf {
     let x = fx.dir.path().join("template");
-    std::fs::create_dir_all(&x).unwrap();
-    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures")
-        .join(tarball);
-    let st = std::process::Command::new("tar")
-        .arg("xzf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(&x)
-        .arg(member)
-        .status()
-        .expect("tar runs");
-    assert!(st.success(), "tar xzf {} {member}", tarball.display());
+    common::untar_fixture(tarball, &x, &[member]);
     x.join(member)
 }
 

@@ -395,6 +395,24 @@ pub fn assert_errno<T: std::fmt::Debug>(r: Result<T, plfs_core::Error>, want: ru
     }
 }
 
+/// Unpacks tests/fixtures/`tarball` into `dir` (made if missing): only `members` when any are
+/// given.
+pub fn untar_fixture(tarball: &str, dir: &Path, members: &[&str]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(tarball);
+    let st = Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir)
+        .args(members)
+        .status()
+        .expect("tar runs");
+    assert!(st.success(), "tar xzf {} {members:?}", tarball.display());
+}
+
 /// A plfsrc in `t` with one `small_file` (1-N) mount point `mount` on one backend: its path
 /// and the backend's.
 pub fn small_rc(t: &TempDir, mount: &str) -> (PathBuf, PathBuf) {
