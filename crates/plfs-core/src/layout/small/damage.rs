@@ -161,12 +161,13 @@ const SETTLE_FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis
 
 /// Reads a 1-N log whole and decodes its records after its header (`None` when the log is
 /// shorter than its header). Damage it finds is looked at again a few times ([`SETTLE_TRIES`])
-/// before it counts: a record its writer is appending right now can read torn through a client
-/// that makes the log's new length visible before all of the record's bytes (ceph-fuse, to
-/// another process of the same client: 2 processes of tests/mpi/mdtest_hard.c creating files in
-/// one directory, each reading the other's log, found a whole-length record whose checksum did
-/// not match, and a create failed with `EIO`, 1 to 6 times in 400 creates, while the log on disk
-/// was whole). Damage that stays through the looks is damage.
+/// before it counts: a log its writer is appending to can read torn while it does. Through
+/// ceph-fuse, 2 processes of tests/mpi/mdtest_hard.c on one client, creating files in one
+/// directory and each reading the other's log whole, read stretches of one to five records,
+/// mostly zeros, followed by whole records (bytes appended later seen before bytes appended
+/// earlier), and a create failed with `EIO` 1 to 6 times in 400, while the log on disk was whole;
+/// a second look 1 ms later found every such stretch whole (docs/backends.md, "CephFS"). Damage
+/// that stays through the looks is damage.
 pub(super) fn read_log(file: &crate::sys::File) -> crate::error::Result<(Vec<u8>, Option<fmt::Decoded>)> {
     let hdr = crate::format::INDEX_HEADER_LEN;
     let mut pause = SETTLE_FIRST_PAUSE;
