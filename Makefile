@@ -96,6 +96,9 @@ install: build
 	install -m 755 $(RELEASE_DIR)/libldplfs.so $(DESTDIR)$(PREFIX)/lib/libldplfs.so
 	install -m 644 include/plfs.h $(DESTDIR)$(PREFIX)/include/plfs.h
 	sed -e 's|@PREFIX@|$(PREFIX)|g' crates/plfs-capi/plfs.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
+	# An environment module (Environment Modules, Lmod): `module use $(PREFIX)/share/modulefiles`.
+	install -d $(DESTDIR)$(PREFIX)/share/modulefiles
+	sed -e 's|@PREFIX@|$(PREFIX)|g' packaging/modules/plfs.in > $(DESTDIR)$(PREFIX)/share/modulefiles/plfs
 	# Man pages (plfs(1), plfs-COMMAND(1), plfsrc(5), ldplfs(8)) and shell completions, generated
 	# from the binary's own argument definitions.
 	$(RELEASE_DIR)/plfs generate man --tree $(DESTDIR)$(MANDIR) >/dev/null
@@ -105,7 +108,8 @@ install: build
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/plfs $(DESTDIR)$(PREFIX)/lib/libplfs.so $(DESTDIR)$(PREFIX)/lib/libplfs.a \
-	      $(DESTDIR)$(PREFIX)/lib/libldplfs.so $(DESTDIR)$(PREFIX)/include/plfs.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc
+	      $(DESTDIR)$(PREFIX)/lib/libldplfs.so $(DESTDIR)$(PREFIX)/include/plfs.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/plfs.pc \
+	      $(DESTDIR)$(PREFIX)/share/modulefiles/plfs
 	rm -f $(DESTDIR)$(MANDIR)/man1/plfs.1 $(DESTDIR)$(MANDIR)/man1/plfs-*.1 $(DESTDIR)$(MANDIR)/man5/plfsrc.5 \
 	      $(DESTDIR)$(MANDIR)/man8/ldplfs.8 $(DESTDIR)$(BASHCOMPDIR)/plfs \
 	      $(DESTDIR)$(ZSHCOMPDIR)/_plfs $(DESTDIR)$(FISHCOMPDIR)/plfs.fish
