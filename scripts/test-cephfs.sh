@@ -46,11 +46,14 @@ echo "test-cephfs: backends under $ROOT (CephFS, clients $PLFS_CEPHFS_MOUNT and 
 if [ "${1:-}" = --ci ]; then
     # What only a second client can show, and the N-1 basics on this file system: the core's
     # multi-process tests (fresh readers on the other client, appends, visibility of 1-N files),
-    # and the battery's cross-client tests, appends of several processes and MPI-IO N-1.
+    # and the battery's cross-client tests, appends of several processes, MPI-IO N-1, and the
+    # application-shaped programs on parallel HDF5, MPI-IO subarrays and PnetCDF (one client, and
+    # BT-IO and FLASH-IO with their ranks split between the two clients).
     cargo test --release --workspace \
         --test backends --test multiprocess --test multiprocess_live --test small_visibility
     python3 -m pytest -q -p no:cacheprovider tests/battery/test_cross_client.py \
         tests/battery/test_append.py tests/battery/test_programs.py tests/battery/test_mdtest_hard.py \
+        tests/battery/test_io_libraries.py \
         -k "cross or append or shell or mpi or neighbour or packed"
     # The MDS requests per create, stat, read, unlink and 4-writer open, as the MDS counts them,
     # held to their ceilings (a regression pin, as bench/brickops.py --check on GlusterFS).
