@@ -9,7 +9,8 @@
 # writer_counts.json; then issue 22's bandwidth protocol with the ranks split between the two
 # clients, without and with an fsync before close (bench/n1_protocol.py --split --fsync no,yes:
 # plfs against plain N-1 and N-N, each rank reading records the other client wrote), saved as
-# n1_protocol.txt.
+# n1_protocol.txt; then the I/O libraries' programs with the ranks split the same way
+# (bench/io_libraries.py --split: FLASH-IO, BT-IO, PnetCDF), saved as io_libraries.json.
 # Runs under `scripts/cephfs.sh run` (starts the cluster when none runs, stops exactly what it
 # started). Needs root and /dev/fuse; expects make build and make -C bench programs.
 set -euo pipefail
@@ -26,3 +27,8 @@ out=$(ls -d bench/results/*-cephfs 2>/dev/null | sort | tail -1)
 LIB=$(preload_lib "$@")
 ${PYTHON:-python3} bench/cephops.py --save "$out/cephops.json" "$LIB"
 N1_PROTOCOL_ARGS="--split --fsync no,yes" writer_and_protocol "$PLFS_CEPHFS_MOUNT" "$PLFS_CEPHFS_MOUNT2" "$out" "CephFS"
+# Seed 000's Figs. 4 and 5 (and PnetCDF) with the ranks split between the two clients: the I/O
+# libraries' programs, plain against plfs (bench/io_libraries.py), saved as io_libraries.json and
+# io_libraries-cephfs.png.
+${PYTHON:-python3} bench/io_libraries.py --mnt "$PLFS_CEPHFS_MOUNT" --mnt2 "$PLFS_CEPHFS_MOUNT2" --split --lib "$LIB" \
+    --label CephFS --save "$out/io_libraries.json" --png "$out"

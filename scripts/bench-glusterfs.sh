@@ -7,7 +7,8 @@
 # system calls per write of 4 N-1 writers and the peak RSS of a writer of 1,000,000 64-byte
 # writes (bench/writer_counts.py), printed and saved as writer_counts.json; then issue 22's
 # bandwidth protocol (bench/n1_protocol.py: plfs against plain N-1 and N-N, read back through
-# the volume's second client mount), printed and saved as n1_protocol.txt.
+# the volume's second client mount), printed and saved as n1_protocol.txt; then the I/O
+# libraries' programs (bench/io_libraries.py: FLASH-IO, BT-IO, PnetCDF), saved as io_libraries.json.
 # Runs under `scripts/glusterfs.sh run` (starts the volume when none runs, stops exactly what it
 # started). Needs root, /dev/fuse and network namespaces; expects make build and make -C bench
 # programs.
@@ -33,3 +34,7 @@ for ph in ["create", "stat", "read", "unlink", "open4"]:
     print(f"{ph:8} {r['plain'][ph]['per_file']:7} {r['plfs'][ph]['per_file']:7}  {budget[ph]}")
 PY
 writer_and_protocol "$PLFS_GLUSTER_MOUNT" "${PLFS_GLUSTER_MOUNT2:-}" "$out" "the volume (PLFS_GLUSTER_CLIENTS=1)"
+# Seed 000's Figs. 4 and 5 (and PnetCDF) on the volume: the I/O libraries' programs, plain
+# against plfs (bench/io_libraries.py), saved as io_libraries.json and io_libraries-glusterfs.png.
+${PYTHON:-python3} bench/io_libraries.py --mnt "$PLFS_GLUSTER_MOUNT" --lib "$LIB" --label GlusterFS \
+    --save "$out/io_libraries.json" --png "$out"

@@ -236,3 +236,28 @@ def index_plot(rcells, outdir):
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, outdir, "fig_index.png")
+
+
+def io_libraries_plot(rows, label, outdir):
+    """Seed 000's Figs. 4 and 5 (and PnetCDF) redrawn: for each program, phase and process count,
+    a plain shared file's bandwidth beside plfs's (bench/io_libraries.py)."""
+    if not rows:
+        return None
+    names = [f"{r['program']}\n{r['phase']} np {r['np']}" for r in rows]
+    xs = range(len(rows))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(rows)), 4.0))
+    width = 0.4
+    ax.bar([x - width / 2 for x in xs], [r["plain_mbs"] for r in rows], width, label="plain shared file", color="black")
+    ax.bar([x + width / 2 for x in xs], [r["plfs_mbs"] for r in rows], width, label="plfs (ldplfs)", color="tab:blue")
+    for x, r in zip(xs, rows):
+        ax.annotate(f"{r['plfs_vs_plain']}x", (x + width / 2, r["plfs_mbs"]), ha="center", va="bottom", fontsize=7)
+        if r.get("plain_wrong"):
+            # The plain file failed the program's check: its bandwidth bought a wrong file.
+            ax.annotate("wrong\nfile", (x - width / 2, r["plain_mbs"]), ha="center", va="bottom", fontsize=6, color="red")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels(names, fontsize=7)
+    ax.set_ylabel("MB/s (slowest rank's file calls)")
+    split = " (ranks split between two clients)" if rows[0].get("split") else ""
+    ax.set_title(f"I/O libraries through plfs, {label}{split}", fontsize=9)
+    ax.legend(fontsize=8)
+    return _save(fig, outdir, f"io_libraries{'-' + label.lower() if label else ''}.png")
