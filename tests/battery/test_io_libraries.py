@@ -12,9 +12,9 @@ plain directory (issue 56, item 1):
                            mpirun.openmpi, through OMPIO and through ROMIO): ncmpidump equal, the
                            same bytes, and the check
 
-With np 2 and 4. Every rank is made a collective-buffering aggregator (ROMIO's cb_config_list *:*,
-OMPIO's num_aggregators), as on a cluster with one aggregator a node, so the collective writes of
-one file come from several processes; each logical file must be a PLFS container of the backend,
+With np 2 and 4. Through ROMIO every rank is made a collective-buffering aggregator (cb_config_list
+*:*), as on a cluster with one aggregator a node, so the collective writes of one file come from
+several processes (OMPIO runs with the aggregators it chooses: see the PnetCDF test); each logical file must be a PLFS container of the backend,
 not a plain file. A missing library or tool fails (scripts/install-deps.sh installs them all and
 keeps plain mpicc and mpirun MPICH's), never skips.
 
@@ -85,19 +85,25 @@ def fs(preload_lib):
     yield from plfs_fixture("preload", preload_lib, prefix="plfs-iolib-")
 
 
+def plain_env():
+    """This process's environment without the preload and the plfsrc: a job on plain files."""
+    return {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PLFSRC")}
+
+
 def mpirun(argv, env=None, timeout=300):
     """Runs an MPI job (with `env` when given, else without PLFS); returns its stdout; fails with
     its output unless it exits 0."""
     if env is None:
-        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PLFSRC")}
+        env = plain_env()
     r = subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True, timeout=timeout)
     assert r.returncode == 0, f"{' '.join(map(str, argv))} exited {r.returncode}:\n{r.stdout}{r.stderr}"
     return r.stdout
 
 
-def romio_hints(fs):
-    """A ROMIO_HINTS file making every rank an aggregator (HDF5 passes no hints of its own)."""
-    hints = fs.root / "romio_hints"
+def romio_hints(directory):
+    """A ROMIO_HINTS file in `directory` making every rank an aggregator (HDF5 passes no hints of
+    its own): the environment that names it."""
+    hints = directory / "romio_hints"
     hints.write_text("".join(h.replace("=", " ") + "\n" for h in AGGREGATORS))
     return {"ROMIO_HINTS": str(hints)}
 
@@ -120,9 +126,9 @@ def without_name_line(dump, first):
 @pytest.mark.parametrize("np", [2, 4])
 def test_mpi_flash_io_hdf5_checkpoint_and_plot_file(fs, exes, np):
     names = ("fio_hdf5_chk_0000", "fio_hdf5_plt_cnt_0000")
-    env = romio_hints(fs)
+    env = romio_hints(fs.root)
     plain = mpirun(["mpirun", "-np", np, exes["flash_io"], fs.plain, "write", "fio"],
-                   env={**{k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PLFSRC")}, **env})
+                   env={**plain_env(), **env})
     assert "FLASHIO OK wrote" in plain, plain
     out = mpirun(["mpirun", "-np", np, exes["flash_io"], fs.mount, "write", "fio"], env={**fs.env, **env})
     assert out == plain.replace(str(fs.plain), str(fs.mount)), out
@@ -172,7 +178,7 @@ def test_mpi_pnetcdf_collective_variables_openmpi(fs, exes, np, io):
     ompi = {**OMPI_ENV, "OMPI_MCA_io": io}
     if io == "romio321":
         ompi["PNETCDF_HINTS"] = ";".join(AGGREGATORS)
-    base = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PLFSRC")}
+    base = plain_env()
     run = ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-np", str(np), exes["pnetcdf_var"]]
     plain = fs.plain / "history.nc"
     assert "PNETCDF OK wrote" in mpirun([*run, plain, "write"], env={**base, **ompi})
@@ -220,15 +226,14 @@ if os.environ.get("PLFS_CROSS_CLIENT"):
     @pytest.mark.parametrize("np", [2, 4])
     def test_mpi_cross_client_btio_and_flash_io_ranks_on_two_clients(two_clients, exes, preload_lib, np):
         plain, logical, rc1, rc2, store = two_clients
-        base = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PLFSRC")}
+        base = plain_env()
         env = {**base, "LD_PRELOAD": str(preload_lib)}
-        hints = plain.parent / "romio_hints"
-        hints.write_text("".join(h.replace("=", " ") + "\n" for h in AGGREGATORS))
-        env["ROMIO_HINTS"] = str(hints)
+        hints = romio_hints(plain.parent)
+        env.update(hints)
         mpirun(["mpirun", "-np", np, exes["btio"], plain / "btio.out", "write", *BT, *AGGREGATORS], env=base)
         out = mpirun(mpmd(np, rc1, rc2, [exes["btio"], logical / "btio.out", "write", *BT, *AGGREGATORS]), env=env)
         assert "BTIO OK wrote and checked" in out, out
-        mpirun(["mpirun", "-np", np, exes["flash_io"], plain, "write", "fio"], env={**base, "ROMIO_HINTS": str(hints)})
+        mpirun(["mpirun", "-np", np, exes["flash_io"], plain, "write", "fio"], env={**base, **hints})
         out = mpirun(mpmd(np, rc1, rc2, [exes["flash_io"], logical, "write", "fio"]), env=env)
         assert "FLASHIO OK wrote" in out, out
         # Read back on each client alone, by another number of ranks and by md5sum.
