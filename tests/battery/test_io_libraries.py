@@ -14,8 +14,8 @@ plain directory (issue 56, item 1):
 
 With np 2 and 4. Through ROMIO every rank is made a collective-buffering aggregator (cb_config_list
 *:*), as on a cluster with one aggregator a node, so the collective writes of one file come from
-several processes (OMPIO runs with the aggregators it chooses: see the PnetCDF test); each logical file must be a PLFS container of the backend,
-not a plain file. A missing library or tool fails (scripts/install-deps.sh installs them all and
+several processes (OMPIO runs with the aggregators it chooses: see the PnetCDF test); each logical
+file must be a PLFS container of the backend, not a plain file. A missing library or tool fails (scripts/install-deps.sh installs them all and
 keeps plain mpicc and mpirun MPICH's), never skips.
 
 Under CephFS with two clients (scripts/test-cephfs.sh, PLFS_CROSS_CLIENT set) BT-IO and FLASH-IO
